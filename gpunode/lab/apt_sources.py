@@ -1,0 +1,76 @@
+"""Debian mirrors for the lab, taken from this machine's own apt configuration (or a user-given mirror)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
+
+
+@dataclass(frozen=True)
+class AptMirrors:
+    """Where the lab's Debian packages come from."""
+
+    debian: str
+    security: str | None
+
+    def sources_list(self, suite: str) -> str:
+        """A one-line-style sources.list with the components the lab needs (non-free for the driver)."""
+        components = " ".join(LAB_COMPONENTS)
+        lines = [f"deb {self.debian} {suite} {components}", f"deb {self.debian} {suite}-updates {components}"]
+        if self.security:
+            lines.append(f"deb {self.security} {suite}-security {components}")
+        return "\n".join(lines) + "\n"
+
+
+def _entries(apt_dir: Path) -> list[tuple[str, str]]:
+    """(uri, suite) pairs from sources.list, *.list and deb822 *.sources files."""
+    pairs: list[tuple[str, str]] = []
+    files = [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*.list"))]
+    for path in files:
+        if not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            line = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
+            if len(line) >= 3 and line[0] == "deb":
+                pairs.append((line[1], line[2]))
+    for path in sorted((apt_dir / "sources.list.d").glob("*.sources")):
+        for stanza in re.split(r"\n\s*\n", path.read_text(errors="replace")):
+            fields: dict[str, str] = {}
+            for line in stanza.splitlines():
+                if ":" in line and not line.lstrip().startswith("#"):
+                    key, value = line.split(":", 1)
+                    fields[key.strip().lower()] = value.strip()
+            if "deb" in fields.get("types", "").split() and fields.get("enabled", "yes") != "no":
+                for uri in fields.get("uris", "").split():
+                    pairs.extend((uri, suite) for suite in fields.get("suites", "").split())
+    return pairs
+
+
+def host_mirrors(apt_dir: Path = Path("/etc/apt"), override: str | None = None) -> AptMirrors:
+    """The Debian archive and security mirrors this machine's apt uses; `override` wins for the archive."""
+    debian = security = None
+    for uri, suite in _entries(apt_dir):
+        if suite.endswith("-security") or "security" in uri:
+            security = security or uri
+        elif not suite.startswith("cloud-sdk") and "debian" in uri:
+            debian = debian or uri
+    debian = override or debian
+    if not debian:
+        raise RuntimeError(
+            "no Debian mirror found in /etc/apt sources; give one with --mirror URL (a Debian archive mirror)"
+        )
+    return AptMirrors(debian=debian.rstrip("/"), security=security.rstrip("/") if security else None)
+
+
+def host_apt_options(apt_dir: Path = Path("/etc/apt")) -> list[str]:
+    """This machine's Acquire::Check-* options (needed when its mirror is a dated snapshot)."""
+    conf_dir = apt_dir / "apt.conf.d"
+    options: list[str] = []
+    for path in sorted(conf_dir.glob("*")) if conf_dir.is_dir() else []:
+        for line in path.read_text(errors="replace").splitlines():
+            if re.match(r"\s*Acquire::Check-(Valid-Until|Date)\b", line):
+                options.append(line.strip())
+    return options

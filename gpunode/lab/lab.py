@@ -1,0 +1,207 @@
+"""The lab: start and stop a set of real local hosts, and write an inventory for them."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+from gpunode.lab.host import LabHost
+from gpunode.lab.network import LabNetwork
+from gpunode.lab.rootfs import LAB_USER, ensure_rootfs
+
+DEFAULT_TAG = "demo"
+DEFAULT_SUBNET = "10.231.1.0/24"
+
+
+def lab_root() -> Path:
+    return Path(os.environ.get("GPUNODE_LAB_DIR", "/var/lib/gpunode-lab"))
+
+
+class Lab:
+    """Hosts named `<tag>-h<N>` on their own bridge; all state lives in `<lab_root>/<tag>/`."""
+
+    def __init__(self, tag: str = DEFAULT_TAG, subnet: str = DEFAULT_SUBNET, mirror: str | None = None) -> None:
+        if not tag.isalnum() or len(tag) > 6:
+            raise ValueError(f"lab tag must be 1-6 letters or digits, got {tag!r}")
+        self.tag = tag
+        self.mirror = mirror
+        self.network = LabNetwork(tag, subnet)
+        self.directory = lab_root() / tag
+        self.hosts: dict[str, LabHost] = {}
+        self._load_state()
+
+    # ---- paths -----------------------------------------------------------------------------------
+    @property
+    def key_path(self) -> Path:
+        return self.directory / "id_ed25519"
+
+    @property
+    def known_hosts_path(self) -> Path:
+        return self.directory / "known_hosts"
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.directory / "inventory.yml"
+
+    @property
+    def state_path(self) -> Path:
+        return self.directory / "state.json"
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def up(self, count: int, log=sys.stderr) -> list[LabHost]:
+        """Ensure hosts h1..h<count> are running; returns them. Extra running hosts are left alone."""
+        _require_root_tools()
+        with self._locked():
+            rootfs = ensure_rootfs(self.mirror, log=log)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            pubkey = self._client_key()
+            self.network.up()
+            started = []
+            for index in range(1, count + 1):
+                name = f"{self.tag}-h{index}"
+                host = self.hosts.get(name)
+                if host and host.init_pid():
+                    continue
+                started.append(self._start(name, index, rootfs, pubkey))
+            self._save_state()
+            for host in started:
+                host.wait_for_ssh()
+            self._write_known_hosts()
+            self._write_inventory()
+        return [self.hosts[f"{self.tag}-h{i}"] for i in range(1, count + 1)]
+
+    def add_host(self, index: int) -> LabHost:
+        """Start one more host (a fresh machine), e.g. for a test that must not share state."""
+        with self._locked():
+            rootfs = ensure_rootfs(self.mirror)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.network.up()
+            host = self._start(f"{self.tag}-h{index}", index, rootfs, self._client_key())
+            self._save_state()
+            host.wait_for_ssh()
+            self._write_known_hosts()
+            self._write_inventory()
+        return host
+
+    def remove_host(self, name: str) -> None:
+        with self._locked():
+            host = self.hosts.pop(name, None)
+            if host:
+                host.destroy()
+                self.network.detach(host.name, host.index)
+            self._save_state()
+            self._write_known_hosts()
+            self._write_inventory()
+
+    def restart_host(self, name: str) -> None:
+        """Stop and boot a host again on its existing disk (for fault tests)."""
+        host = self.hosts[name]
+        host.stop()
+        host.prepare(ensure_rootfs(self.mirror), self._client_key())
+        host.netns_path = self.network.attach(host.name, host.index)
+        host.boot(Path(host.directory) / "console.log")
+        self._save_state()
+        host.wait_for_ssh()
+
+    def down(self) -> None:
+        """Stop every host, remove their disks and the network. Safe to call twice."""
+        with self._locked():
+            for host in list(self.hosts.values()):
+                host.destroy()
+                self.network.detach(host.name, host.index)
+            self.hosts.clear()
+            self.network.down()
+            if self.directory.exists():
+                for name in ("state.json", "inventory.yml", "known_hosts"):
+                    (self.directory / name).unlink(missing_ok=True)
+                shutil.rmtree(self.directory / "hosts", ignore_errors=True)
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _start(self, name: str, index: int, rootfs: Path, pubkey: str) -> LabHost:
+        old = self.hosts.get(name)
+        if old:
+            old.destroy()
+        directory = self.directory / "hosts" / name
+        shutil.rmtree(directory, ignore_errors=True)
+        netns = self.network.attach(name, index)
+        host = LabHost(name=name, index=index, address=self.network.address(index),
+                       directory=str(directory), netns_path=netns)
+        host.prepare(rootfs, pubkey)
+        host.boot(directory / "console.log")
+        self.hosts[name] = host
+        return host
+
+    def _client_key(self) -> str:
+        if not self.key_path.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"gpunode-lab-{self.tag}",
+                            "-f", str(self.key_path)], check=True)
+        return self.key_path.with_suffix(".pub").read_text()
+
+    def host_public_key(self, host: LabHost) -> str:
+        return " ".join((host.root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()[:2])
+
+    def _write_known_hosts(self) -> None:
+        lines = [f"{h.address} {self.host_public_key(h)}" for h in self.hosts.values() if h.root.exists()]
+        self.known_hosts_path.write_text("".join(line + "\n" for line in lines))
+
+    def _write_inventory(self) -> None:
+        hosts = {
+            h.name: {"ansible_host": h.address} for h in sorted(self.hosts.values(), key=lambda h: h.index)
+        }
+        inventory = {
+            "all": {
+                "children": {
+                    "lab": {
+                        "hosts": hosts,
+                        "vars": {
+                            "ansible_user": LAB_USER,
+                            "ansible_become": True,
+                            "ansible_ssh_private_key_file": str(self.key_path),
+                            "known_hosts": str(self.known_hosts_path),
+                        },
+                    }
+                }
+            }
+        }
+        header = f"# Written by gpunode's lab ({self.tag}); rewritten at each lab-up.\n"
+        self.inventory_path.write_text(header + yaml.safe_dump(inventory, sort_keys=False))
+
+    def _load_state(self) -> None:
+        if self.state_path.exists():
+            data = json.loads(self.state_path.read_text())
+            self.hosts = {h["name"]: LabHost(**h) for h in data.get("hosts", [])}
+
+    def _save_state(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        data = {"tag": self.tag, "subnet": str(self.network.subnet),
+                "hosts": [h.to_dict() for h in self.hosts.values()]}
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.state_path)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / ".lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+
+def _require_root_tools() -> None:
+    if os.geteuid() != 0:
+        raise RuntimeError("the lab needs root (network namespaces, overlay mounts, systemd-nspawn)")
+    missing = [t for t in ("systemd-nspawn", "mmdebstrap", "iptables", "ssh-keygen", "nsenter") if not shutil.which(t)]
+    if missing:
+        raise RuntimeError(
+            f"missing tools: {', '.join(missing)}; install: apt-get install -y systemd-container mmdebstrap "
+            "iptables openssh-client util-linux"
+        )

@@ -1,0 +1,83 @@
+"""YAML loading that remembers the line of every mapping key, for errors that say file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpunode.errors import UsageError
+
+
+class LineDict(dict):
+    """A dict that knows the 1-based source line of each key (``key_lines``) and of itself (``line``)."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+    def line_of(self, key: Any) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class LineList(list):
+    """A list that knows the 1-based source line of each item."""
+
+    line: int = 0
+    item_lines: list[int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # type: ignore[override]
+        self.flatten_mapping(node)
+        result = LineDict()
+        result.line = node.start_mark.line + 1
+        result.key_lines = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError as exc:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "found an unhashable key", key_node.start_mark
+                ) from exc
+            result[key] = self.construct_object(value_node, deep=True)
+            result.key_lines[key] = key_node.start_mark.line + 1
+        return result
+
+    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:  # type: ignore[override]
+        result = LineList(self.construct_object(child, deep=True) for child in node.value)
+        result.line = node.start_mark.line + 1
+        result.item_lines = [child.start_mark.line + 1 for child in node.value]
+        return result
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _LineLoader.construct_sequence)
+
+
+def load_yaml_text(text: str, source: str) -> Any:
+    """Parse YAML text; a syntax error becomes a UsageError naming source:line."""
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise UsageError(
+            f"malformed YAML: {exc.problem or exc}",
+            fix="fix the YAML syntax at that line (indentation, quotes, a missing ':')",
+            source=source,
+            line=line,
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise UsageError(f"malformed YAML: {exc}", source=source, fix="fix the YAML syntax") from exc
+
+
+def load_yaml_file(path: str | Path) -> Any:
+    """Read and parse a YAML file with line-aware containers."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read: {exc.strerror}", source=str(path), fix="check the path") from exc
+    return load_yaml_text(text, str(path))
