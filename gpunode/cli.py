@@ -1,0 +1,5 @@
+"""The `gpunode` console script."""
+
+from gpunode.tasks import main
+
+__all__ = ["main"]

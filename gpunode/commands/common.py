@@ -1,0 +1,70 @@
+"""Shared by the command-line tasks: choosing hosts, turning errors into exit codes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from invoke.exceptions import Exit
+from rich.console import Console
+
+from gpunode.errors import GpunodeError, UsageError
+from gpunode.inventory import Host, Inventory, adhoc_inventory, load_inventory
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+err_console = Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Usage errors exit 2, other gpunode errors exit 1, each printed with its fix (never a traceback)."""
+    try:
+        yield
+    except UsageError as exc:
+        _print_error(exc)
+        raise Exit(code=EXIT_USAGE) from None
+    except GpunodeError as exc:
+        _print_error(exc)
+        raise Exit(code=EXIT_FAILED) from None
+
+
+def _print_error(exc: GpunodeError) -> None:
+    err_console.print(f"[bold red]error:[/] {exc.cause if not exc.host else exc}", markup=True)
+    if exc.fix and not exc.host:
+        err_console.print(f"  [bold]fix:[/] {exc.fix}")
+
+
+def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None) -> tuple[Inventory, list[Host]]:
+    """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit`."""
+    if not inventory and not hosts:
+        raise UsageError("no hosts: give an inventory (-i FILE) or hosts (-H host1,host2)",
+                         fix="e.g. gpunode provision -i inventory/aws-gpu.yml, or -H ubuntu@10.0.1.5")
+    base = load_inventory(inventory) if inventory else None
+    inv = adhoc_inventory(hosts, base) if hosts else base
+    assert inv is not None
+    selected = inv.select(limit)
+    if not selected:
+        raise UsageError("no hosts selected", source="--limit", fix="check --limit and the inventory")
+    return inv, selected
+
+
+def parse_vars(pairs: list[str]) -> dict[str, Any]:
+    """`--var k=v` pairs; values parsed as YAML scalars (true, 3, [a, b])."""
+    import yaml
+
+    result: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=550")
+        try:
+            result[key] = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            result[key] = value
+    return result
+
+
+def is_tty() -> bool:
+    return sys.stderr.isatty()

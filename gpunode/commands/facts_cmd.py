@@ -1,0 +1,72 @@
+"""`facts`: gather and print a host's facts (one remote exec per host)."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from gpunode.commands.common import load_hosts
+from gpunode.connection import ConnectOptions, connect
+from gpunode.errors import GpunodeError
+from gpunode.facts import Facts, facts_script, parse_facts
+
+
+def gather(host, options: ConnectOptions) -> Facts:
+    conn = connect(host, options)
+    try:
+        conn.open()
+        result = conn.run("bash -s", sudo=True, stdin=facts_script(), label="facts.sh")
+        if not result.ok:
+            raise GpunodeError(f"facts.sh failed (exit {result.exit_code}): {result.tail()}", host=host.name,
+                               step="facts", fix="check that bash exists on the host")
+        return parse_facts(result.stdout)
+    finally:
+        conn.close()
+        conn.transcript.close()
+
+
+def show_facts(inventory: list[str], hosts: str | None, limit: str | None, as_json: bool,
+               accept_new_host_keys: bool) -> int:
+    _, selected = load_hosts(inventory, hosts, limit)
+    options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
+    console = Console()
+    collected, failed = {}, False
+    for host in selected:
+        try:
+            collected[host.name] = gather(host, options).to_dict()
+        except GpunodeError as exc:
+            failed = True
+            collected[host.name] = {"error": str(exc)}
+    if as_json:
+        print(json.dumps(collected if len(selected) > 1 else next(iter(collected.values())), indent=2, default=str))
+    else:
+        for name, facts in collected.items():
+            table = Table(title=name, show_header=False)
+            if "error" in facts:
+                console.print(f"[bold red]{name}:[/] {facts['error']}")
+                continue
+            for key, value in parse_rows(facts):
+                table.add_row(key, value)
+            console.print(table)
+    return 1 if failed else 0
+
+
+def parse_rows(facts: dict) -> list[tuple[str, str]]:
+    rows = []
+    for section, value in facts.items():
+        if section == "raw":
+            continue
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if inner not in (None, "", [], {}, ()):
+                    rows.append((f"{section}.{key}", _short(inner)))
+        elif value not in (None, "", [], {}, ()):
+            rows.append((section, _short(value)))
+    return rows
+
+
+def _short(value) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return text if len(text) < 160 else text[:157] + "..."

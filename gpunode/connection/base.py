@@ -1,0 +1,157 @@
+"""What every connection (SSH or local) offers the rest of gpunode."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpunode.connection.quoting import q
+from gpunode.connection.transcript import Transcript
+from gpunode.errors import ConnectError, GpunodeError
+
+BOOT_MARKER_COMMAND = "cat /proc/sys/kernel/random/boot_id; cut -d' ' -f22 /proc/1/stat"
+OutputCallback = Callable[[str], None]
+
+
+@dataclass
+class ConnectOptions:
+    """How to connect: host-key policy, timeouts, retries, and where logs go."""
+
+    accept_new_host_keys: bool = False
+    connect_timeout: float = 10.0
+    retries: int = 3
+    backoff: float = 1.0
+    log_dir: Path | None = None
+
+
+@dataclass
+class ExecResult:
+    """The outcome of one remote command."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def tail(self, lines: int = 12) -> str:
+        """The last lines of stderr (or stdout), for error messages."""
+        text = self.stderr.strip() or self.stdout.strip()
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class RemoteProcess(ABC):
+    """A long-running remote command with an open stdin (e.g. the run lock holder)."""
+
+    @abstractmethod
+    def read_until(self, marker: str, timeout: float) -> str: ...
+
+    @abstractmethod
+    def close(self) -> int | None: ...
+
+
+class Connection(ABC):
+    """One host. `run` executes a command (as root when `become`), counted in the transcript."""
+
+    def __init__(self, name: str, become: bool, become_password: str | None, is_root: bool,
+                 transcript: Transcript) -> None:
+        self.name = name
+        self.become = become
+        self.become_password = become_password
+        self.is_root = is_root
+        self.transcript = transcript
+        transcript.redact.add(become_password)
+
+    # ---- to implement --------------------------------------------------------------------------
+    @abstractmethod
+    def open(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def _exec(self, command: str, stdin: bytes, timeout: float | None,
+              on_output: OutputCallback | None) -> tuple[int, str, str]: ...
+
+    @abstractmethod
+    def _start(self, command: str, stdin: bytes) -> RemoteProcess: ...
+
+    # ---- shared --------------------------------------------------------------------------------
+    def wrap(self, command: str, sudo: bool | None) -> tuple[str, bytes]:
+        """The command as sent, and the bytes to feed stdin first (a sudo password, never on the command line)."""
+        as_root = self.become if sudo is None else sudo
+        if not as_root or self.is_root:
+            return command, b""
+        if self.become_password:
+            return f"sudo -S -p '' -H -- sh -c {q(command)}", (self.become_password + "\n").encode()
+        return f"sudo -n -H -- sh -c {q(command)}", b""
+
+    def run(self, command: str, *, sudo: bool | None = None, stdin: str | bytes = b"",
+            timeout: float | None = None, label: str | None = None,
+            on_output: OutputCallback | None = None) -> ExecResult:
+        """Run one command; never raises for a non-zero exit (look at .ok), raises ConnectError when cut off."""
+        wrapped, prefix = self.wrap(command, sudo)
+        data = prefix + (stdin.encode() if isinstance(stdin, str) else stdin)
+        started = time.monotonic()
+        code, out, err = self._exec(wrapped, data, timeout, on_output)
+        seconds = time.monotonic() - started
+        err = _strip_sudo_noise(err)
+        self.transcript.record(label or command, code, seconds, out, err)
+        if code == 1 and "sudo: a password is required" in err:
+            raise GpunodeError(
+                "sudo needs a password on this host",
+                fix="give become_password (ansible_become_password) in the inventory or vault, or allow "
+                "passwordless sudo for this user",
+                host=self.name,
+            )
+        return ExecResult(code, out, err, seconds)
+
+    def start(self, command: str, *, sudo: bool | None = None, stdin: str = "",
+              label: str | None = None) -> RemoteProcess:
+        """Start a long-running command; `stdin` is sent and the stream stays open until the process is closed."""
+        wrapped, prefix = self.wrap(command, sudo)
+        self.transcript.record(label or command, None, 0.0, "", "")
+        return self._start(wrapped, prefix + stdin.encode())
+
+    def boot_marker(self) -> str:
+        """Kernel boot id plus PID 1's start time: changes on every reboot, containers included."""
+        result = self.run(BOOT_MARKER_COMMAND, sudo=False, label="boot marker")
+        return ":".join(result.stdout.split())
+
+    def wait_for_reboot(self, old_marker: str, timeout: float = 600.0) -> str:
+        """Reconnect after a reboot; the boot marker must change. Returns the new marker."""
+        self.close()
+        deadline = time.monotonic() + timeout
+        delay = 1.0
+        last_error = "no answer"
+        while time.monotonic() < deadline:
+            time.sleep(delay)
+            try:
+                self.open()
+                marker = self.boot_marker()
+                if marker and marker != old_marker:
+                    return marker
+                last_error = "the host answered but has not rebooted yet (same boot id)"
+                self.close()
+            except (ConnectError, OSError) as exc:
+                last_error = str(exc).splitlines()[0]
+            delay = min(delay * 1.5, 10.0)
+        raise ConnectError(
+            f"the host did not come back from the reboot within {timeout:.0f}s (last: {last_error})",
+            fix="check the instance console (a kernel panic, a hung fstab mount or a failed driver load at boot"
+            " are the usual causes), then run again",
+            host=self.name,
+            step="reboot",
+        )
+
+
+def _strip_sudo_noise(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("sudo: unable to resolve host")) + (
+        "\n" if text.endswith("\n") else ""
+    )

@@ -1,0 +1,209 @@
+"""SSH connections: Fabric sets them up (ssh_config, keys, agent, jump hosts), paramiko channels run commands."""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+
+import fabric
+import paramiko
+
+from gpunode.connection.base import Connection, ConnectOptions, OutputCallback, RemoteProcess
+from gpunode.connection.hostkeys import VerifyPolicy, changed_key_error, load_known_hosts
+from gpunode.connection.transcript import Transcript
+from gpunode.errors import ConnectError, HostKeyError
+from gpunode.inventory import Host
+
+_READ = 65536
+
+
+class SshConnection(Connection):
+    """A host reached over SSH (optionally through a bastion)."""
+
+    def __init__(self, host: Host, options: ConnectOptions, transcript: Transcript) -> None:
+        super().__init__(host.name, host.become, host.become_password, host.user == "root", transcript)
+        self.host = host
+        self.options = options
+        transcript.redact.add(host.password)
+        self._fabric: fabric.Connection | None = None
+
+    # ---- setup ---------------------------------------------------------------------------------
+    def _build(self) -> fabric.Connection:
+        host = self.host
+        connect_kwargs: dict = {
+            "banner_timeout": self.options.connect_timeout,
+            "auth_timeout": self.options.connect_timeout,
+        }
+        if host.key_file:
+            connect_kwargs["key_filename"] = [host.key_file]
+        if host.password:
+            connect_kwargs["password"] = host.password
+        gateway: fabric.Connection | str | None = host.proxy_command
+        if host.jump:
+            gateway = None
+            for hop in host.jump.split(","):  # a chain: each hop reached through the previous one
+                gateway = self._secured(fabric.Connection(hop.strip(), gateway=gateway,
+                                                          connect_timeout=self.options.connect_timeout,
+                                                          connect_kwargs=dict(connect_kwargs)))
+        conn = fabric.Connection(
+            host.address, user=host.user, port=host.port, gateway=gateway,
+            connect_timeout=self.options.connect_timeout, connect_kwargs=connect_kwargs,
+        )
+        return self._secured(conn)
+
+    def _secured(self, conn: fabric.Connection) -> fabric.Connection:
+        """Replace Fabric's default auto-add policy with verification against known_hosts."""
+        load_known_hosts(conn.client, [self.host.known_hosts] if self.host.known_hosts else [])
+        conn.client.set_missing_host_key_policy(VerifyPolicy(self.options.accept_new_host_keys, self.name))
+        return conn
+
+    def open(self) -> None:
+        """Connect, retrying transient network errors with backoff; key and auth problems fail at once."""
+        if self._fabric and self._fabric.is_connected:
+            return
+        delay = self.options.backoff
+        for attempt in range(1, self.options.retries + 1):
+            self._fabric = self._build()
+            try:
+                self._fabric.open()
+                transport = self._fabric.client.get_transport()
+                transport.set_keepalive(15)
+                self.is_root = self.is_root or self._fabric.user == "root"
+                return
+            except paramiko.BadHostKeyException as exc:
+                raise changed_key_error(self.name, exc) from None
+            except HostKeyError:
+                raise
+            except paramiko.AuthenticationException as exc:
+                raise ConnectError(
+                    f"authentication failed as {self._fabric.user}@{self.host.address}: {exc}",
+                    fix="check the user and the key (ansible_user, ansible_ssh_private_key_file) or load the key "
+                    "into ssh-agent",
+                    host=self.name, step="connect",
+                ) from None
+            except (OSError, paramiko.SSHException, EOFError) as exc:
+                if attempt == self.options.retries:
+                    raise ConnectError(
+                        f"cannot reach {self.host.address}:{self.host.port} after {attempt} attempts: "
+                        f"{exc or type(exc).__name__}",
+                        fix="check that the instance is running, the address and port are right, and the security "
+                        "group / firewall allows SSH from here (or through the bastion)",
+                        host=self.name, step="connect",
+                    ) from None
+                time.sleep(delay)
+                delay *= 2
+
+    def close(self) -> None:
+        if self._fabric:
+            try:
+                self._fabric.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection must not mask the real error
+                pass
+            self._fabric = None
+
+    def _channel(self) -> paramiko.Channel:
+        self.open()
+        assert self._fabric is not None
+        transport = self._fabric.client.get_transport()
+        if transport is None or not transport.is_active():
+            self.close()
+            self.open()
+            transport = self._fabric.client.get_transport()
+        try:
+            return transport.open_session(timeout=self.options.connect_timeout)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self.close()
+            raise ConnectError(f"the SSH connection was lost: {exc}", fix="check the host and run again",
+                               host=self.name) from None
+
+    # ---- execution -----------------------------------------------------------------------------
+    def _exec(self, command: str, stdin: bytes, timeout: float | None,
+              on_output: OutputCallback | None) -> tuple[int, str, str]:
+        channel = self._channel()
+        try:
+            channel.exec_command(command)
+            if stdin:
+                channel.sendall(stdin)
+            channel.shutdown_write()
+            return _collect(channel, timeout, on_output, self.name)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self.close()
+            raise ConnectError(f"the SSH connection broke during a command: {exc or type(exc).__name__}",
+                               fix="the host may have rebooted or lost its network; run again once it is back",
+                               host=self.name) from None
+        finally:
+            channel.close()
+
+    def _start(self, command: str, stdin: bytes) -> RemoteProcess:
+        channel = self._channel()
+        channel.exec_command(command)
+        if stdin:
+            channel.sendall(stdin)
+        return _SshProcess(channel)
+
+
+def _collect(channel: paramiko.Channel, timeout: float | None, on_output: OutputCallback | None,
+             name: str) -> tuple[int, str, str]:
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout if timeout else None
+    pending = ""
+    while True:
+        got = False
+        while channel.recv_ready():
+            chunk = channel.recv(_READ)
+            out += chunk
+            got = True
+            if on_output:
+                pending += chunk.decode(errors="replace")
+                *lines, pending = pending.split("\n")
+                for line in lines:
+                    on_output(line)
+        while channel.recv_stderr_ready():
+            err += channel.recv_stderr(_READ)
+            got = True
+        if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+            break
+        if channel.closed and not got:
+            break
+        if deadline and time.monotonic() > deadline:
+            raise ConnectError(f"command timed out after {timeout:.0f}s", host=name,
+                               fix="raise the step's timeout, or look at the host's log for where it hung")
+        if not got:
+            select.select([channel], [], [], 0.5)
+    if on_output and pending:
+        on_output(pending)
+    code = channel.recv_exit_status() if channel.exit_status_ready() else -1
+    return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class _SshProcess(RemoteProcess):
+    def __init__(self, channel: paramiko.Channel) -> None:
+        self.channel = channel
+        self.buffer = ""
+
+    def read_until(self, marker: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while marker not in self.buffer:
+            if self.channel.exit_status_ready() and not self.channel.recv_ready():
+                break
+            if time.monotonic() > deadline:
+                raise socket.timeout(f"no {marker!r} within {timeout:.0f}s")
+            if self.channel.recv_ready():
+                self.buffer += self.channel.recv(_READ).decode(errors="replace")
+            else:
+                select.select([self.channel], [], [], 0.2)
+        text, _, self.buffer = self.buffer.partition(marker)
+        return text
+
+    def close(self) -> int | None:
+        try:
+            self.channel.shutdown_write()
+            deadline = time.monotonic() + 5
+            while not self.channel.exit_status_ready() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return self.channel.recv_exit_status() if self.channel.exit_status_ready() else None
+        except (OSError, EOFError, paramiko.SSHException):
+            return None
+        finally:
+            self.channel.close()

@@ -1,0 +1,69 @@
+"""A per-host record of every remote execution: what ran, how long, what came back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from gpunode.connection.redact import Redactor
+
+LOG_OUTPUT_LIMIT = 64 * 1024
+
+
+@dataclass
+class ExecRecord:
+    """One remote command execution."""
+
+    label: str
+    exit_code: int | None
+    seconds: float
+    stdout_bytes: int
+    stderr_bytes: int
+
+
+@dataclass
+class Transcript:
+    """Counts executions and, when given a path, appends a readable log of them (secrets masked)."""
+
+    host: str
+    redact: Redactor = field(default_factory=Redactor)
+    log_path: Path | None = None
+    records: list[ExecRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._file: TextIO | None = None
+        if self.log_path:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    @property
+    def exec_count(self) -> int:
+        return len(self.records)
+
+    def note(self, message: str) -> None:
+        """A free-form line in the host's log (step started, step result, ...)."""
+        self._write(f"{time.strftime('%H:%M:%S')} {self.redact(message)}\n")
+
+    def record(self, label: str, exit_code: int | None, seconds: float, stdout: str, stderr: str) -> None:
+        self.records.append(ExecRecord(label, exit_code, seconds, len(stdout), len(stderr)))
+        lines = [f"{time.strftime('%H:%M:%S')} $ {self.redact(label)}  -> exit {exit_code} in {seconds:.2f}s\n"]
+        for name, text in (("stdout", stdout), ("stderr", stderr)):
+            if text.strip():
+                shown = text if len(text) <= LOG_OUTPUT_LIMIT else text[:LOG_OUTPUT_LIMIT] + "\n[... cut ...]\n"
+                lines.append(f"  [{name}]\n" + "".join(f"  | {ln}\n" for ln in self.redact(shown).splitlines()))
+        self._write("".join(lines))
+
+    def _write(self, text: str) -> None:
+        if self._file:
+            with self._lock:
+                self._file.write(text)
+                self._file.flush()
+
+    def close(self) -> None:
+        if self._file:
+            self._file.close()
+            self._file = None

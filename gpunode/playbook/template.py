@@ -1,0 +1,56 @@
+"""Jinja2 variables in playbooks: `{{ var }}` strings, native values for whole-expression strings."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+_ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
+
+
+class TemplateError(ValueError):
+    """A template could not be rendered (undefined variable, syntax error)."""
+
+
+def has_template(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(has_template(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_template(v) for v in value)
+    return False
+
+
+def render(value: Any, variables: dict[str, Any]) -> Any:
+    """Render strings inside value; "{{ expr }}" alone keeps the expression's type (a list stays a list)."""
+    if isinstance(value, str):
+        if not has_template(value):
+            return value
+        try:
+            whole = _WHOLE.match(value)
+            if whole and "{{" not in whole.group("expr"):
+                return _ENV.compile_expression(whole.group("expr"), undefined_to_none=False)(**variables)
+            return _ENV.from_string(value).render(**variables)
+        except jinja2.TemplateError as exc:
+            raise TemplateError(f"cannot render {value!r}: {exc.message or exc}") from None
+    if isinstance(value, dict):
+        return {k: render(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render(v, variables) for v in value]
+    return value
+
+
+def evaluate(expression: str, variables: dict[str, Any]) -> bool:
+    """A `when:` condition (a bare Jinja expression) evaluated to a boolean."""
+    try:
+        result = _ENV.compile_expression(expression, undefined_to_none=False)(**variables)
+    except jinja2.TemplateError as exc:
+        raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
+    if isinstance(result, jinja2.Undefined):
+        raise TemplateError(f"when: {expression!r} is undefined")
+    return bool(result)

@@ -1,0 +1,45 @@
+"""The end-of-run summary: a table per host, check-mode diffs, and each failure with its fix."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from gpunode.report.live import STATUS_STYLE
+from gpunode.report.model import RunResult
+
+
+def print_summary(result: RunResult, console: Console | None = None, show_diffs: bool | None = None) -> None:
+    console = console or Console()
+    show_diffs = result.check if show_diffs is None else show_diffs
+    if show_diffs:
+        for host in result.hosts:
+            for step in host.steps:
+                if step.status != "would-change":
+                    continue
+                console.print(f"[cyan]{host.host}[/] {step.name} ({step.where}) would:")
+                for action in step.actions:
+                    console.print(f"    - {action['summary']}" + (f"  [dim]({action['reason']})[/]" if action["reason"] else ""),
+                                  highlight=False, markup=True)
+                for diff in step.diffs:
+                    console.print(diff.rstrip("\n"), markup=False, highlight=False)
+    table = Table(title=f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}")
+    for column in ("host", "status", "ok", "changed", "skipped", "failed", "remote execs", "time"):
+        table.add_column(column, justify="right" if column not in ("host", "status") else "left")
+    for host in result.hosts:
+        counts = {s: sum(1 for st in host.steps if st.status == s) for s in ("ok", "skipped", "failed")}
+        style = STATUS_STYLE.get(host.status, "")
+        table.add_row(host.host, f"[{style}]{host.status}[/]", str(counts["ok"]), str(host.changed),
+                      str(counts["skipped"]), str(counts["failed"]), str(host.exec_count), f"{host.seconds:.1f}s")
+    console.print(table)
+    for host in result.hosts:
+        if host.error:
+            where = f" at step '{host.failed_step}'" if host.failed_step else ""
+            console.print(f"[bold red]{host.host}{where}:[/] {host.error}", highlight=False)
+            if host.fix:
+                console.print(f"  [bold]fix:[/] {host.fix}", highlight=False)
+            if host.log_path:
+                console.print(f"  log: {host.log_path}", highlight=False)
+    failed = [h.host for h in result.hosts if h.failed]
+    console.print(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
+                  + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s")

@@ -1,0 +1,210 @@
+"""One host through a playbook: lock + facts, render, batched probe, plan, apply, handlers, release."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpunode.connection import Connection
+from gpunode.errors import ConnectError, GpunodeError
+from gpunode.facts import Facts
+from gpunode.inventory import Host
+from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
+from gpunode.report.model import HostOutcome, StepOutcome
+from gpunode.runner import remote_lock
+from gpunode.runner.events import Events
+from gpunode.steps import Action, Step, StepContext, StepFailed, build_step
+
+
+class Cancelled(GpunodeError):
+    """The user interrupted the run."""
+
+
+@dataclass
+class PlannedStep:
+    spec: StepSpec
+    step: Step | None          # None when `when:` is false
+    probe: str | None = None
+    probe_output: str = ""
+
+
+@dataclass
+class HostRun:
+    """Runs `playbook` on `host` through `conn`. Never raises: the outcome says what happened."""
+
+    host: Host
+    conn: Connection
+    playbook: Playbook
+    extra_vars: dict[str, Any]
+    check: bool
+    events: Events
+    cancel: threading.Event
+    outcome: HostOutcome = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
+                                   log_path=str(self.conn.transcript.log_path or ""))
+        self.lock: remote_lock.RunLock | None = None
+        self.reboot_required = False
+        self.changed_something = False
+
+    # ---- top level -------------------------------------------------------------------------------
+    def run(self) -> HostOutcome:
+        started = time.monotonic()
+        self.events.host_started(self.host.name)
+        try:
+            self.conn.open()
+            self.lock = remote_lock.acquire(self.conn)
+            self._run_steps(self.lock.facts)
+        except ConnectError as exc:
+            self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
+        except Cancelled as exc:
+            self._fail(exc, "cancelled")
+        except GpunodeError as exc:
+            self._fail(exc, "failed")
+        except Exception as exc:  # noqa: BLE001 - one host's bug must never stop the others
+            self._fail(GpunodeError(f"internal error: {type(exc).__name__}: {exc}",
+                                    fix="please report this with the host log"), "failed")
+        finally:
+            if self.lock:
+                self.lock.release()
+            self.conn.close()
+            self.outcome.exec_count = self.conn.transcript.exec_count
+            self.outcome.seconds = time.monotonic() - started
+            self.conn.transcript.note(f"finished: {self.outcome.status} after {self.outcome.exec_count} remote execs")
+            self.conn.transcript.close()
+        if self.outcome.status == "ok" and self.outcome.changed:
+            self.outcome.status = "would-change" if self.check else "changed"
+        self.events.host_finished(self.outcome)
+        return self.outcome
+
+    def _fail(self, exc: GpunodeError, status: str) -> None:
+        self.outcome.status = status  # type: ignore[assignment]
+        self.outcome.error = exc.cause
+        self.outcome.fix = exc.fix
+        self.outcome.failed_step = exc.step or self.outcome.failed_step
+        self.conn.transcript.note(f"FAILED ({status}): {exc}")
+
+    # ---- steps -----------------------------------------------------------------------------------
+    def _variables(self, facts: Facts) -> dict[str, Any]:
+        """Playbook vars are defaults; inventory vars override them; --var overrides both."""
+        return {**self.playbook.vars, **self.host.vars, **self.extra_vars,
+                "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check}
+
+    def _prepare(self, specs: list[StepSpec], facts: Facts) -> list[PlannedStep]:
+        variables = self._variables(facts)
+        planned = []
+        for spec in specs:
+            try:
+                if spec.when is not None and not evaluate(str(spec.when), variables):
+                    planned.append(PlannedStep(spec, None))
+                    continue
+                step = build_step(spec.kind, render(spec.args, variables))
+            except (TemplateError, ValueError) as exc:
+                self.outcome.failed_step = spec.name
+                raise GpunodeError(f"{spec.where}: {exc}", step=spec.name,
+                                   fix="fix the playbook or the variable it uses") from None
+            planned.append(PlannedStep(spec, step, step.probe(facts)))
+        return planned
+
+    def _run_steps(self, facts: Facts) -> None:
+        planned = self._prepare(self.playbook.steps, facts)
+        self._probe(planned)
+        notified: list[str] = []
+        for item in planned:
+            facts = self._run_one(item, facts)
+            if self.outcome.steps[-1].status == "changed":
+                notified += [n for n in item.spec.notify if n not in notified]
+        if notified and not self.check:
+            handlers = self._prepare([self.playbook.handlers[n] for n in notified], facts)
+            self._probe(handlers)
+            for item in handlers:
+                facts = self._run_one(item, facts)
+        elif notified:
+            self.outcome.notes.append(f"handlers that would run: {', '.join(notified)}")
+
+    def _probe(self, planned: list[PlannedStep]) -> None:
+        """All probes in one exec, each output split back to its step."""
+        todo = [p for p in planned if p.step is not None and p.probe]
+        if not todo:
+            return
+        nonce = secrets.token_hex(4)
+        script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
+        result = self.conn.run("sh -s", sudo=True, stdin=script, label=f"probe {len(todo)} steps")
+        if not result.ok:
+            raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
+                               step="probe", fix="see the host log")
+        chunks = result.stdout.split(f"@@probe-{nonce} ")
+        for chunk in chunks[1:]:
+            index, _, body = chunk.partition("\n")
+            todo[int(index)].probe_output = body
+
+    def _run_one(self, item: PlannedStep, facts: Facts) -> Facts:
+        spec = item.spec
+        if self.cancel.is_set():
+            raise Cancelled("cancelled by the user before this step", step=spec.name)
+        self.events.step_started(self.host.name, spec.name)
+        started = time.monotonic()
+        outcome = StepOutcome(spec.name, spec.kind, "ok", where=spec.where)
+        self.conn.transcript.note(f"step {spec.name} ({spec.kind}) at {spec.where}")
+        if item.step is None:
+            outcome.status, outcome.message = "skipped", f"when: {spec.when} is false"
+            return self._finish(outcome, started, facts)
+        if self.changed_something and item.probe:
+            self._probe([item])  # an earlier change may have altered what this step sees
+        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.reboot_required)
+        try:
+            actions = item.step.plan(ctx)
+            outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
+            outcome.diffs = [a.diff for a in actions if a.diff]
+            changes = [a for a in actions if a.changes]
+            if self.check:
+                outcome.status = "would-change" if changes else "ok"
+            elif actions:
+                facts = self._apply(item.step, ctx, actions, facts)
+                outcome.status = "changed" if changes else "ok"
+                self.changed_something = self.changed_something or bool(changes)
+            outcome.message = "; ".join(ctx.notes)
+            self.outcome.notes += ctx.notes
+            self.reboot_required = ctx.reboot_required
+        except GpunodeError as exc:
+            outcome.status = "failed"
+            outcome.message = str(exc.cause)
+            self._finish(outcome, started, facts)
+            exc.host, exc.step = self.host.name, spec.name
+            self.outcome.failed_step = spec.name
+            raise
+        return self._finish(outcome, started, facts)
+
+    def _finish(self, outcome: StepOutcome, started: float, facts: Facts) -> Facts:
+        outcome.seconds = time.monotonic() - started
+        self.outcome.steps.append(outcome)
+        self.conn.transcript.note(f"  -> {outcome.status} {outcome.message}".rstrip())
+        self.events.step_finished(self.host.name, outcome)
+        return facts
+
+    def _apply(self, step: Step, ctx: StepContext, actions: list[Action], facts: Facts) -> Facts:
+        plain = [a for a in actions if not a.reboot]
+        if plain:
+            step.apply(ctx, plain)
+        for action in actions:
+            if action.reboot:
+                facts = self._reboot(action, facts)
+                ctx.reboot_required = False
+        return facts
+
+    def _reboot(self, action: Action, facts: Facts) -> Facts:
+        """Reboot, reconnect once the boot marker changed, take the lock and gather facts again."""
+        marker = self.conn.boot_marker()
+        self.conn.transcript.note(f"rebooting: {action.reason}")
+        self.conn.run("nohup sh -c 'sleep 1; systemctl reboot || reboot' >/dev/null 2>&1 &", label="reboot")
+        if self.lock:
+            self.lock.release()
+            self.lock = None
+        self.conn.wait_for_reboot(marker, timeout=action.timeout or 600)
+        self.lock = remote_lock.acquire(self.conn)
+        self.reboot_required = False
+        return self.lock.facts

@@ -1,0 +1,65 @@
+"""Run a playbook on many hosts at once: bounded parallelism, one failure never stops the others."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpunode.connection import Connection, ConnectOptions, connect
+from gpunode.inventory import Host
+from gpunode.playbook import Playbook
+from gpunode.report.model import HostOutcome, RunResult
+from gpunode.runner.events import Events, NoEvents
+from gpunode.runner.host_run import HostRun
+
+
+@dataclass
+class RunOptions:
+    check: bool = False
+    forks: int = 10
+    extra_vars: dict[str, Any] = field(default_factory=dict)
+    connect: ConnectOptions = field(default_factory=ConnectOptions)
+
+
+def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
+                 events: Events | None = None) -> RunResult:
+    """Run on every host; Ctrl-C cancels cleanly (connections closed, remote locks released)."""
+    events = events or NoEvents()
+    cancel = threading.Event()
+    started = time.monotonic()
+    connections: dict[str, Connection] = {h.name: connect(h, options.connect) for h in hosts}
+    runs = [HostRun(h, connections[h.name], playbook, options.extra_vars, options.check, events, cancel)
+            for h in hosts]
+    outcomes: dict[str, HostOutcome] = {}
+    pool = ThreadPoolExecutor(max_workers=max(1, min(options.forks, len(hosts))), thread_name_prefix="host")
+    futures = {pool.submit(run.run): run for run in runs}
+    try:
+        for future, run in futures.items():
+            while not future.done():
+                time.sleep(0.05)
+            outcomes[run.host.name] = future.result()
+    except KeyboardInterrupt:
+        cancel.set()
+        for future in futures:
+            future.cancel()
+        for conn in connections.values():
+            conn.close()  # in-flight commands end; remote locks go with their sessions
+        pool.shutdown(wait=True, cancel_futures=True)
+        for future, run in futures.items():
+            if run.host.name not in outcomes:
+                outcome = future.result() if future.done() and not future.cancelled() else run.outcome
+                if outcome.status not in ("failed", "unreachable"):
+                    outcome.status, outcome.error = "cancelled", "interrupted by the user (Ctrl-C)"
+                outcomes[run.host.name] = outcome
+    finally:
+        pool.shutdown(wait=True)
+    return RunResult(playbook.path, options.check, [outcomes[h.name] for h in hosts], time.monotonic() - started)
+
+
+def default_log_dir() -> Path:
+    """Per-run log folder: .gpunode/logs/<timestamp>/ in the current directory."""
+    return Path(".gpunode") / "logs" / time.strftime("%Y%m%d-%H%M%S")

@@ -1,0 +1,163 @@
+"""The step model: probe (batched), plan from facts and probe output, apply the planned actions."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from gpunode.connection import Connection, ExecResult
+from gpunode.errors import GpunodeError
+from gpunode.facts import Facts
+from gpunode.inventory import Host
+
+
+@dataclass
+class Action:
+    """One change a step will make, with a human reason; `command` runs as root on the host."""
+
+    summary: str
+    reason: str = ""
+    command: str | None = None
+    stdin: str | bytes = b""
+    diff: str | None = None
+    timeout: float | None = None
+    changes: bool = True          # False for waits and checks that alter nothing
+    reboot: bool = False          # the runner performs reboots (reconnect, boot-id check)
+    fix: str = ""                 # what to tell the user if this action fails
+
+
+@dataclass
+class StepContext:
+    """What a step sees on one host."""
+
+    host: Host
+    facts: Facts
+    conn: Connection
+    check: bool
+    probe_output: str = ""
+    reboot_required: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def run(self, command: str, **kwargs: Any) -> ExecResult:
+        return self.conn.run(command, sudo=True, **kwargs)
+
+
+class StepFailed(GpunodeError):
+    """A step could not do its work on a host."""
+
+
+class Step:
+    """Base class: subclasses are dataclasses whose fields are the step's validated arguments."""
+
+    kind: ClassVar[str] = ""
+
+    def probe(self, facts: Facts) -> str | None:
+        """A shell snippet (run as root, batched with the other steps' probes) whose output `plan` reads."""
+        return None
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        """The actions needed to converge (empty when nothing needs to change)."""
+        raise NotImplementedError
+
+    def apply(self, ctx: StepContext, actions: list[Action]) -> None:
+        """Carry out the planned actions; stop at the first that fails."""
+        for action in actions:
+            if action.command is None or action.reboot:
+                continue
+            result = ctx.run(action.command, stdin=action.stdin, timeout=action.timeout, label=action.summary)
+            if not result.ok:
+                raise StepFailed(
+                    f"{action.summary} failed (exit {result.exit_code}):\n{_indent(result.tail())}",
+                    fix=action.fix or "read the output above and the host's log; fix the cause and run again",
+                )
+            self.after_action(ctx, action, result)
+
+    def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
+        """Hook for steps that learn something from an action's output."""
+
+
+# ---- registry and argument validation ---------------------------------------------------------------
+STEP_TYPES: dict[str, type[Step]] = {}
+
+
+def register(cls: type[Step]) -> type[Step]:
+    """Class decorator: make the step available to playbooks under `cls.kind`."""
+    STEP_TYPES[cls.kind] = cls
+    return cls
+
+
+def build_step(kind: str, args: dict[str, Any]) -> Step:
+    """Validate arguments against the step's dataclass fields and build it; raises ValueError with the reason."""
+    cls = STEP_TYPES[kind]
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(args) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown argument(s) {', '.join(unknown)} for {kind}; known: {', '.join(fields)}")
+    missing = [n for n, f in fields.items() if n not in args and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ValueError(f"{kind} needs argument(s): {', '.join(missing)}")
+    values = {name: coerce(value, hints[name], f"{kind}.{name}") for name, value in args.items()}
+    return cls(**values)  # __post_init__ checks what types cannot
+
+
+def coerce(value: Any, hint: Any, where: str) -> Any:
+    """Check (and gently coerce: "5" -> 5, a string -> [string]) a value against a type hint."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return coerce(value, option, where)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError(errors[0] if errors else f"{where}: bad value {value!r}")
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        if value not in allowed:
+            raise ValueError(f"{where} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+        return value
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        if isinstance(value, str | int):
+            value = [value]
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"{where} must be a list, got {type(value).__name__}")
+        return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be a mapping, got {type(value).__name__}")
+        return dict(value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "yes", "on", "false", "no", "off"):
+            return value.lower() in ("true", "yes", "on")
+        raise ValueError(f"{where} must be true or false, got {value!r}")
+    if hint in (int, float):
+        if isinstance(value, bool):
+            raise ValueError(f"{where} must be a number, got {value!r}")
+        try:
+            return hint(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} must be a number, got {value!r}") from None
+    if hint is str:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return str(value)
+        raise ValueError(f"{where} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())

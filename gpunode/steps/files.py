@@ -1,0 +1,120 @@
+"""Generic file steps: `file` (whole content / mode / absent) and `line` (one managed line)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from gpunode.connection import q
+from gpunode.facts import Facts
+from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+
+
+@register
+@dataclass
+class FileStep(Step):
+    """Ensure a file has this content (and mode/owner), or is absent."""
+
+    kind = "file"
+    path: str
+    content: str | None = None
+    mode: str | None = None
+    owner: str | None = None
+    group: str | None = None
+    state: Literal["present", "absent"] = "present"
+    backup: bool = True
+    validate: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/"):
+            raise ValueError(f"file.path must be absolute, got {self.path!r}")
+        if self.mode is not None and not re.fullmatch(r"0?[0-7]{3,4}", str(self.mode)):
+            raise ValueError(f"file.mode must be octal like '0644', got {self.mode!r}")
+
+    def probe(self, facts: Facts) -> str:
+        return probe_file(self.path)
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        state = parse_file_probe(ctx.probe_output)
+        if self.state == "absent":
+            if not state.exists:
+                return []
+            return [Action(f"remove {self.path}", "file exists", f"rm -f -- {q(self.path)}",
+                           diff=f"--- {self.path}\n+++ /dev/null\n")]
+        mode = format(int(self.mode, 8), "o") if self.mode else ""
+        if self.content is not None and (not state.exists or state.content != self.content):
+            return [write_action(self.path, state, self.content, mode=mode, owner=self.owner or "",
+                                 group=self.group or "", backup=self.backup, validate=self.validate or "")]
+        if not state.exists:
+            return [write_action(self.path, state, "", mode=mode, owner=self.owner or "", group=self.group or "")]
+        actions = []
+        if mode and state.mode != mode:
+            actions.append(Action(f"chmod {mode} {self.path}", f"mode is {state.mode}",
+                                  f"chmod {q(mode)} -- {q(self.path)}"))
+        if (self.owner and state.owner != self.owner) or (self.group and state.group != self.group):
+            who = f"{self.owner or state.owner}:{self.group or state.group}"
+            actions.append(Action(f"chown {who} {self.path}", f"owned by {state.owner}:{state.group}",
+                                  f"chown {q(who)} -- {q(self.path)}"))
+        return actions
+
+
+@register
+@dataclass
+class LineStep(Step):
+    """Ensure one line is present (replacing the line that matches `regexp`) or absent."""
+
+    kind = "line"
+    path: str
+    line: str | None = None
+    regexp: str | None = None
+    state: Literal["present", "absent"] = "present"
+    create: bool = True
+    backup: bool = True
+    mode: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/"):
+            raise ValueError(f"line.path must be absolute, got {self.path!r}")
+        if self.state == "present" and self.line is None:
+            raise ValueError("line.line is required when state is present")
+        if "\n" in (self.line or ""):
+            raise ValueError("line.line must be a single line (no newline)")
+        if self.regexp is not None:
+            try:
+                re.compile(self.regexp)
+            except re.error as exc:
+                raise ValueError(f"line.regexp is not a valid regular expression: {exc}") from None
+
+    def probe(self, facts: Facts) -> str:
+        return probe_file(self.path)
+
+    def edit(self, text: str) -> str:
+        """The file's content after the edit (pure: tested without a host)."""
+        lines = text.splitlines()
+        pattern = re.compile(self.regexp) if self.regexp else None
+        matches = [i for i, ln in enumerate(lines) if (pattern.search(ln) if pattern else ln == self.line)]
+        if self.state == "absent":
+            lines = [ln for i, ln in enumerate(lines) if i not in matches]
+        elif matches:
+            first = matches[0]
+            lines[first] = self.line or ""
+            lines = [ln for i, ln in enumerate(lines) if i == first or i not in matches[1:]]
+        elif self.line not in lines:
+            lines.append(self.line or "")
+        return "\n".join(lines) + ("\n" if lines else "")
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        state = parse_file_probe(ctx.probe_output)
+        if not state.exists and (self.state == "absent" or not self.create):
+            if self.state == "absent":
+                return []
+            return [Action(f"{self.path} is missing", "create is false", command="false",
+                           fix=f"create {self.path} first or set create: true")]
+        new = self.edit(state.content)
+        if state.exists and new == state.content:
+            return []
+        mode = format(int(self.mode, 8), "o") if self.mode else ""
+        return [write_action(self.path, state, new, mode=mode, backup=self.backup,
+                             reason="line missing or different" if self.state == "present" else "line present")]

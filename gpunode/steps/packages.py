@@ -1,0 +1,61 @@
+"""`packages`: one install command for everything missing; the apt cache refreshed only when stale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpunode.facts import Facts
+from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.pkgmgr import Wanted, manager_for
+
+
+@register
+@dataclass
+class PackagesStep(Step):
+    """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`."""
+
+    kind = "packages"
+    names: list[str] = field(default_factory=list)
+    state: Literal["present", "absent"] = "present"
+    cache_valid_time: int = 3600
+    install_recommends: bool = False
+    timeout: int = 3600
+
+    def __post_init__(self) -> None:
+        for name in self.names:
+            if not name or any(c in name for c in " \t\n;&|$`'\"\\") or name.startswith("-"):
+                raise ValueError(f"packages.names: {name!r} is not a package name")
+
+    def probe(self, facts: Facts) -> str | None:
+        if not self.names:
+            return None
+        return manager_for(facts.os.package_manager).probe([Wanted.parse(n).name for n in self.names])
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        if not self.names:
+            return []
+        manager = manager_for(ctx.facts.os.package_manager)
+        state = manager.parse(ctx.probe_output)
+        wanted = [Wanted.parse(n) for n in self.names]
+        if self.state == "absent":
+            present = [w.name for w in wanted if w.name in state.installed]
+            if not present:
+                return []
+            return [Action(f"remove packages: {', '.join(present)}", "installed", manager.remove(present),
+                           timeout=self.timeout)]
+        missing = [w for w in wanted if not w.satisfied_by(state.installed.get(w.name))]
+        if not missing:
+            return []
+        stale = state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
+        reasons = [f"{w.name} {'is ' + state.installed[w.name] + ', wanted ' + (w.version or '') if w.name in state.installed else 'not installed'}"
+                   for w in missing]
+        refresh_note = " (after refreshing the package lists)" if stale and manager.name == "apt" else ""
+        return [Action(
+            f"install packages: {', '.join(w.name for w in missing)}{refresh_note}",
+            "; ".join(reasons),
+            manager.install(missing, refresh=stale, recommends=self.install_recommends),
+            timeout=self.timeout,
+            fix="check the package names for this distro, the repositories (apt-get update / dnf repolist) and "
+            "network access to the mirror",
+        )]

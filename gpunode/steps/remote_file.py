@@ -1,0 +1,67 @@
+"""Reading a file's state in a probe, and writing a whole file atomically: shared by file-editing steps."""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import hashlib
+from dataclasses import dataclass
+
+from gpunode.connection import join, q
+from gpunode.scripts import script_text
+from gpunode.steps.base import Action
+
+
+@dataclass
+class FileState:
+    """A file as the probe saw it."""
+
+    exists: bool
+    mode: str = ""
+    owner: str = ""
+    group: str = ""
+    sha256: str = ""
+    content: str = ""
+
+
+def probe_file(path: str) -> str:
+    """Shell that prints the file's existence, mode/owner/group, sha256 and base64 content."""
+    p = q(path)
+    return (
+        f"if [ -f {p} ]; then echo present; stat -c '%a %U %G' {p}; sha256sum < {p} | cut -d' ' -f1; "
+        f"base64 -w0 < {p}; echo; else echo absent; fi"
+    )
+
+
+def parse_file_probe(output: str) -> FileState:
+    lines = output.splitlines()
+    if not lines or lines[0] != "present":
+        return FileState(exists=False)
+    mode, owner, group = (lines[1].split() + ["", "", ""])[:3]
+    content = base64.b64decode(lines[3]).decode("utf-8", errors="surrogateescape") if len(lines) > 3 else ""
+    return FileState(True, mode, owner, group, lines[2] if len(lines) > 2 else "", content)
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    return "".join(
+        difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                             fromfile=f"{path} (now)", tofile=f"{path} (planned)")
+    )
+
+
+def write_action(path: str, state: FileState, content: str, *, mode: str = "", owner: str = "",
+                 group: str = "", backup: bool = True, validate: str = "", reason: str = "") -> Action:
+    """An action that atomically replaces `path` with `content`, guarded against concurrent edits."""
+    expect = hashlib.sha256(state.content.encode("utf-8", errors="surrogateescape")).hexdigest() \
+        if state.exists else "absent"
+    command = f"sh -c {q(script_text('atomic_write.sh'))} atomic-write " + join(
+        [path, mode, owner, group, expect, "1" if backup else "0", validate]
+    )
+    return Action(
+        summary=f"{'update' if state.exists else 'create'} {path}",
+        reason=reason or ("content differs" if state.exists else "file does not exist"),
+        command=command,
+        stdin=content.encode("utf-8", errors="surrogateescape"),
+        diff=unified_diff(path, state.content, content),
+        fix="check free space and permissions on the host; the old file was left untouched",
+    )

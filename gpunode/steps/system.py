@@ -1,0 +1,58 @@
+"""Host-level steps: wait for the package manager, reboot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpunode.connection import q
+from gpunode.scripts import script_text
+from gpunode.steps.base import Action, Step, StepContext, register
+
+
+@register
+@dataclass
+class WaitForPackageManagerStep(Step):
+    """Wait for dpkg/apt/dnf locks held by cloud-init, unattended-upgrades or apt-daily; name the holder."""
+
+    kind = "wait_for_package_manager"
+    timeout: int = 600
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        pkg = ctx.facts.pkg
+        if not pkg.lock_holders and not pkg.cloud_init_running:
+            return []
+        holders = "; ".join(f"{h.path} held by pid {h.pid} ({h.command})" for h in pkg.lock_holders)
+        reason = holders or "cloud-init is still running"
+        return [Action(
+            "wait for the package manager", reason,
+            f"sh -c {q(script_text('wait_for_package_manager.sh'))} wait-pm {self.timeout}",
+            timeout=self.timeout + 60, changes=False,
+            fix="let the holder finish (first-boot upgrades can take minutes), raise timeout, or disable "
+            "unattended-upgrades in the image (apt-daily*.timer)",
+        )]
+
+
+@register
+@dataclass
+class RebootStep(Step):
+    """Reboot when required (a new kernel, nouveau blacklisted, /var/run/reboot-required) or always.
+
+    `mode: defer` records the pending reboot without doing it (image baking: the image boots fresh anyway).
+    """
+
+    kind = "reboot"
+    if_required: bool = True
+    mode: Literal["now", "defer"] = "now"
+    timeout: int = 600
+    reason: str | None = None
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        required = ctx.reboot_required or ctx.facts.pkg.reboot_required
+        if self.if_required and not required:
+            return []
+        why = self.reason or ("a reboot is required" if required else "always reboot")
+        if self.mode == "defer":
+            ctx.notes.append(f"reboot pending ({why}); deferred")
+            return []
+        return [Action("reboot", why, reboot=True, timeout=self.timeout)]

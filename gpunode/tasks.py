@@ -1,0 +1,109 @@
+"""The tasks behind both `invoke` (tasks.py at the repo top) and the `gpunode` console script."""
+
+from __future__ import annotations
+
+import sys
+
+from invoke import Collection, task
+from invoke.exceptions import Exit
+from invoke.tasks import Task
+
+from gpunode.commands.common import cli_errors
+
+
+class GTask(Task):
+    """A task whose short flags are given explicitly (`-i` inventory, `-H` hosts) instead of guessed."""
+
+    SHORT = {"inventory": "i", "hosts": "H", "limit": "l", "check": "C", "forks": "f", "verbose": "v"}
+
+    def arg_opts(self, name, default, taken_names):  # type: ignore[override]
+        opts = super().arg_opts(name, default, taken_names)
+        opts["names"] = [opts["names"][0]] + ([self.SHORT[name]] if name in self.SHORT else [])
+        return opts
+
+
+def gtask(*args, **kwargs):
+    return task(*args, klass=GTask, auto_shortflags=False, **kwargs)
+
+
+CONN_HELP = {
+    "inventory": "inventory file or folder (YAML or INI, Ansible-compatible); repeatable",
+    "hosts": "ad-hoc hosts: host1,user@host2:2222",
+    "limit": "limit to a pattern: group, host, glob, !exclude, &intersect",
+}
+KEYS_HELP = {"accept_new_host_keys": "trust unknown host keys on first use (recorded in gpunode's known_hosts)"}
+
+
+@gtask(iterable=["inventory", "var"], help={
+    **CONN_HELP, **KEYS_HELP, "playbook": "playbook YAML (default playbooks/base.yml)", "check": "show what would change, change nothing",
+    "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable",
+    "json_report": "write a JSON report here", "junit": "write JUnit XML here", "verbose": "plain log lines with output",
+    "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
+})
+def provision(c, inventory=None, hosts=None, playbook="playbooks/base.yml", limit=None, check=False, forks=10,
+              var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None):
+    """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
+    from gpunode.commands.provision import provision as run
+
+    with cli_errors():
+        code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
+                   accept_new_host_keys, verbose, log_dir)
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(iterable=["inventory"], help={**CONN_HELP, **KEYS_HELP, "json": "print JSON"})
+def facts(c, inventory=None, hosts=None, limit=None, json=False, accept_new_host_keys=False):
+    """Gather facts (OS, kernel, GPUs, driver, runtimes, mounts, locks...) in one round trip and print them."""
+    from gpunode.commands.facts_cmd import show_facts
+
+    with cli_errors():
+        code = show_facts(inventory or [], hosts, limit, json, accept_new_host_keys)
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(name="inventory", iterable=["inventory"], help={
+    **CONN_HELP, "list": "all groups, hosts and host variables as JSON (default)", "graph": "a tree of groups",
+    "host": "one host's resolved variables", "json": "JSON output for --host",
+})
+def inventory_(c, inventory=None, hosts=None, limit=None, list=False, graph=False, host=None, json=False):
+    """Show the inventory like ansible-inventory: --list, --graph, --host H."""
+    from gpunode.commands.inventory_cmd import show_inventory
+
+    with cli_errors():
+        print(show_inventory(inventory or [], hosts, limit, graph, host, json))
+
+
+@gtask(help={"hosts": "how many hosts (default 3)", "tag": "lab name (default demo)",
+             "subnet": "lab subnet (default 10.231.1.0/24)", "mirror": "Debian mirror URL (default: this machine's)"})
+def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None):
+    """Start local lab hosts (systemd-nspawn, Debian 12, sshd) and write their inventory."""
+    from gpunode.lab.lab import Lab
+
+    lab = Lab(tag, subnet, mirror)
+    started = lab.up(int(hosts))
+    for host in started:
+        print(f"{host.name}  {host.address}")
+    print(f"inventory: {lab.inventory_path}")
+
+
+@gtask(help={"tag": "lab name (default demo)"})
+def lab_down(c, tag="demo"):
+    """Stop the lab's hosts and remove their disks and network."""
+    from gpunode.lab.lab import Lab
+
+    Lab(tag).down()
+    print(f"lab {tag} is down")
+
+
+ns = Collection(provision, facts, inventory_, lab_up, lab_down)
+
+
+def main() -> None:
+    """Entry point of the `gpunode` console script: the same tasks as `invoke`."""
+    from invoke import Program
+
+    from gpunode import __version__
+
+    Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)

@@ -1,0 +1,38 @@
+# Write stdin to a file atomically: temp file in the same directory, validate, back up the old file, rename.
+# Arguments: PATH MODE OWNER GROUP EXPECTED_SHA256 BACKUP(1|0) VALIDATE_COMMAND
+# EXPECTED_SHA256: "" = no check, "absent" = must not exist yet, else the sha256 the file had when planned.
+# VALIDATE_COMMAND: "" or a shell command that gets the new file as $1 (e.g. 'findmnt --verify --tab-file "$1"').
+set -eu
+path=$1 mode=$2 owner=$3 group=$4 expect=$5 backup=$6 validate=$7
+dir=$(dirname -- "$path")
+name=$(basename -- "$path")
+[ -d "$dir" ] || mkdir -p -- "$dir"
+if [ -n "$expect" ]; then
+  if [ -e "$path" ]; then now=$(sha256sum < "$path" | cut -d' ' -f1); else now=absent; fi
+  if [ "$now" != "$expect" ]; then
+    echo "gpunode: $path changed since it was read (expected $expect, found $now); not overwriting" >&2
+    exit 3
+  fi
+fi
+tmp=$(mktemp "$dir/.$name.gpunode.XXXXXX")
+trap 'rm -f -- "$tmp"' EXIT INT TERM HUP
+cat > "$tmp"
+if [ -e "$path" ]; then
+  chmod --reference="$path" -- "$tmp"
+  chown --reference="$path" -- "$tmp"
+fi
+if [ -n "$mode" ]; then chmod -- "$mode" "$tmp"; fi
+if [ -n "$owner" ]; then chown -- "$owner" "$tmp"; fi
+if [ -n "$group" ]; then chgrp -- "$group" "$tmp"; fi
+if [ -n "$validate" ]; then
+  if ! out=$(sh -c "$validate" validate "$tmp" 2>&1); then
+    echo "gpunode: the new $path failed validation ($validate): $out" >&2
+    exit 4
+  fi
+fi
+if [ "$backup" = 1 ] && [ -e "$path" ]; then
+  cp -p -- "$path" "$path.$(date +%Y%m%d-%H%M%S).gpunode.bak"
+fi
+sync -- "$tmp" 2>/dev/null || sync
+mv -f -- "$tmp" "$path"
+trap - EXIT INT TERM HUP
