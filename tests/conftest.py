@@ -1,0 +1,100 @@
+"""Fixtures: a session lab of real hosts (systemd-nspawn + sshd), fresh hosts on demand, CLI runner."""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAB_TAG = os.environ.get("GPUNODE_TEST_LAB_TAG", "test")
+LAB_SUBNET = os.environ.get("GPUNODE_TEST_LAB_SUBNET", "10.231.2.0/24")
+REQUIRE_LAB = os.environ.get("GPUNODE_REQUIRE_LAB") == "1"
+
+
+def lab_unavailable() -> str | None:
+    """Why the lab cannot run here (None when it can)."""
+    if os.geteuid() != 0:
+        return "the lab needs root"
+    missing = [t for t in ("systemd-nspawn", "mmdebstrap", "iptables") if not shutil.which(t)]
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> CliResult:
+    """Run `python -m gpunode ...` as a user would; returns exit code and output."""
+    result = subprocess.run([sys.executable, "-m", "gpunode", *args], cwd=REPO, capture_output=True, text=True,
+                            env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
+    return CliResult(result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """Three running lab hosts for the whole session; torn down at the end, on failure or interrupt."""
+    reason = lab_unavailable()
+    if reason:
+        if REQUIRE_LAB:
+            pytest.fail(f"lab required but unavailable: {reason}")
+        pytest.skip(f"lab unavailable: {reason}")
+    from gpunode.lab.lab import Lab
+
+    the_lab = Lab(LAB_TAG, LAB_SUBNET)
+    the_lab.down()  # leftovers of an interrupted earlier run
+
+    def teardown(*_args) -> None:
+        the_lab.down()
+
+    atexit.register(teardown)
+    previous = signal.signal(signal.SIGTERM, lambda *a: (teardown(), sys.exit(143)))
+    try:
+        the_lab.up(3)
+        yield the_lab
+    finally:
+        teardown()
+        atexit.unregister(teardown)
+        signal.signal(signal.SIGTERM, previous)
+
+
+_fresh_index = itertools.count(20)
+
+
+@pytest.fixture
+def fresh_host(lab):
+    """A brand-new host (its own disk), removed after the test."""
+    host = lab.add_host(next(_fresh_index))
+    yield host
+    lab.remove_host(host.name)
+
+
+def host_inventory(lab, hosts, path: Path, extra_hosts: dict | None = None, **extra_vars) -> Path:
+    """An inventory file for some lab hosts (YAML, Ansible variable names); extra_hosts: name -> address."""
+    import yaml
+
+    entries = {h.name: {"ansible_host": h.address} for h in hosts}
+    entries.update({name: {"ansible_host": address} for name, address in (extra_hosts or {}).items()})
+    data = {"all": {"children": {"lab": {
+        "hosts": entries,
+        "vars": {"ansible_user": "gpunode", "ansible_become": True,
+                 "ansible_ssh_private_key_file": str(lab.key_path), "known_hosts": str(lab.known_hosts_path),
+                 **extra_vars},
+    }}}}
+    path.write_text(yaml.safe_dump(data))
+    return path

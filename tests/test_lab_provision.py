@@ -1,0 +1,91 @@
+"""base.yml on real lab hosts: first run changes, second run converges in at most 3 remote execs."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.conftest import host_inventory, run_cli
+
+pytestmark = pytest.mark.lab
+
+
+def test_base_playbook_changes_then_converges(lab, tmp_path):
+    hosts = list(lab.hosts.values())[:3]
+    inventory = host_inventory(lab, hosts, tmp_path / "inv.yml")
+    first = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml",
+                    "--json-report", str(tmp_path / "first.json"), "--junit", str(tmp_path / "first.xml"))
+    assert first.code == 0, first.output
+    report = json.loads((tmp_path / "first.json").read_text())
+    assert [h["status"] for h in report["hosts"]] == ["changed"] * 3
+    for host in report["hosts"]:
+        steps = {s["name"]: s for s in host["steps"]}
+        assert steps["base packages"]["status"] == "changed"
+        assert steps["restart journald"]["status"] == "changed"  # the handler ran once, after the line changed
+        assert steps["no unattended package upgrades (dnf)"]["status"] == "skipped"
+    assert ET.parse(tmp_path / "first.xml").getroot().tag == "testsuites"
+    for host in hosts:
+        inside = host.run_inside("dpkg -s jq >/dev/null && grep -c '^SystemMaxUse=1G$' /etc/systemd/journald.conf")
+        assert inside.stdout.strip() == "1", inside.stderr
+
+    second = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml",
+                     "--json-report", str(tmp_path / "second.json"))
+    assert second.code == 0, second.output
+    report = json.loads((tmp_path / "second.json").read_text())
+    for host in report["hosts"]:
+        assert host["status"] == "ok"
+        assert host["changed"] == 0
+        assert host["exec_count"] <= 3, host  # lock+facts and one batched probe
+    assert "0 changed" not in second.stdout or "changed" in second.stdout
+
+
+def test_check_mode_shows_diffs_and_changes_nothing(lab, fresh_host, tmp_path):
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    before = fresh_host.run_inside("sha256sum /etc/systemd/journald.conf").stdout
+    result = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml", "--check",
+                     "--json-report", str(tmp_path / "check.json"))
+    assert result.code == 0, result.output
+    assert "install packages: curl, gnupg, jq, pciutils" in result.stdout
+    assert "+SystemMaxUse=1G" in result.stdout  # the diff of the managed line
+    assert "disable apt-daily-upgrade.timer" in result.stdout
+    report = json.loads((tmp_path / "check.json").read_text())
+    assert report["check"] is True and report["hosts"][0]["status"] == "would-change"
+    assert fresh_host.run_inside("sha256sum /etc/systemd/journald.conf").stdout == before
+    assert fresh_host.run_inside("dpkg -s jq").returncode != 0
+    assert fresh_host.run_inside("systemctl is-enabled apt-daily-upgrade.timer").stdout.strip() == "enabled"
+
+
+def test_one_unreachable_host_does_not_stop_the_others(lab, tmp_path):
+    hosts = list(lab.hosts.values())[:2]
+    inventory = host_inventory(lab, hosts, tmp_path / "inv.yml", extra_hosts={"ghost": lab.network.address(200)})
+    result = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml",
+                     "--json-report", str(tmp_path / "r.json"))
+    assert result.code == 1, result.output
+    report = {h["host"]: h for h in json.loads((tmp_path / "r.json").read_text())["hosts"]}
+    assert report["ghost"]["status"] == "unreachable"
+    assert "cannot reach" in report["ghost"]["error"]
+    assert all(report[h.name]["status"] in ("ok", "changed") for h in hosts)
+    assert "ghost" in result.stdout and "cannot reach" in result.stdout and "fix:" in result.stdout
+
+
+def test_remote_lock_refuses_a_second_concurrent_run(lab, tmp_path):
+    from gpunode.connection import ConnectOptions, connect
+    from gpunode.inventory import load_inventory
+    from gpunode.runner import remote_lock
+
+    host_lab = list(lab.hosts.values())[0]
+    inventory = host_inventory(lab, [host_lab], tmp_path / "inv.yml")
+    host = load_inventory(str(inventory)).hosts[host_lab.name]
+    conn = connect(host, ConnectOptions())
+    lock = remote_lock.acquire(conn)
+    try:
+        result = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml")
+        assert result.code == 1
+        assert "another gpunode run holds this host's lock" in result.stdout
+    finally:
+        lock.release()
+        conn.close()
+    again = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml")
+    assert again.code == 0, again.output
