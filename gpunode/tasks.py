@@ -52,12 +52,16 @@ def provision(c, inventory=None, hosts=None, playbook="playbooks/base.yml", limi
         raise Exit(code=code)
 
 
-@gtask(iterable=["inventory"], help={**CONN_HELP, **KEYS_HELP, "json": "print JSON"})
-def facts(c, inventory=None, hosts=None, limit=None, json=False, accept_new_host_keys=False):
+@gtask(positional=["target"], iterable=["inventory"], help={
+    "inventory": CONN_HELP["inventory"], **KEYS_HELP, "json": "print JSON",
+    "target": "host(s): a pattern of the inventory given with -i, else ad-hoc user@host[:port],...",
+})
+def facts(c, target, inventory=None, json=False, accept_new_host_keys=False):
     """Gather facts (OS, kernel, GPUs, driver, runtimes, mounts, locks...) in one round trip and print them."""
     from gpunode.commands.facts_cmd import show_facts
 
     with cli_errors():
+        hosts, limit = (None, target) if inventory else (target, None)
         code = show_facts(inventory or [], hosts, limit, json, accept_new_host_keys)
     if code:
         raise Exit(code=code)

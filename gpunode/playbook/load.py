@@ -135,6 +135,6 @@ def check_static_args(spec: StepSpec, args: dict[str, Any]) -> None:
     try:
         build_step(spec.kind, args)
     except ValueError as exc:
-        bad = next((k for k in args if f".{k}" in str(exc) or f" {k}" in str(exc)), None)
+        bad = getattr(exc, "arg", None)
         raise UsageError(str(exc), source=spec.source, line=_line(args, bad, spec.line) if bad else spec.line,
                          fix=f"see the `{spec.kind}` step in README") from None

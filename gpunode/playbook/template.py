@@ -34,7 +34,10 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
         try:
             whole = _WHOLE.match(value)
             if whole and "{{" not in whole.group("expr"):
-                return _ENV.compile_expression(whole.group("expr"), undefined_to_none=False)(**variables)
+                result = _ENV.compile_expression(whole.group("expr"), undefined_to_none=False)(**variables)
+                if isinstance(result, jinja2.Undefined):
+                    result._fail_with_undefined_error()
+                return result
             return _ENV.from_string(value).render(**variables)
         except jinja2.TemplateError as exc:
             raise TemplateError(f"cannot render {value!r}: {exc.message or exc}") from None
@@ -52,5 +55,5 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
     except jinja2.TemplateError as exc:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
     if isinstance(result, jinja2.Undefined):
-        raise TemplateError(f"when: {expression!r} is undefined")
+        raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
     return bool(result)

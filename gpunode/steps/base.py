@@ -49,6 +49,14 @@ class StepFailed(GpunodeError):
     """A step could not do its work on a host."""
 
 
+class ArgumentError(ValueError):
+    """A step argument is wrong; `arg` names it (None when the problem is not one argument's)."""
+
+    def __init__(self, message: str, arg: str | None = None) -> None:
+        super().__init__(message)
+        self.arg = arg
+
+
 class Step:
     """Base class: subclasses are dataclasses whose fields are the step's validated arguments."""
 
@@ -94,14 +102,19 @@ def build_step(kind: str, args: dict[str, Any]) -> Step:
     cls = STEP_TYPES[kind]
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(args) - set(fields))
-    if unknown:
-        raise ValueError(f"unknown argument(s) {', '.join(unknown)} for {kind}; known: {', '.join(fields)}")
+    for name in args:
+        if name not in fields:
+            raise ArgumentError(f"unknown argument {name!r} for {kind}; known: {', '.join(fields)}", name)
     missing = [n for n, f in fields.items() if n not in args and f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING]
     if missing:
-        raise ValueError(f"{kind} needs argument(s): {', '.join(missing)}")
-    values = {name: coerce(value, hints[name], f"{kind}.{name}") for name, value in args.items()}
+        raise ArgumentError(f"{kind} needs argument(s): {', '.join(missing)}")
+    values = {}
+    for name, value in args.items():
+        try:
+            values[name] = coerce(value, hints[name], f"{kind}.{name}")
+        except ValueError as exc:
+            raise ArgumentError(str(exc), name) from None
     return cls(**values)  # __post_init__ checks what types cannot
 
 

@@ -1,0 +1,56 @@
+"""scripts/atomic_write.sh, run for real in a temp folder: nothing half-written, backups, guards."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from gpunode.scripts import script_text
+
+
+def write(path: Path, content: str, expect: str = "", validate: str = "", mode: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", script_text("atomic_write.sh"), "atomic-write", str(path), mode, "", "", expect,
+                           "1", validate], input=content, capture_output=True, text=True)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_creates_then_replaces_with_a_backup(tmp_path):
+    target = tmp_path / "etc" / "fstab"
+    assert write(target, "one\n", expect="absent").returncode == 0
+    assert target.read_text() == "one\n"
+    assert write(target, "two\n", expect=sha("one\n"), mode="600").returncode == 0
+    assert target.read_text() == "two\n"
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    backups = list(target.parent.glob("fstab.*.gpunode.bak"))
+    assert [b.read_text() for b in backups] == ["one\n"]
+    assert not list(target.parent.glob(".fstab.gpunode.*"))  # no temp file left
+
+
+def test_refuses_when_the_file_changed_since_it_was_read(tmp_path):
+    target = tmp_path / "daemon.json"
+    target.write_text('{"log-driver": "json-file"}\n')
+    result = write(target, "{}\n", expect=sha("something else"))
+    assert result.returncode == 3
+    assert "changed since it was read" in result.stderr
+    assert target.read_text() == '{"log-driver": "json-file"}\n'
+
+
+def test_failed_validation_keeps_the_old_file(tmp_path):
+    target = tmp_path / "daemon.json"
+    target.write_text("{}\n")
+    result = write(target, "{not json", validate='python3 -m json.tool "$1" >/dev/null')
+    assert result.returncode == 4
+    assert "failed validation" in result.stderr
+    assert target.read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.json"]
+
+
+def test_awkward_file_names_are_safe(tmp_path):
+    target = tmp_path / "it's $(touch pwned) `id`; x"
+    assert write(target, "ok\n", validate='test -s "$1"').returncode == 0
+    assert target.read_text() == "ok\n"
+    assert not (tmp_path / "pwned").exists()
