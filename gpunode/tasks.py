@@ -35,9 +35,11 @@ KEYS_HELP = {"accept_new_host_keys": "trust unknown host keys on first use (reco
 
 
 @gtask(iterable=["inventory", "var"], help={
-    **CONN_HELP, **KEYS_HELP, "playbook": "playbook YAML (default playbooks/base.yml)", "check": "show what would change, change nothing",
+    **CONN_HELP, **KEYS_HELP, "playbook": "playbook YAML (default playbooks/base.yml)",
+    "check": "show what would change, with diffs; change nothing",
     "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable",
-    "json_report": "write a JSON report here", "junit": "write JUnit XML here", "verbose": "plain log lines with output",
+    "json_report": "write a JSON report here", "junit": "write JUnit XML here",
+    "verbose": "plain log lines with command output",
     "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
 })
 def provision(c, inventory=None, hosts=None, playbook="playbooks/base.yml", limit=None, check=False, forks=10,
@@ -80,8 +82,9 @@ def inventory_(c, inventory=None, hosts=None, limit=None, list=False, graph=Fals
 
 
 @gtask(help={"hosts": "how many hosts (default 3)", "tag": "lab name (default demo)",
-             "subnet": "lab subnet (default 10.231.1.0/24)", "mirror": "Debian mirror URL (default: this machine's)"})
-def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None):
+             "subnet": "lab subnet (default 10.231.1.0/24)", "mirror": "Debian mirror URL (default: this machine's)",
+             "nfs": "also start the lab's NFS server (nfs-ganesha + rpcbind in its own namespace)"})
+def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=False):
     """Start local lab hosts (systemd-nspawn, Debian 12, sshd) and write their inventory."""
     from gpunode.lab.lab import Lab
 
@@ -90,6 +93,11 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None):
     for host in started:
         print(f"{host.name}  {host.address}")
     print(f"inventory: {lab.inventory_path}")
+    if nfs:
+        from gpunode.lab.nfs import LabNfsServer
+
+        server = LabNfsServer(lab.network, lab.directory).up()
+        print(f"nfs server: {server.address}  export: {server.export} (NFSv3 and v4)")
 
 
 @gtask(help={"tag": "lab name (default demo)"})
@@ -101,7 +109,65 @@ def lab_down(c, tag="demo"):
     print(f"lab {tag} is down")
 
 
+NFS_HELP = {
+    "server": "NFS server or mount target (name or address)", "export": "exported path, e.g. / or /data",
+    "path": "local mount point, e.g. /mnt/data", "vendor": "alibaba-nas, tencent-cfs, aws-efs or generic (default)",
+    "nfs_version": "3, 4.0, 4.1 or 4.2 (default: the vendor's recommended one)",
+    "options": "mount options that override the vendor preset key by key, e.g. soft,timeo=150",
+}
+
+
+@gtask(positional=["target"], iterable=["inventory"], help={
+    "target": "host(s): a pattern of the inventory given with -i, else ad-hoc user@host[:port],...",
+    "inventory": CONN_HELP["inventory"], **KEYS_HELP, **NFS_HELP, "check": "show what would change, change nothing",
+    "automount": "mount on first access (x-systemd.automount): boots never wait for the NAS",
+    "absent": "unmount (refused while busy) and remove gpunode's fstab line",
+    "fstab_only": "only manage the fstab line (e.g. for an image being baked); no mount or unmount now",
+    "write_test": "after mounting, write a file on the share, read it back and delete it",
+    "no_preflight": "skip the DNS / port / export checks", "forks": "hosts in parallel (default 10)",
+    "json_report": "write a JSON report here", "junit": "write JUnit XML here", "verbose": "plain log lines",
+    "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
+})
+def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, vendor="generic", nfs_version=None,
+              options=None, automount=False, absent=False, check=False, fstab_only=False, write_test=False,
+              no_preflight=False, forks=10, json_report=None, junit=None, accept_new_host_keys=False,
+              verbose=False, log_dir=None):
+    """Mount an NFS share (Alibaba NAS, Tencent CFS, AWS EFS, plain NFS) on hosts: preflight, fstab, mount, verify."""
+    from gpunode.commands.nfs_cmd import mount_nfs as run
+    from gpunode.commands.nfs_cmd import nfs_args
+
+    with cli_errors():
+        hosts, limit = (None, target) if inventory else (target, None)
+        args = nfs_args(server, export, path, vendor, nfs_version, options, automount=automount or None,
+                        state="absent" if absent else None, fstab_only=fstab_only or None,
+                        write_test=write_test or None, preflight=False if no_preflight else None)
+        code = run(inventory or [], hosts, limit, args, check, int(forks), json_report, junit,
+                   accept_new_host_keys, verbose, log_dir)
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
+             "name": "name of the PersistentVolume and its claim", "size": "capacity (default 1Ti)",
+             "namespace": "namespace of the claim (default default)"})
+def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_version=None, options=None,
+               size="1Ti", namespace="default"):
+    """Print a Kubernetes PersistentVolume + PersistentVolumeClaim (ReadWriteMany) for an NFS share."""
+    from gpunode.commands.nfs_cmd import nfs_args
+    from gpunode.commands.nfs_cmd import nfs_volume as make
+
+    with cli_errors():
+        args = nfs_args(server, export, f"/mnt/{name or 'nfs'}", vendor, nfs_version, options)
+        if not name:
+            from gpunode.errors import UsageError
+
+            raise UsageError("nfs-volume needs --name", fix="e.g. --name datasets")
+        print(make(args, name, size, namespace), end="")
+
+
 ns = Collection(provision, facts, inventory_, lab_up, lab_down)
+ns.add_task(mount_nfs)
+ns.add_task(nfs_volume)
 
 
 def main() -> None:

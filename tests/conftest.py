@@ -84,6 +84,15 @@ def fresh_host(lab):
     lab.remove_host(host.name)
 
 
+@pytest.fixture
+def fresh_trio(lab):
+    """Three brand-new hosts, for tests that need untouched machines in parallel."""
+    hosts = [lab.add_host(next(_fresh_index)) for _ in range(3)]
+    yield hosts
+    for host in hosts:
+        lab.remove_host(host.name)
+
+
 def host_inventory(lab, hosts, path: Path, extra_hosts: dict | None = None, **extra_vars) -> Path:
     """An inventory file for some lab hosts (YAML, Ansible variable names); extra_hosts: name -> address."""
     import yaml
@@ -98,3 +107,16 @@ def host_inventory(lab, hosts, path: Path, extra_hosts: dict | None = None, **ex
     }}}}
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+@pytest.fixture(scope="session")
+def nfs_server(lab):
+    """The lab's NFS server (nfs-ganesha + rpcbind in its own namespace on the lab bridge), for the session."""
+    from gpunode.lab.nfs import REQUIRED, LabNfsServer
+
+    missing = [tool for tool in REQUIRED if not shutil.which(tool)]
+    if missing:
+        (pytest.fail if REQUIRE_LAB else pytest.skip)(f"lab NFS server unavailable: missing {', '.join(missing)}")
+    server = LabNfsServer(lab.network, lab.directory).up()
+    yield server
+    server.down()

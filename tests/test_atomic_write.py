@@ -9,9 +9,11 @@ from pathlib import Path
 from gpunode.scripts import script_text
 
 
-def write(path: Path, content: str, expect: str = "", validate: str = "", mode: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-c", script_text("atomic_write.sh"), "atomic-write", str(path), mode, "", "", expect,
-                           "1", validate], input=content, capture_output=True, text=True)
+def write(path: Path, content: str, expect: str = "", validate: str = "",
+          mode: str = "") -> subprocess.CompletedProcess[str]:
+    args = [str(path), mode, "", "", expect, "1", validate]
+    return subprocess.run(["sh", "-c", script_text("atomic_write.sh"), "atomic-write", *args],
+                          input=content, capture_output=True, text=True)
 
 
 def sha(text: str) -> str:

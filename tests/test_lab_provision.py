@@ -12,8 +12,8 @@ from tests.conftest import host_inventory, run_cli
 pytestmark = pytest.mark.lab
 
 
-def test_base_playbook_changes_then_converges(lab, tmp_path):
-    hosts = list(lab.hosts.values())[:3]
+def test_base_playbook_changes_then_converges(lab, fresh_trio, tmp_path):
+    hosts = fresh_trio
     inventory = host_inventory(lab, hosts, tmp_path / "inv.yml")
     first = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml",
                     "--json-report", str(tmp_path / "first.json"), "--junit", str(tmp_path / "first.xml"))
@@ -38,7 +38,6 @@ def test_base_playbook_changes_then_converges(lab, tmp_path):
         assert host["status"] == "ok"
         assert host["changed"] == 0
         assert host["exec_count"] <= 3, host  # lock+facts and one batched probe
-    assert "0 changed" not in second.stdout or "changed" in second.stdout
 
 
 def test_check_mode_shows_diffs_and_changes_nothing(lab, fresh_host, tmp_path):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
-import socket
 import subprocess
 import time
 
@@ -58,7 +58,7 @@ class _LocalProcess(RemoteProcess):
         fd = self.process.stdout.fileno()
         while marker not in self.buffer:
             if time.monotonic() > deadline:
-                raise socket.timeout(f"no {marker!r} within {timeout:.0f}s")
+                raise TimeoutError(f"no {marker!r} within {timeout:.0f}s")
             ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
                 chunk = os.read(fd, 65536)
@@ -69,10 +69,8 @@ class _LocalProcess(RemoteProcess):
         return text
 
     def close(self) -> int | None:
-        try:
+        with contextlib.suppress(OSError):
             self.process.stdin.close()
-        except OSError:
-            pass
         try:
             return self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import time
@@ -16,6 +17,8 @@ from gpunode.errors import ConnectError, HostKeyError
 from gpunode.inventory import Host
 
 _READ = 65536
+KEEPALIVE_SECONDS = 15
+DEAD_PEER_SECONDS = 60  # unacknowledged data (our keepalives included) for this long = the host is gone
 
 
 class SshConnection(Connection):
@@ -68,7 +71,8 @@ class SshConnection(Connection):
             try:
                 self._fabric.open()
                 transport = self._fabric.client.get_transport()
-                transport.set_keepalive(15)
+                transport.set_keepalive(KEEPALIVE_SECONDS)
+                _detect_dead_peer(transport.sock)
                 self.is_root = self.is_root or self._fabric.user == "root"
                 return
             except paramiko.BadHostKeyException as exc:
@@ -96,10 +100,8 @@ class SshConnection(Connection):
 
     def close(self) -> None:
         if self._fabric:
-            try:
+            with contextlib.suppress(Exception):  # closing a dead connection must not mask the real error
                 self._fabric.close()
-            except Exception:  # noqa: BLE001 - closing a dead connection must not mask the real error
-                pass
             self._fabric = None
 
     def _channel(self) -> paramiko.Channel:
@@ -141,6 +143,12 @@ class SshConnection(Connection):
         if stdin:
             channel.sendall(stdin)
         return _SshProcess(channel)
+
+
+def _detect_dead_peer(sock: object) -> None:
+    """Let the kernel drop the connection when the host vanishes (network cut, crash) instead of hanging."""
+    if isinstance(sock, socket.socket) and hasattr(socket, "TCP_USER_TIMEOUT"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, DEAD_PEER_SECONDS * 1000)
 
 
 def _collect(channel: paramiko.Channel, timeout: float | None, on_output: OutputCallback | None,
@@ -188,7 +196,7 @@ class _SshProcess(RemoteProcess):
             if self.channel.exit_status_ready() and not self.channel.recv_ready():
                 break
             if time.monotonic() > deadline:
-                raise socket.timeout(f"no {marker!r} within {timeout:.0f}s")
+                raise TimeoutError(f"no {marker!r} within {timeout:.0f}s")
             if self.channel.recv_ready():
                 self.buffer += self.channel.recv(_READ).decode(errors="replace")
             else:

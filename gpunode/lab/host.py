@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -132,9 +133,8 @@ class LabHost:
                     _signal(child, signal.SIGKILL)
                 _signal(pid, signal.SIGKILL)
         self.supervisor_pid = 0
-        if os.path.ismount(self.root):
-            if sh("umount", str(self.root), check=False).returncode != 0:
-                sh("umount", "-l", str(self.root), check=False)
+        if os.path.ismount(self.root) and sh("umount", str(self.root), check=False).returncode != 0:
+            sh("umount", "-l", str(self.root), check=False)
 
     def destroy(self) -> None:
         """Stop and delete all of the host's state."""
@@ -169,7 +169,5 @@ def _alive(pid: int) -> bool:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass

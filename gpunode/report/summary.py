@@ -19,8 +19,8 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
                     continue
                 console.print(f"[cyan]{host.host}[/] {step.name} ({step.where}) would:")
                 for action in step.actions:
-                    console.print(f"    - {action['summary']}" + (f"  [dim]({action['reason']})[/]" if action["reason"] else ""),
-                                  highlight=False, markup=True)
+                    reason = f"  [dim]({action['reason']})[/]" if action["reason"] else ""
+                    console.print(f"    - {action['summary']}{reason}", highlight=False)
                 for diff in step.diffs:
                     console.print(diff.rstrip("\n"), markup=False, highlight=False)
     table = Table(title=f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}")

@@ -16,7 +16,7 @@ from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import remote_lock
 from gpunode.runner.events import Events
-from gpunode.steps import Action, Step, StepContext, StepFailed, build_step
+from gpunode.steps import Action, Step, StepContext, build_step
 
 
 class Cancelled(GpunodeError):
@@ -82,6 +82,11 @@ class HostRun:
         return self.outcome
 
     def _fail(self, exc: GpunodeError, status: str) -> None:
+        if self.cancel.is_set():  # the connection was closed under us on purpose
+            status = "cancelled"
+            exc = Cancelled(f"interrupted by the user (Ctrl-C){' during ' + exc.step if exc.step else ''}",
+                            fix="run again: every step is idempotent; files were written atomically or not at all",
+                            step=exc.step)
         self.outcome.status = status  # type: ignore[assignment]
         self.outcome.error = exc.cause
         self.outcome.fix = exc.fix
@@ -133,7 +138,7 @@ class HostRun:
             return
         nonce = secrets.token_hex(4)
         script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
-        result = self.conn.run("sh -s", sudo=True, stdin=script, label=f"probe {len(todo)} steps")
+        result = self.conn.run("sh -s", stdin=script, label=f"probe {len(todo)} steps")
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
                                step="probe", fix="see the host log")

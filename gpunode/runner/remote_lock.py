@@ -52,7 +52,7 @@ class RunLock:
 
 def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
     """Take the lock and gather facts in one exec; refuse if another run holds the lock."""
-    process = conn.start("bash -s", sudo=True, stdin=_script(owner_label()), label="lock + facts (facts.sh)")
+    process = conn.start("bash -s", stdin=_script(owner_label()), label="lock + facts (facts.sh)")
     output = process.read_until(FACTS_END, timeout)
     if output.startswith(LOCKED):
         process.close()

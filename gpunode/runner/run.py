@@ -52,8 +52,8 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
         for future, run in futures.items():
             if run.host.name not in outcomes:
                 outcome = future.result() if future.done() and not future.cancelled() else run.outcome
-                if outcome.status not in ("failed", "unreachable"):
-                    outcome.status, outcome.error = "cancelled", "interrupted by the user (Ctrl-C)"
+                if not outcome.failed:  # never started, or finished cleanly while we stopped
+                    outcome.status, outcome.error = "cancelled", "interrupted by the user (Ctrl-C) before it ran"
                 outcomes[run.host.name] = outcome
     finally:
         pool.shutdown(wait=True)

@@ -42,7 +42,7 @@ class StepContext:
     notes: list[str] = field(default_factory=list)
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
-        return self.conn.run(command, sudo=True, **kwargs)
+        return self.conn.run(command, **kwargs)
 
 
 class StepFailed(GpunodeError):

@@ -48,8 +48,11 @@ class PackagesStep(Step):
         if not missing:
             return []
         stale = state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
-        reasons = [f"{w.name} {'is ' + state.installed[w.name] + ', wanted ' + (w.version or '') if w.name in state.installed else 'not installed'}"
-                   for w in missing]
+        reasons = [
+            f"{w.name} is {state.installed[w.name]}, wanted {w.version}" if w.name in state.installed
+            else f"{w.name} is not installed"
+            for w in missing
+        ]
         refresh_note = " (after refreshing the package lists)" if stale and manager.name == "apt" else ""
         return [Action(
             f"install packages: {', '.join(w.name for w in missing)}{refresh_note}",

@@ -1,0 +1,291 @@
+"""Turn the text printed by scripts/facts.sh into a `Facts` value."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from gpunode.facts.blocks import Blocks, read_blocks
+from gpunode.facts.model import (
+    ContainerInfo,
+    Facts,
+    KernelInfo,
+    LockHolder,
+    Mount,
+    NvidiaInfo,
+    OsInfo,
+    PackageManagerInfo,
+    ProcessInfo,
+    StorageInfo,
+)
+from gpunode.facts.osrelease import parse_os_release, pick_package_manager
+from gpunode.facts.packages import (
+    parse_dkms,
+    parse_package_lines,
+    parse_systemctl_show,
+    upstream_version,
+    version_key,
+)
+from gpunode.facts.pci import pci_gpus
+from gpunode.facts.vendor import cloud_vendor
+
+__all__ = ["parse_facts", "parse_os_release"]
+
+DOCKER_PACKAGES = ("docker-ce", "docker.io", "docker", "moby-engine", "docker-engine")
+CONTAINERD_PACKAGES = ("containerd.io", "containerd", "moby-containerd")
+TOOLKIT_BINS = ("nvidia-ctk", "nvidia-container-runtime", "nvidia-container-toolkit")
+
+
+def parse_facts(text: str) -> Facts:
+    """Parse facts.sh output. Missing sections give empty defaults; only a missing marker raises."""
+    b = read_blocks(text)
+    packages = _installed_packages(b)
+    units = parse_systemctl_show(b.text("systemctl"))
+    dmi = {k: v[-1].strip() for k, v in b.kv.get("dmi", {}).items() if v}
+    gpus = pci_gpus(b)
+    boot_id = b.get("host", "boot_id").strip()
+    pid1_start = b.get("host", "pid1_starttime").strip()
+    return Facts(
+        os=_os(b),
+        kernel=_kernel(b),
+        gpus=gpus,
+        nvswitch_present=any(g.is_nvswitch for g in gpus),
+        nvidia=_nvidia(b, packages, units),
+        secure_boot=_secure_boot(b),
+        pkg=_pkg(b),
+        containers=_containers(b, packages, units),
+        storage=_storage(b),
+        cloud_vendor=cloud_vendor(dmi),
+        dmi=dmi,
+        boot_id=boot_id,
+        boot_marker=boot_id + (f":{pid1_start}" if pid1_start else "") if boot_id else "",
+        uptime_seconds=_float(b.get("host", "uptime")),
+        uid=_int(b.get("host", "uid")),
+        user=b.get("host", "user").strip(),
+        container_virt=_container_virt(b),
+        installed_packages=packages,
+        raw=text,
+        hostname=b.get("host", "hostname").strip(),
+        efi=b.get("host", "efi") == "1",
+        vm_virt=_none_if_empty(b.get("host", "virt_vm")),
+        script_ms=_script_ms(b),
+        complete=b.complete,
+    )
+
+
+def _int(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def _none_if_empty(text: str) -> str | None:
+    text = text.strip()
+    return None if text in ("", "none") else text
+
+
+def _os(b: Blocks) -> OsInfo:
+    text = b.text("file /etc/os-release")
+    if text is None:
+        text = b.text("file /usr/lib/os-release") or ""
+    info = parse_os_release(text, arch=b.get("host", "arch").strip())
+    tools = tuple(b.all("pkgmgr", "has"))
+    return dataclasses.replace(info, package_manager=pick_package_manager(info.package_manager, tools))
+
+
+def _kernel(b: Blocks) -> KernelInfo:
+    images = [v for v in b.all("kernel", "image") if "rescue" not in v]
+    module_dirs = b.all("kernel", "modules_dir")
+    headers = set(b.all("kernel", "build_ok")) | set(b.all("kernel", "src_kernel"))
+    headers |= {d.removeprefix("linux-headers-") for d in b.all("kernel", "headers_dir")}
+    return KernelInfo(
+        running=b.get("host", "kernel").strip(),
+        installed=tuple(sorted(set(images or module_dirs), key=version_key)),
+        headers=tuple(sorted(headers, key=version_key)),
+        running_headers_present=b.get("kernel", "running_build") == "1",
+        module_dirs=tuple(sorted(set(module_dirs), key=version_key)),
+    )
+
+
+def _installed_packages(b: Blocks) -> dict[str, str]:
+    names = b.raw_names("packages")
+    if not names:
+        return {}
+    tool = names[0].partition(" ")[2]
+    return parse_package_lines(b.text(names[0]), tool)
+
+
+def _cmdline_blacklists_nouveau(cmdline: str) -> bool:
+    for token in cmdline.split():
+        key, _, value = token.partition("=")
+        if key in ("modprobe.blacklist", "rd.driver.blacklist") and "nouveau" in value.split(","):
+            return True
+    return False
+
+
+def _unit_active(units: dict[str, dict[str, str]], unit: str, known: bool) -> bool | None:
+    if not known:
+        return None
+    props = units.get(unit)
+    return bool(props) and props.get("LoadState") != "not-found" and props.get("ActiveState") == "active"
+
+
+def _nvidia(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, str]]) -> NvidiaInfo:
+    proc_version = b.text("file /proc/driver/nvidia/version")
+    version = None
+    if proc_version:
+        match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)", proc_version)
+        version = match.group(1) if match else None
+    version = version or b.get("nvidia", "module_version").strip() or None
+    modules = tuple(b.all("nvidia", "module"))
+    blacklist_files = tuple(dict.fromkeys(b.all("nvidia", "blacklist_nouveau")))
+    known = bool(units)
+    return NvidiaInfo(
+        driver_version=version,
+        modules_loaded=modules,
+        nouveau_loaded="nouveau" in modules,
+        nouveau_blacklisted=bool(blacklist_files) or _cmdline_blacklists_nouveau(b.get("host", "cmdline")),
+        nvidia_smi=b.get("nvidia", "nvidia_smi").strip() or None,
+        dkms=parse_dkms(b.text("dkms")),
+        packages={n: v for n, v in packages.items() if "nvidia" in n or n.startswith("cuda")},
+        fabricmanager_active=_unit_active(units, "nvidia-fabricmanager.service", known),
+        persistenced_active=_unit_active(units, "nvidia-persistenced.service", known),
+        open_kernel_module=("Open Kernel Module" in proc_version) if proc_version else None,
+        blacklist_files=blacklist_files,
+    )
+
+
+def _secure_boot(b: Blocks) -> bool | None:
+    if b.get("host", "efi") != "1":
+        return None
+    return {"1": True, "0": False}.get(b.get("host", "secure_boot").strip())
+
+
+def _procs(b: Blocks) -> dict[int, ProcessInfo]:
+    procs = {}
+    for value in b.all("procs", "proc"):
+        pid, comm, command = (value.split("\t", 2) + ["", ""])[:3]
+        if pid.isdigit():
+            procs[int(pid)] = ProcessInfo(pid=int(pid), comm=comm, command=command)
+    return procs
+
+
+def _pkg(b: Blocks) -> PackageManagerInfo:
+    procs = _procs(b)
+    holders: dict[tuple[str, int], LockHolder] = {}
+    for value in b.all("pkgmgr", "holder"):
+        path, _, rest = value.partition("\t")
+        pid = rest.partition("\t")[0]
+        if not pid.isdigit():
+            continue
+        proc = procs.get(int(pid), ProcessInfo(pid=int(pid)))
+        holder = LockHolder(path=path, pid=int(pid), command=proc.command or proc.comm, comm=proc.comm)
+        holders.setdefault((path, int(pid)), holder)
+    exists = {}
+    for value in b.all("pkgmgr", "exists"):
+        path, _, flag = value.rpartition("\t")
+        exists[path] = flag == "1"
+    cloud_init_proc = any(p.comm.startswith("cloud-init") for p in procs.values())
+    cloud_init_pending = (
+        bool(b.get("pkgmgr", "cloud_init_bin").strip())
+        and exists.get("/run/cloud-init/status.json", False)
+        and not exists.get("/run/cloud-init/result.json", False)
+        and not exists.get("/etc/cloud/cloud-init.disabled", False)
+    )
+    return PackageManagerInfo(
+        lock_holders=tuple(holders.values()),
+        cloud_init_running=cloud_init_proc or cloud_init_pending,
+        reboot_required=b.get("pkgmgr", "reboot_required") == "1",
+        managers_found=tuple(b.all("pkgmgr", "has")),
+        busy_processes=tuple(procs.values()),
+        lock_files=tuple(b.all("pkgmgr", "lock_file")),
+    )
+
+
+def _bins(b: Blocks) -> dict[str, str]:
+    bins = {}
+    for value in b.all("containers", "bin"):
+        name, _, path = value.partition("\t")
+        bins[name] = path
+    return bins
+
+
+def _first_version(packages: dict[str, str], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if name in packages:
+            return upstream_version(packages[name])
+    return None
+
+
+def _containers(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, str]]) -> ContainerInfo:
+    bins = _bins(b)
+    docker_version = _first_version(packages, DOCKER_PACKAGES)
+    if docker_version is None:
+        match = re.search(r"version\s+v?([0-9][\w.+~-]*)", b.get("containers", "dockerd_version"))
+        docker_version = match.group(1) if match else None
+    match = re.search(r"\bv?(\d+\.\d+\.\d+[\w.+~-]*)", b.get("containers", "containerd_version"))
+    containerd_version = match.group(1) if match else _first_version(packages, CONTAINERD_PACKAGES)
+    filtered = (b.text("containerd-config-filtered") or "").splitlines()
+    services = {
+        unit: (props.get("ActiveState", ""), props.get("UnitFileState", ""))
+        for unit, props in units.items()
+        if props.get("LoadState") != "not-found"
+    }
+    return ContainerInfo(
+        docker_installed="dockerd" in bins or any(p in packages for p in DOCKER_PACKAGES),
+        docker_version=docker_version,
+        daemon_json_text=b.text("file /etc/docker/daemon.json"),
+        containerd_version=containerd_version,
+        containerd_nvidia_lines=tuple(line for line in filtered if "nvidia" in line),
+        containerd_dropins=tuple(b.all("containers", "containerd_dropin")),
+        toolkit_installed=any(t in bins for t in TOOLKIT_BINS) or "nvidia-container-toolkit" in packages,
+        cdi_specs=tuple(b.all("containers", "cdi")),
+        services=services,
+        runtime_config_present=b.get("containers", "nvidia_runtime_config") == "1",
+    )
+
+
+def _unescape_mount(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _storage(b: Blocks) -> StorageInfo:
+    mounts = []
+    for line in (b.text("mounts") or "").splitlines():
+        parts = line.split(" ")
+        if len(parts) >= 3:
+            source, target, fstype = (_unescape_mount(p) for p in parts[:3])
+            mounts.append(Mount(source, target, fstype, parts[3] if len(parts) > 3 else ""))
+    free, size = {}, {}
+    for value in b.all("disk", "free"):
+        path, avail, total = (value.split("\t") + ["", ""])[:3]
+        if avail.isdigit():
+            free[path] = int(avail)
+        if total.isdigit():
+            size[path] = int(total)
+    return StorageInfo(
+        fstab_text=b.text("file /etc/fstab"), mounts=tuple(mounts), free_bytes=free, size_bytes=size
+    )
+
+
+def _container_virt(b: Blocks) -> str | None:
+    virt = _none_if_empty(b.get("host", "virt_container"))
+    if virt:
+        return virt
+    marker = b.get("host", "run_systemd_container").strip()
+    if marker:
+        return marker
+    return "docker" if b.get("host", "dockerenv") == "1" else None
+
+
+def _script_ms(b: Blocks) -> float | None:
+    start, end = _int(b.get("timing", "start_ns")), _int(b.get("timing", "end_ns"))
+    if start is None or end is None or end < start:
+        return None
+    return (end - start) / 1e6

@@ -1,0 +1,138 @@
+"""Turn a host's resolved variables into connection settings (native names and Ansible names)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from gpunode.inventory.layers import Origin, Resolved, usage_error
+from gpunode.inventory.sshargs import SshOptions, parse_ssh_args
+
+LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_TRUE = frozenset({"true", "yes", "y", "on", "1", "t"})
+_FALSE = frozenset({"false", "no", "n", "off", "0", "f"})
+_SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
+
+# Each setting: native name first, then the Ansible names. The value set at the highest precedence level wins;
+# at the same level the native name wins.
+ADDRESS = ("address", "ansible_host", "ansible_ssh_host")
+PORT = ("port", "ansible_port", "ansible_ssh_port")
+USER = ("user", "ansible_user", "ansible_ssh_user")
+KEY = ("key", "ansible_ssh_private_key_file", "ansible_private_key_file")
+PASSWORD = ("password", "ansible_password", "ansible_ssh_pass", "ansible_ssh_password")
+BECOME = ("become", "ansible_become")
+BECOME_PASSWORD = ("become_password", "ansible_become_password", "ansible_become_pass")
+CONNECTION = ("connection", "ansible_connection")
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The winning variable for one setting."""
+
+    name: str
+    value: Any
+    origin: Origin
+    rank: int
+
+
+def pick(resolved: Resolved, names: tuple[str, ...]) -> Picked | None:
+    """The variable among ``names`` set at the highest precedence level (earlier name wins a tie)."""
+    best: Picked | None = None
+    for name in names:
+        if name in resolved.values and (best is None or resolved.rank[name] > best.rank):
+            best = Picked(name, resolved.values[name], resolved.origins[name], resolved.rank[name])
+    return best
+
+
+def connection_settings(host: str, resolved: Resolved) -> dict[str, Any]:
+    """Keyword arguments for ``Host`` (address, port, user, ...) from the host's resolved variables."""
+    ssh, ssh_rank, ssh_origin = _ssh_options(resolved)
+    address = _text(pick(resolved, ADDRESS))
+    jump, proxy_command, jump_key = _proxy(resolved, ssh, ssh_rank)
+    return {
+        "address": address or host,
+        "port": _port(host, pick(resolved, PORT), ssh.port, ssh_origin),
+        "user": _text(pick(resolved, USER)) or ssh.user,
+        "key_file": _path(_text(pick(resolved, KEY)) or ssh.key_file),
+        "password": _text(pick(resolved, PASSWORD)),
+        "become": _bool(host, pick(resolved, BECOME)),
+        "become_password": _text(pick(resolved, BECOME_PASSWORD)),
+        "jump": jump,
+        "jump_key_file": _path(jump_key),
+        "proxy_command": proxy_command,
+        "known_hosts": _path(_text(pick(resolved, ("known_hosts",)))),
+        "local": _is_local(host, address, pick(resolved, CONNECTION)),
+    }
+
+
+def _ssh_options(resolved: Resolved) -> tuple[SshOptions, int, Origin | None]:
+    opts, rank, origin = SshOptions(), -1, None
+    for name in _SSH_ARG_VARS:
+        value = resolved.values.get(name)
+        if value in (None, ""):
+            continue
+        text = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        opts = opts.merge(parse_ssh_args(text, resolved.origins[name]))
+        rank = max(rank, resolved.rank[name])
+        origin = origin or resolved.origins[name]
+    return opts, rank, origin
+
+
+def _proxy(resolved: Resolved, ssh: SshOptions, ssh_rank: int) -> tuple[str | None, str | None, str | None]:
+    native = pick(resolved, ("jump",))
+    if native is not None and native.rank >= ssh_rank:
+        value = native.value
+        if isinstance(value, list):
+            value = ",".join(map(str, value))
+        text = str(value).strip() if value is not None else ""
+        return (None if text.lower() in ("", "none") else text), None, None
+    return ssh.jump, ssh.proxy_command, ssh.jump_key_file
+
+
+def _port(host: str, picked: Picked | None, ssh_port: str | None, ssh_origin: Origin | None) -> int:
+    if picked is None and ssh_port is None:
+        return 22
+    value, origin, what = (
+        (picked.value, picked.origin, picked.name) if picked else (ssh_port, ssh_origin, "ssh port option")
+    )
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise usage_error(
+            origin or Origin("<inventory>"),
+            f"host {host!r}: {what} {value!r} is not a port number (1-65535)",
+            f"set {what} for {host} to a number such as 22",
+        )
+    return int(text)
+
+
+def _bool(host: str, picked: Picked | None) -> bool:
+    if picked is None or picked.value is None:
+        return False
+    value = picked.value
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if not isinstance(value, float) and text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise usage_error(
+        picked.origin,
+        f"host {host!r}: {picked.name} must be true or false, got {value!r}",
+        f"set {picked.name}: true (or false)",
+    )
+
+
+def _is_local(host: str, address: str | None, connection: Picked | None) -> bool:
+    if connection is not None and connection.value not in (None, ""):
+        return str(connection.value).strip().lower() == "local"
+    return host in LOCAL_NAMES and (address is None or address in LOCAL_NAMES)
+
+
+def _text(picked: Picked | None) -> str | None:
+    if picked is None or picked.value is None:
+        return None
+    return str(picked.value)
+
+
+def _path(value: str | None) -> str | None:
+    return os.path.expanduser(value) if value else None

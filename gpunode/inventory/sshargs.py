@@ -1,0 +1,162 @@
+"""Read connection settings out of ``ansible_ssh_common_args`` / ``ansible_ssh_extra_args`` strings."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from gpunode.inventory.hostpattern import is_ipv6
+from gpunode.inventory.layers import Origin, usage_error
+
+# ssh(1) flags that take an argument (the rest are switches)
+_ARG_FLAGS = frozenset("BbcDEeFIiJLlmOopQRSWw")
+# switches a ProxyCommand may carry and still be a plain "jump through this bastion"
+_HARMLESS_SWITCHES = frozenset("qvACT46aNx")
+_OPTION = re.compile(r"\s*([A-Za-z]+)\s*(?:=|\s)\s*(.*)$", re.DOTALL)
+_URL_HOST = re.compile(r"\[([^\]]+)\](?::(\d+))?|([^:\[\]]+)(?::(\d+))?")
+
+
+@dataclass
+class SshOptions:
+    """What gpunode understands of an ssh argument string; ssh's first-value-wins rule applies."""
+
+    port: str | None = None
+    user: str | None = None
+    key_file: str | None = None
+    jump: str | None = None
+    proxy_command: str | None = None
+    jump_key_file: str | None = None
+    proxy_seen: bool = False
+
+    def merge(self, later: SshOptions) -> SshOptions:
+        """Combine with options that come later on the ssh command line (earlier values win)."""
+        out = SshOptions(
+            port=self.port or later.port,
+            user=self.user or later.user,
+            key_file=self.key_file or later.key_file,
+        )
+        proxy_owner = self if self.proxy_seen else later
+        out.jump, out.proxy_command = proxy_owner.jump, proxy_owner.proxy_command
+        out.jump_key_file, out.proxy_seen = proxy_owner.jump_key_file, proxy_owner.proxy_seen
+        return out
+
+
+def parse_ssh_args(text: str, origin: Origin) -> SshOptions:
+    """Read -o ProxyCommand=, -o ProxyJump= / -J, -o Port= / -p, -i, -o IdentityFile=, -o User= / -l."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise usage_error(
+            origin, f"cannot parse ssh arguments {text!r}: {exc}", "close every quote in the ssh arguments"
+        ) from exc
+    opts = SshOptions()
+    for flag, arg in _getopt(tokens):
+        if flag == "o" and arg is not None:
+            match = _OPTION.match(arg)
+            if match:
+                _apply_option(opts, match.group(1).lower(), match.group(2).strip())
+        elif flag == "J" and arg:
+            _apply_option(opts, "proxyjump", arg)
+        elif flag == "p" and arg:
+            opts.port = opts.port or arg
+        elif flag == "i" and arg:
+            opts.key_file = opts.key_file or arg
+        elif flag == "l" and arg:
+            opts.user = opts.user or arg
+    return opts
+
+
+def _apply_option(opts: SshOptions, key: str, value: str) -> None:
+    if key == "port":
+        opts.port = opts.port or value
+    elif key == "user":
+        opts.user = opts.user or value
+    elif key == "identityfile":
+        opts.key_file = opts.key_file or value
+    elif key in ("proxyjump", "proxycommand") and not opts.proxy_seen:
+        opts.proxy_seen = True
+        if value.lower() == "none":
+            return
+        if key == "proxyjump":
+            opts.jump = value
+        else:
+            opts.proxy_command = value
+            opts.jump, opts.jump_key_file = jump_from_proxy_command(value)
+
+
+def _getopt(tokens: list[str]) -> Iterator[tuple[str | None, str | None]]:
+    """Yield ``(flag, argument)`` pairs like ssh's getopt; positional words come as ``(None, word)``."""
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if not token.startswith("-") or token == "-":
+            yield None, token
+            continue
+        for position, flag in enumerate(token[1:], start=1):
+            if flag not in _ARG_FLAGS:
+                yield flag, None
+                continue
+            arg = token[position + 1 :]
+            if not arg and index < len(tokens):
+                arg, index = tokens[index], index + 1
+            yield flag, arg or None
+            break
+
+
+def jump_from_proxy_command(command: str) -> tuple[str | None, str | None]:
+    """``ssh [-q] [-p P] [-i K] -W %h:%p user@bastion`` -> ``("user@bastion:P", "K")``, else Nones."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return None, None
+    if not tokens or PurePosixPath(tokens[0]).name != "ssh":
+        return None, None
+    port = user = key = None
+    forward = False
+    destinations: list[str] = []
+    for flag, arg in _getopt(tokens[1:]):
+        if flag is None:
+            destinations.append(arg or "")
+        elif flag == "W":
+            forward = arg == "%h:%p"
+        elif flag == "p":
+            port = port or arg
+        elif flag == "i":
+            key = key or arg
+        elif flag == "l":
+            user = user or arg
+        elif flag == "o":
+            match = _OPTION.match(arg or "")
+            option = match.group(1).lower() if match else ""
+            if not match or option in ("proxycommand", "proxyjump"):
+                return None, None
+            value = match.group(2).strip()
+            port = port or (value if option == "port" else None)
+            user = user or (value if option == "user" else None)
+            key = key or (value if option == "identityfile" else None)
+        elif flag not in _HARMLESS_SWITCHES:
+            return None, None
+    if not forward or len(destinations) != 1 or "%" in destinations[0]:
+        return None, None
+    return _jump_spec(destinations[0], user, port), key
+
+
+def _jump_spec(destination: str, user: str | None, port: str | None) -> str | None:
+    url = destination.startswith("ssh://")
+    dest_user, at, host = destination.removeprefix("ssh://").rpartition("@")
+    user = dest_user if at else user
+    if url:
+        match = _URL_HOST.fullmatch(host)
+        if not match:
+            return None
+        host, port = match.group(1) or match.group(3), port or match.group(2) or match.group(4)
+    if not host or host.startswith("-"):
+        return None
+    if is_ipv6(host):
+        host = f"[{host}]"
+    spec = f"{user}@{host}" if user else host
+    return f"{spec}:{port}" if port else spec

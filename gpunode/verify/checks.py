@@ -1,0 +1,52 @@
+"""analyze(): run every check on the evidence of one host; is_healthy()."""
+
+from __future__ import annotations
+
+from gpunode.verify.checks_driver import driver_checks
+from gpunode.verify.checks_gpu import gpu_checks
+from gpunode.verify.checks_host import host_checks
+from gpunode.verify.checks_kernel import kernel_checks
+from gpunode.verify.errors_text import classify_errors
+from gpunode.verify.evidence import ContainerTest, Evidence, Expectations, FabricManagerState
+from gpunode.verify.kernel_log import KernelScan, scan_kernel_log
+from gpunode.verify.model import Finding
+
+__all__ = ["ContainerTest", "Evidence", "Expectations", "FabricManagerState", "analyze", "is_healthy"]
+
+_RANK = {"critical": 0, "warning": 1, "ok": 2}
+
+
+def analyze(evidence: Evidence) -> list[Finding]:
+    """All findings for one host, critical first; one finding per id (evidence merged)."""
+    errors = classify_errors(evidence.smi_error) if evidence.smi_error else []
+    scan = KernelScan()
+    for text in (evidence.kernel_log, evidence.smi_error):
+        if text:
+            scan.extend(scan_kernel_log(text))
+    findings = [
+        *driver_checks(evidence, errors, scan),
+        *host_checks(evidence),
+        *gpu_checks(evidence.smi),
+        *kernel_checks(scan, errors),
+    ]
+    return sorted(_merge(findings), key=lambda f: _RANK[f.severity])
+
+
+def is_healthy(findings: list[Finding]) -> bool:
+    """True when no finding is critical."""
+    return not any(finding.severity == "critical" for finding in findings)
+
+
+def _merge(findings: list[Finding]) -> list[Finding]:
+    merged: dict[str, Finding] = {}
+    for finding in findings:
+        first = merged.get(finding.id)
+        if first is None:
+            merged[finding.id] = finding
+            continue
+        worse = finding if _RANK[finding.severity] < _RANK[first.severity] else first
+        gpus = ", ".join(g for g in (first.gpu, finding.gpu) if g) or None
+        merged[finding.id] = Finding(
+            finding.id, worse.severity, worse.summary, f"{first.evidence}; {finding.evidence}",
+            worse.remedy, gpus)
+    return list(merged.values())

@@ -1,0 +1,49 @@
+"""Kernel-log checks: one finding per Xid code, and lost GPUs."""
+
+from __future__ import annotations
+
+from gpunode.verify.errors_text import ErrorMatch
+from gpunode.verify.kernel_log import XID_DOC_URL, KernelScan, XidEvent, xid_info
+from gpunode.verify.model import Finding
+
+_LOST_REMEDY = (
+    "Reboot the node (NVIDIA resolution: RESTART_BM). Review kernel PCIe AER messages and the BMC event log "
+    "for link failures, reseat the GPU/riser and check its power cabling; RMA the GPU if it falls off again."
+)
+
+
+def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
+    """xid-<code> findings (Xid 79 is reported as gpu-lost) and gpu-lost."""
+    findings: list[Finding] = []
+    by_code: dict[int, list[XidEvent]] = {}
+    for event in scan.xids:
+        by_code.setdefault(event.code, []).append(event)
+    for code in sorted(by_code):
+        if code == 79:
+            continue
+        events = by_code[code]
+        info = xid_info(code)
+        gpus = sorted({event.pci for event in events})
+        quoted = f"first: {events[0].line!r}"
+        if len(events) > 1:
+            quoted += f"; last: {events[-1].line!r}"
+        findings.append(Finding(
+            f"xid-{code}", info.severity,
+            f"Xid {code} ({info.name}): {len(events)} event(s) on {len(gpus)} GPU(s)",
+            f"{len(events)} line(s) on PCI {', '.join(gpus)}; {quoted}; meaning: {info.meaning}",
+            f"{info.remedy} (NVIDIA Xid catalog: {XID_DOC_URL})",
+            ", ".join(gpus),
+        ))
+    if scan.lost:
+        gpus = sorted({event.pci for event in scan.lost})
+        findings.append(Finding(
+            "gpu-lost", "critical", f"{len(gpus)} GPU(s) fell off the PCIe bus",
+            f"{len(scan.lost)} kernel line(s) on PCI {', '.join(gpus)}; first: {scan.lost[0].line!r}",
+            _LOST_REMEDY, ", ".join(gpus),
+        ))
+    else:
+        lost = next((m for m in errors if m.id == "gpu-lost"), None)
+        if lost is not None:
+            findings.append(Finding("gpu-lost", "critical", "a GPU fell off the PCIe bus", repr(lost.line),
+                                    _LOST_REMEDY))
+    return findings

@@ -1,0 +1,146 @@
+"""Recognise captured error output of nvidia-smi, NVML and docker/nvidia-container-cli."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from gpunode.verify.model import Severity
+
+
+class ErrorSignature(NamedTuple):
+    """A known error message and what an experienced GPU-cluster engineer does about it."""
+
+    id: str
+    pattern: re.Pattern[str]
+    context: str  # "host" (nvidia-smi on the node), "container", or "kernel"
+    summary: str
+    remedy: str
+    severity: Severity
+
+
+class ErrorMatch(NamedTuple):
+    """A signature found in a text, with the line that matched."""
+
+    id: str
+    context: str
+    summary: str
+    remedy: str
+    severity: Severity
+    line: str
+
+
+_MISMATCH_REMEDY = (
+    "The user-space driver (libnvidia-ml) was upgraded while the old kernel module is still loaded: compare "
+    "`cat /proc/driver/nvidia/version` with the installed package. Reboot the node, or when no GPU process "
+    "runs, "
+    "stop nvidia-persistenced/nvidia-fabricmanager/dcgm and reload the modules (`rmmod nvidia_uvm nvidia_drm "
+    "nvidia_modeset nvidia && modprobe nvidia`). Then hold the driver packages (`apt-mark hold` the "
+    "nvidia/libnvidia packages, or `dnf versionlock`) and exclude them from unattended-upgrades so it "
+    "cannot recur."
+)
+_NOT_LOADED_REMEDY = (
+    "The nvidia kernel module is not loaded. Check `lsmod | grep nvidia` and `dmesg | grep -iE "
+    "'nvrm|nvidia'`. "
+    "Usual causes: the kernel was updated and the module was not built for it (install "
+    "linux-headers-$(uname -r), run `dkms autoinstall`, check `dkms status`), Secure Boot rejects the "
+    "unsigned "
+    "module (`mokutil --sb-state`; enroll the DKMS key or use signed modules), or nouveau holds the GPU "
+    "(blacklist it and rebuild the initramfs). Then `modprobe nvidia` and re-run nvidia-smi."
+)
+
+SIGNATURES: tuple[ErrorSignature, ...] = (
+    ErrorSignature(
+        "driver-not-loaded",
+        re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.*"),
+        "host", "nvidia-smi cannot talk to the NVIDIA kernel driver", _NOT_LOADED_REMEDY, "critical"),
+    ErrorSignature(
+        "driver-not-loaded",
+        re.compile(r"nvidia-container-cli: initialization error: nvml error: driver not loaded.*"),
+        "container", "the container runtime found no loaded NVIDIA driver on the host",
+        "The host driver is not loaded, so nvidia-container-cli cannot inject GPUs. Fix the host first: "
+        + _NOT_LOADED_REMEDY + " Then restart the container.", "critical"),
+    ErrorSignature(
+        "driver-library-mismatch",
+        re.compile(r"Failed to initialize NVML: Driver/library version mismatch.*"),
+        "host", "NVML library and loaded kernel module are different driver versions", _MISMATCH_REMEDY,
+        "critical"),
+    ErrorSignature(
+        "nvml-library-missing",
+        re.compile(r"NVIDIA-SMI couldn't find libnvidia-ml\.so library.*"),
+        "host", "nvidia-smi cannot find libnvidia-ml.so (user-space driver missing)",
+        "Install the user-space driver that matches the loaded kernel module (e.g. "
+        "libnvidia-compute-<branch> "
+        "and nvidia-utils-<branch>, or the distro's nvidia-driver package of the same version as "
+        "/proc/driver/nvidia/version), run `ldconfig`, and check `ldconfig -p | grep libnvidia-ml`. Inside a "
+        "container, start it with `--gpus all` (nvidia runtime) so the toolkit injects the libraries.",
+        "critical"),
+    ErrorSignature(
+        "nvml-library-missing",
+        re.compile(r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so.*"),
+        "container", "nvidia-container-cli cannot load libnvidia-ml.so on the host",
+        "The host has no usable user-space driver: install the NVIDIA driver user-space libraries matching "
+        "the kernel module, run `ldconfig`, then restart the container.", "critical"),
+    ErrorSignature(
+        "no-devices-found",
+        re.compile(r"^\s*No devices were found\s*$", re.M),
+        "host", "the driver is loaded but initialised no GPU",
+        "Look at `dmesg | grep NVRM` for 'RmInitAdapter failed' or 'not supported' lines. Check the GPU is "
+        "supported by the installed driver branch (new GPUs need a newer branch; Blackwell needs the open "
+        "kernel modules), that the BIOS has Above 4G Decoding / Resizable BAR enabled for large-BAR GPUs, "
+        "that "
+        "`lspci -nn | grep 10de` lists the GPU, and in a VM that passthrough is configured. Reboot after "
+        "fixing firmware settings.", "critical"),
+    ErrorSignature(
+        "nvml-unknown-error",
+        re.compile(r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]+: Unknown Error.*"),
+        "host", "NVML cannot get a handle for a GPU (GPU in a bad state)",
+        "The GPU stopped responding: check `dmesg` for Xid 79/119/48 around the time. Drain the node, try "
+        "`nvidia-smi -r -i <gpu>` (GPU reset), reboot if the reset fails, and RMA the GPU if it recurs.",
+        "critical"),
+    ErrorSignature(
+        "nvml-unknown-error",
+        re.compile(r"Failed to initialize NVML: Unknown Error.*"),
+        "container", "NVML fails with Unknown Error (often a container that lost its /dev/nvidia* access)",
+        "On the host run nvidia-smi: if it works, the container lost device-cgroup access (typically after "
+        "`systemctl daemon-reload` with the systemd cgroup driver). Restart the container; prevent it with "
+        "`nvidia-ctk system create-dev-char-symlinks --create-all` (as a udev rule at boot) or by using CDI "
+        "(`nvidia-ctk cdi generate`). If nvidia-smi also fails on the host, check dmesg for Xid errors and "
+        "reset/reboot.", "critical"),
+    ErrorSignature(
+        "container-runtime-missing",
+        re.compile(r"could not select device driver \"?[^\"]*\"? with capabilities: \[\[gpu\]\].*"),
+        "container", "docker has no GPU device driver: NVIDIA Container Toolkit missing or not configured",
+        "Install nvidia-container-toolkit, run `sudo nvidia-ctk runtime configure --runtime=docker`, then "
+        "`sudo systemctl restart docker` and test with `docker run --rm --gpus all ubuntu nvidia-smi`.",
+        "critical"),
+    ErrorSignature(
+        "gpu-lost",
+        re.compile(r"(?:GPU has fallen off the bus|has fallen off the bus).*"),
+        "kernel", "a GPU has fallen off the PCIe bus",
+        "Reboot the node (NVIDIA: RESTART_BM). Review `dmesg`/BMC event logs for PCIe AER errors, reseat the "
+        "GPU/riser and check power cabling; RMA the GPU if it recurs.", "critical"),
+)
+
+
+def classify_errors(text: str) -> list[ErrorMatch]:
+    """Every known error signature in text (first matching line each), in SIGNATURES order."""
+    found: list[ErrorMatch] = []
+    for signature in SIGNATURES:
+        match = signature.pattern.search(text)
+        if match:
+            line = _line_of(text, match.start())
+            found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,
+                                    signature.severity, line))
+    return found
+
+
+def has_user_space_error(text: str) -> bool:
+    """True if text holds an nvidia-smi / NVML / docker error (kernel-only messages excluded)."""
+    return any(match.context != "kernel" for match in classify_errors(text))
+
+
+def _line_of(text: str, position: int) -> str:
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    return text[start:end if end != -1 else len(text)].strip()

@@ -1,0 +1,58 @@
+"""Everything analyze() can look at, gathered from a host or from capture files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpunode.verify.lspci import PciDevice
+from gpunode.verify.model import SmiReport
+
+
+@dataclass
+class Expectations:
+    """What the operator expects of the node (from the inventory)."""
+
+    expect_gpus: int | None = None
+    expect_model: str | None = None
+    min_driver: str | None = None
+
+
+@dataclass
+class FabricManagerState:
+    """nvidia-fabricmanager service state (NVSwitch systems)."""
+
+    active: bool | None = None
+    version: str | None = None
+
+
+@dataclass
+class ContainerTest:
+    """Output and exit code of `docker run --rm --gpus all <image> nvidia-smi`."""
+
+    output: str
+    exit_code: int
+
+
+@dataclass
+class Evidence:
+    """Facts for one host; every field is optional and checks skip what is missing."""
+
+    smi: SmiReport | None = None
+    smi_error: str | None = None
+    pci_devices: list[PciDevice] | None = None
+    kernel_log: str | None = None
+    expectations: Expectations = field(default_factory=Expectations)
+    fabricmanager: FabricManagerState | None = None
+    dkms_status: list[str] | None = None
+    running_kernel: str | None = None
+    nouveau_loaded: bool | None = None
+    container_test: ContainerTest | None = None
+
+    @property
+    def pci_gpus(self) -> list[PciDevice] | None:
+        """NVIDIA GPUs on the PCI bus, or None when the bus was not inspected."""
+        return None if self.pci_devices is None else [d for d in self.pci_devices if not d.is_nvswitch]
+
+    @property
+    def nvswitches(self) -> list[PciDevice]:
+        return [d for d in self.pci_devices or [] if d.is_nvswitch]

@@ -1,0 +1,2 @@
+# host_vars file without an extension
+rack: r12
