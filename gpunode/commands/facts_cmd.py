@@ -17,7 +17,7 @@ def gather(host, options: ConnectOptions) -> Facts:
     conn = connect(host, options)
     try:
         conn.open()
-        result = conn.run("bash -s", sudo=True, stdin=facts_script(), label="facts.sh")
+        result = conn.run("bash -s", stdin=facts_script(), label="facts.sh")
         if not result.ok:
             raise GpunodeError(f"facts.sh failed (exit {result.exit_code}): {result.tail()}", host=host.name,
                                step="facts", fix="check that bash exists on the host")
