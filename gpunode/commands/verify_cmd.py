@@ -1,0 +1,208 @@
+"""`verify-gpu`, `diagnose` and `collect`: is this node's GPU stack healthy, and why not."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_hosts
+from gpunode.connection import ConnectOptions, connect, q
+from gpunode.errors import GpunodeError
+from gpunode.facts import Facts, facts_script, parse_facts
+from gpunode.inventory import Host
+from gpunode.scripts import script_text
+from gpunode.verify import (
+    ContainerTest,
+    Evidence,
+    Expectations,
+    FabricManagerState,
+    SmiParseError,
+    analyze,
+    classify_pci,
+    diagnose_files,
+    junit_xml,
+    parse_smi_xml,
+    verify_report,
+)
+
+CONTAINER_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+@dataclass
+class VerifyOptions:
+    expectations: Expectations
+    container_test: bool | None       # None: test when docker is installed
+    container_image: str = CONTAINER_IMAGE
+
+
+def split_sections(output: str) -> tuple[str, dict[str, str]]:
+    """facts.sh output, and the evidence sections that follow it."""
+    facts_text, _, rest = output.partition("@@evidence ")
+    sections: dict[str, str] = {}
+    for chunk in ("@@evidence " + rest).split("@@evidence ")[1:]:
+        name, _, body = chunk.partition("\n")
+        sections[name.strip()] = body
+    return facts_text, sections
+
+
+def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectations) -> Evidence:
+    """Turn gathered facts and evidence sections into what the checks read."""
+    pci = [classify_pci(g.slot, "0x10de", g.device_id, g.class_code) for g in facts.gpus]
+    evidence = Evidence(
+        pci_devices=[d for d in pci if d is not None],
+        kernel_log=sections.get("kernel-log", ""),
+        expectations=expectations,
+        dkms_status=_dkms_lines(facts),
+        running_kernel=facts.kernel.running,
+        nouveau_loaded=facts.nvidia.nouveau_loaded,
+    )
+    if facts.nvswitch_present:
+        fm_version = next((v for n, v in facts.nvidia.packages.items() if n.startswith("nvidia-fabricmanager")), None)
+        evidence.fabricmanager = FabricManagerState(facts.nvidia.fabricmanager_active, fm_version)
+    smi = sections.get("nvidia-smi", "")
+    body, _, code = smi.rpartition("@@exit ")
+    if smi.startswith("@@missing"):
+        if evidence.pci_gpus:
+            evidence.smi_error = "nvidia-smi: command not found"
+    elif code.strip() == "0":
+        try:
+            evidence.smi = parse_smi_xml(body)
+        except SmiParseError as exc:
+            evidence.smi_error = f"{exc}\n{body[:2000]}"
+    else:
+        evidence.smi_error = body.strip() or f"nvidia-smi exited {code.strip()}"
+    return evidence
+
+
+def _dkms_lines(facts: Facts) -> list[str] | None:
+    """`dkms status` lines; None (not applicable) when no NVIDIA driver is installed at all."""
+    if not facts.nvidia.dkms and not any(n.startswith(("nvidia", "cuda-drivers")) for n in facts.nvidia.packages):
+        return None
+    return [f"{d.module}/{d.version}, {d.kernel}, {d.arch}: {d.status}" if d.kernel
+            else f"{d.module}/{d.version}: {d.status}" for d in facts.nvidia.dkms]
+
+
+def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> dict:
+    """One exec for facts + evidence, one more for the container test; returns the JSON report."""
+    conn = connect(host, connect_options)
+    try:
+        conn.open()
+        script = f"bash <<'__GPUNODE_FACTS__'\n{facts_script()}\n__GPUNODE_FACTS__\n{script_text('gpu_evidence.sh')}"
+        result = conn.run("bash -s", stdin=script, label="facts + gpu evidence")
+        facts_text, sections = split_sections(result.stdout)
+        facts = parse_facts(facts_text)
+        expectations = _with_inventory_defaults(options.expectations, host)
+        evidence = evidence_from(facts, sections, expectations)
+        run_container = options.container_test if options.container_test is not None else \
+            facts.containers.docker_installed and bool(evidence.pci_gpus)
+        if run_container:
+            image = q(str(host.vars.get("verify_container_image", options.container_image)))
+            test = conn.run(f"timeout 300 docker run --rm --gpus all {image} nvidia-smi -L 2>&1",
+                            label="container GPU test")
+            evidence.container_test = ContainerTest(test.stdout + test.stderr, test.exit_code)
+        findings = analyze(evidence)
+        report = verify_report(host.name, evidence.smi, findings)
+        report["exec_count"] = conn.transcript.exec_count
+        return report
+    finally:
+        conn.close()
+        conn.transcript.close()
+
+
+def _with_inventory_defaults(expect: Expectations, host: Host) -> Expectations:
+    """Command-line expectations win; inventory vars (expect_gpus, expect_model, min_driver) fill the gaps."""
+    return Expectations(
+        expect_gpus=expect.expect_gpus if expect.expect_gpus is not None else _int(host.vars.get("expect_gpus")),
+        expect_model=expect.expect_model or host.vars.get("expect_model"),
+        min_driver=expect.min_driver or (str(host.vars["min_driver"]) if "min_driver" in host.vars else None),
+    )
+
+
+def _int(value: object) -> int | None:
+    return int(value) if value not in (None, "") else None  # type: ignore[arg-type]
+
+
+def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_json: bool, junit: str | None,
+               accept_new_host_keys: bool) -> int:
+    """Exit 0 when every host is healthy, 1 when one is not, 2 when one is unreachable."""
+    hosts, limit = (None, target) if inventory else (target, None)
+    _, selected = load_hosts(inventory, hosts, limit)
+    connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
+    reports, unreachable = [], False
+    for host in selected:
+        try:
+            reports.append(verify_host(host, options, connect_options))
+        except GpunodeError as exc:
+            unreachable = True
+            reports.append({"host": host.name, "healthy": False, "error": str(exc), "gpus": [], "findings": []})
+    if junit:
+        Path(junit).write_text(junit_xml([r for r in reports if "error" not in r]))
+    if as_json:
+        print(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
+    else:
+        _print_reports(reports)
+    if unreachable:
+        return EXIT_USAGE
+    return EXIT_OK if all(r["healthy"] for r in reports) else EXIT_FAILED
+
+
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}
+
+
+def _print_reports(reports: list[dict]) -> None:
+    console = Console(highlight=False)
+    for report in reports:
+        state = "[green]healthy[/]" if report["healthy"] else "[bold red]NOT healthy[/]"
+        console.print(f"[bold]{report['host']}[/]: {state}")
+        if "error" in report:
+            console.print(f"  {report['error']}")
+            continue
+        for gpu in report["gpus"]:
+            console.print(f"  GPU {gpu.get('index')}: {gpu.get('name')} {gpu.get('pci_bus_id')} "
+                          f"driver {gpu.get('driver_version')} CUDA {gpu.get('cuda_version')}")
+        for finding in report["findings"]:
+            style = SEVERITY_STYLE.get(finding["severity"], "")
+            console.print(f"  [{style}]{finding['severity']:8}[/] {finding['id']}: {finding['summary']}")
+            if finding.get("evidence"):
+                console.print(f"           evidence: {finding['evidence'].splitlines()[0][:200]}")
+            if finding.get("remedy") and finding["severity"] != "ok":
+                console.print(f"           remedy: {finding['remedy']}")
+
+
+def diagnose(paths: list[str], as_json: bool, expectations: Expectations) -> int:
+    """Offline analysis of saved outputs; exit 0 healthy, 1 findings, 2 unreadable input."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise GpunodeError(f"no such file: {', '.join(missing)}", fix="give nvidia-smi/lspci/dmesg captures")
+    files: list[Path] = []
+    for path in map(Path, paths):
+        files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    result = diagnose_files(files, expectations)
+    print(json.dumps(result.to_dict(), indent=2) if as_json else result.render_text())
+    return EXIT_OK if result.healthy else EXIT_FAILED
+
+
+def collect(inventory: list[str], target: str, output: str | None, accept_new_host_keys: bool) -> list[Path]:
+    """Write a support bundle (tar.gz) per host; `gpunode diagnose` reads its unpacked files."""
+    hosts, limit = (None, target) if inventory else (target, None)
+    _, selected = load_hosts(inventory, hosts, limit)
+    written = []
+    for host in selected:
+        conn = connect(host, ConnectOptions(accept_new_host_keys=accept_new_host_keys))
+        try:
+            conn.open()
+            result = conn.run("bash -s", stdin=script_text("collect.sh"), label="collect bundle")
+            if not result.ok:
+                raise GpunodeError(f"collecting failed: {result.tail()}", host=host.name, step="collect")
+            path = Path(output or ".") / f"gpunode-collect-{host.name}.tar.gz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(base64.b64decode(result.stdout.strip()))
+            written.append(path)
+        finally:
+            conn.close()
+            conn.transcript.close()
+    return written

@@ -1,0 +1,13 @@
+# Evidence for verify-gpu, printed after facts.sh's output in the same exec: nvidia-smi's XML (or its error)
+# and the kernel's NVIDIA lines since boot. Sections start with "@@evidence NAME"; "@@exit N" ends a command.
+echo "@@evidence nvidia-smi"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  timeout 60 nvidia-smi -q -x 2>&1
+  echo "@@exit $?"
+else
+  echo "@@missing nvidia-smi"
+fi
+echo "@@evidence kernel-log"
+{ journalctl -k -b --no-pager -o short-iso 2>/dev/null || dmesg 2>/dev/null; } \
+  | grep -E 'NVRM|Xid|nvidia|nouveau|fallen off the bus' | tail -n 2000
+echo "@@evidence end"

@@ -1,0 +1,67 @@
+"""verify-gpu on real lab hosts (no GPU here: it must say so), diagnose and collect from the command line."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, host_inventory, run_cli
+
+FIXTURES = REPO.parent / "shared" / "fixtures" / "nvidia"
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/nvidia not present")
+
+
+@pytest.mark.lab
+def test_verify_gpu_on_a_host_without_gpu_is_honest(lab, tmp_path):
+    host = list(lab.hosts.values())[0]
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml")
+    result = run_cli("verify-gpu", "-i", str(inventory), host.name, "--json", "--junit", str(tmp_path / "v.xml"))
+    assert result.code == 1, result.output
+    assert "Traceback" not in result.output
+    report = json.loads(result.stdout)
+    assert report["healthy"] is False and report["gpus"] == []
+    ids = [f["id"] for f in report["findings"]]
+    assert ids[0] == "no-nvidia-gpu"
+    assert "dkms-not-built" not in ids  # no driver installed: nothing to build yet
+    assert report["exec_count"] == 1  # facts and evidence in one round trip; no docker, no container test
+    assert "no-nvidia-gpu" in (tmp_path / "v.xml").read_text()
+    human = run_cli("verify-gpu", "-i", str(inventory), host.name)
+    assert "NOT healthy" in human.stdout and "no NVIDIA GPU on the PCI bus" in human.stdout
+
+
+@pytest.mark.lab
+def test_verify_gpu_unreachable_exits_2(lab):
+    result = run_cli("verify-gpu", f"gpunode@{lab.network.address(201)}", "--json")
+    assert result.code == 2
+    assert "cannot reach" in json.loads(result.stdout)["error"]
+
+
+@pytest.mark.lab
+def test_collect_bundle_is_diagnosable(lab, tmp_path):
+    host = list(lab.hosts.values())[0]
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml")
+    result = run_cli("collect", "-i", str(inventory), host.name, "--output", str(tmp_path))
+    assert result.code == 0, result.output
+    bundle = Path(result.stdout.strip().splitlines()[-1])
+    with tarfile.open(bundle) as tar:
+        names = {Path(n).name for n in tar.getnames()}
+        tar.extractall(tmp_path / "bundle", filter="data")
+    assert {"kernel-log.txt", "uname.txt", "nvidia-smi-missing.txt"} <= names
+    diagnosed = run_cli("diagnose", "--file", str(tmp_path / "bundle"), "--json")
+    assert "Traceback" not in diagnosed.output
+    assert json.loads(diagnosed.stdout)["files"]
+
+
+@needs_fixtures
+def test_diagnose_cli_on_fixtures():
+    mismatch = FIXTURES / "errors" / "nvidia-smi__nvml-driver-library-mismatch__illinois-scicomp-machine-shop-maintenance-60.txt"
+    xml = FIXTURES / "xml" / "telegraf__a100-sxm4-v12.xml"
+    result = run_cli("diagnose", "--file", str(mismatch), "--file", str(xml), "--json")
+    assert result.code == 1
+    data = json.loads(result.stdout)
+    assert "driver-library-mismatch" in [f["id"] for f in data["findings"]]
+    bad = run_cli("diagnose", "--file", "/nonexistent/capture.xml")
+    assert bad.code == 1 and "no such file" in bad.stderr and "Traceback" not in bad.output
