@@ -165,7 +165,58 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
         print(make(args, name, size, namespace), end="")
 
 
-ns = Collection(provision, facts, inventory_, lab_up, lab_down)
+
+@gtask(positional=["target"], iterable=["inventory"], help={
+    "target": "host(s): a pattern of the inventory given with -i, else ad-hoc host1,user@host2",
+    "inventory": CONN_HELP["inventory"], **KEYS_HELP,
+    "expect_gpus": "expected GPU count (default: inventory var expect_gpus)",
+    "expect_model": "expected model text, e.g. H100 (default: inventory var expect_model)",
+    "min_driver": "minimum driver version, e.g. 535.104 (default: inventory var min_driver)",
+    "container_test": "run `docker run --gpus all` (default: when docker is installed and GPUs exist)",
+    "json": "print the JSON report", "junit": "write JUnit XML here",
+})
+def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, min_driver=None,
+               container_test=None, json=False, junit=None, accept_new_host_keys=False):
+    """Check a node's GPUs, driver, fabric manager, kernel log and container runtime. Exit 0 healthy, 1 not, 2 unreachable."""
+    from gpunode.commands.verify_cmd import VerifyOptions
+    from gpunode.commands.verify_cmd import verify_gpu as run
+    from gpunode.verify import Expectations
+
+    expect = Expectations(int(expect_gpus) if expect_gpus else None, expect_model, min_driver)
+    with cli_errors():
+        code = run(inventory or [], target, VerifyOptions(expect, container_test), json, junit, accept_new_host_keys)
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(iterable=["file"], help={
+    "file": "a saved output (nvidia-smi -q -x / -q / table / csv, lspci -nn, dmesg, error text) or a folder; "
+            "repeatable", "json": "print JSON", "expect_gpus": "expected GPU count", "expect_model": "expected model",
+})
+def diagnose(c, file=None, json=False, expect_gpus=None, expect_model=None):
+    """Analyse saved outputs offline, recognising each file's kind from its content."""
+    from gpunode.commands.verify_cmd import diagnose as run
+    from gpunode.verify import Expectations
+
+    with cli_errors():
+        code = run(file or [], json, Expectations(int(expect_gpus) if expect_gpus else None, expect_model))
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(positional=["target"], iterable=["inventory"], help={
+    "target": "host(s): inventory pattern with -i, else ad-hoc hosts", "inventory": CONN_HELP["inventory"],
+    "output": "folder for the bundles (default .)", **KEYS_HELP,
+})
+def collect(c, target, inventory=None, output=None, accept_new_host_keys=False):
+    """Write a support bundle per host (nvidia-smi outputs, lspci, kernel log, dkms status) as a tar.gz."""
+    from gpunode.commands.verify_cmd import collect as run
+
+    with cli_errors():
+        for path in run(inventory or [], target, output, accept_new_host_keys):
+            print(path)
+
+ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, is_tty, load_hosts, parse_vars
 from gpunode.connection import ConnectOptions
-from gpunode.playbook import load_playbook
+from gpunode.inventory import Host
+from gpunode.playbook import Playbook, load_playbook
 from gpunode.report.junit import junit_xml
 from gpunode.report.live import LiveEvents, PlainEvents
 from gpunode.report.model import RunResult
@@ -21,9 +23,17 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
     """Returns the exit code: 0 all hosts ok, 1 some host failed."""
     book = load_playbook(playbook)
     _, selected = load_hosts(inventory, hosts, limit or book.hosts)
+    return run_and_report(book, selected, check, forks, parse_vars(variables), json_report, junit,
+                          accept_new_host_keys, verbose, log_dir)
+
+
+def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int, extra_vars: dict[str, Any],
+                   json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
+                   log_dir: str | None = None) -> int:
+    """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code."""
     logs = Path(log_dir) if log_dir else default_log_dir()
     options = RunOptions(
-        check=check, forks=forks, extra_vars=parse_vars(variables),
+        check=check, forks=forks, extra_vars=extra_vars,
         connect=ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs),
     )
     if is_tty() and not verbose:

@@ -16,6 +16,7 @@ import yaml
 
 from gpunode.lab.host import LabHost
 from gpunode.lab.network import LabNetwork
+from gpunode.lab.nfs import LabNfsServer
 from gpunode.lab.rootfs import LAB_USER, ensure_rootfs
 
 DEFAULT_TAG = "demo"
@@ -119,6 +120,7 @@ class Lab:
                 host.destroy()
                 self.network.detach(host.name, host.index)
             self.hosts.clear()
+            LabNfsServer(self.network, self.directory).down()  # started by lab-up --nfs or the nfs_server fixture
             self.network.down()
             if self.directory.exists():
                 for name in ("state.json", "inventory.yml", "known_hosts"):

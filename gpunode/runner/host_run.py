@@ -50,6 +50,7 @@ class HostRun:
         self.lock: remote_lock.RunLock | None = None
         self.reboot_required = False
         self.changed_something = False
+        self.shared: dict[str, Any] = {}
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -138,6 +139,7 @@ class HostRun:
             return
         nonce = secrets.token_hex(4)
         script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
+        script += "true\n"  # a probe's own exit status is data for its step, not a failure of the probe
         result = self.conn.run("sh -s", stdin=script, label=f"probe {len(todo)} steps")
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
@@ -160,7 +162,8 @@ class HostRun:
             return self._finish(outcome, started, facts)
         if self.changed_something and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
-        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.reboot_required)
+        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.reboot_required,
+                          shared=self.shared)
         try:
             actions = item.step.plan(ctx)
             outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
@@ -212,4 +215,14 @@ class HostRun:
         self.conn.wait_for_reboot(marker, timeout=action.timeout or 600)
         self.lock = remote_lock.acquire(self.conn)
         self.reboot_required = False
-        return self.lock.facts
+        self.shared.pop("reboot_reasons", None)
+        facts = self.lock.facts
+        wanted = self.shared.get("target_kernel")
+        if wanted and wanted != facts.kernel.running:
+            raise GpunodeError(
+                f"rebooted, but the running kernel is still {facts.kernel.running}, not {wanted}",
+                fix="check the boot loader's default entry (grub-set-default / grubby --set-default) and the "
+                "instance console; in a container (the lab) the kernel cannot change: bake with reboot: defer",
+                step="reboot",
+            )
+        return facts

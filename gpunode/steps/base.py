@@ -40,6 +40,19 @@ class StepContext:
     probe_output: str = ""
     reboot_required: bool = False
     notes: list[str] = field(default_factory=list)
+    shared: dict[str, Any] = field(default_factory=dict)   # what steps tell later steps (target kernel...)
+
+    def require_reboot(self, reason: str) -> None:
+        """Ask for a reboot (done by a later `reboot` step) and say why."""
+        self.reboot_required = True
+        reasons = self.shared.setdefault("reboot_reasons", [])
+        if reason not in reasons:
+            reasons.append(reason)
+
+    @property
+    def target_kernel(self) -> str:
+        """The kernel that modules must be built for: the next boot's when a new kernel was installed."""
+        return str(self.shared.get("target_kernel") or self.facts.kernel.running)
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         return self.conn.run(command, **kwargs)

@@ -184,7 +184,7 @@ class NfsMountStep(Step):
                 self._script("exports", self.server, self.timeout), changes=False), "exports"))
             if ctx.check:
                 ctx.notes.append(f"the export list of {self.server} is checked after {package} is installed")
-        elif not self.v3:
+        elif not self.v3 and state.share is None:
             ctx.notes.append(f"NFSv4: {self.export} is checked by the mount itself (v4 servers such as EFS "
                              "do not answer showmount)")
         return actions

@@ -1,0 +1,69 @@
+"""`mount-nfs` (a one-step playbook built in memory, run like provision) and `nfs-volume` (PV + PVC YAML)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpunode.commands.common import load_hosts
+from gpunode.commands.provision import run_and_report
+from gpunode.errors import UsageError
+from gpunode.playbook import Playbook, StepSpec
+from gpunode.steps import build_step
+from gpunode.steps.nfs import NfsMountStep
+from gpunode.steps.nfs_k8s import manifests_yaml, volume_manifests
+
+SOURCE = "mount-nfs"
+
+
+def nfs_args(server: str | None, export: str | None, path: str | None, vendor: str, nfs_version: str | None,
+             options: str | None, **flags: Any) -> dict[str, Any]:
+    """nfs_mount arguments from command-line options (only the ones given)."""
+    missing = [f"--{name}" for name, value in (("server", server), ("export", export), ("path", path)) if not value]
+    if missing:
+        raise UsageError(f"mount-nfs needs {', '.join(missing)}",
+                         fix="e.g. gpunode mount-nfs HOST --server nas.example --export /data --path /mnt/data")
+    args: dict[str, Any] = {"server": server, "export": export, "path": path, "vendor": vendor}
+    if nfs_version:
+        args["nfs_version"] = nfs_version
+    if options:
+        args["options"] = options
+    args.update({k: v for k, v in flags.items() if v is not None})
+    return args
+
+
+def validated(args: dict[str, Any], source: str) -> NfsMountStep:
+    """Build the step now so that a bad option is a usage error (exit 2) before any host is touched."""
+    try:
+        step = build_step("nfs_mount", args)
+    except ValueError as exc:
+        raise UsageError(str(exc), source=source, fix="see `gpunode mount-nfs --help`") from None
+    assert isinstance(step, NfsMountStep)
+    return step
+
+
+def mount_playbook(args: dict[str, Any]) -> Playbook:
+    """A one-step playbook around nfs_mount, as if read from a file."""
+    step = validated(args, SOURCE)
+    verb = "unmount" if step.state == "absent" else "mount"
+    spec = StepSpec(kind="nfs_mount", args=args, name=f"{verb} {step.source} on {step.path}", when=None,
+                    notify=[], source=SOURCE, line=1)
+    return Playbook(path=SOURCE, name=SOURCE, hosts=None, vars={}, steps=[spec])
+
+
+def mount_nfs(inventory: list[str], hosts: str | None, limit: str | None, args: dict[str, Any], check: bool,
+              forks: int, json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
+              log_dir: str | None = None) -> int:
+    """Run nfs_mount on the selected hosts with provision's reporting; returns the exit code."""
+    book = mount_playbook(args)
+    _, selected = load_hosts(inventory, hosts, limit)
+    return run_and_report(book, selected, check, forks, {}, json_report, junit, accept_new_host_keys, verbose,
+                          log_dir)
+
+
+def nfs_volume(args: dict[str, Any], name: str, size: str, namespace: str) -> str:
+    """PV + PVC YAML for the share."""
+    step = validated(args, "nfs-volume")
+    try:
+        return manifests_yaml(volume_manifests(step, name, size, namespace))
+    except ValueError as exc:
+        raise UsageError(str(exc), source="nfs-volume") from None
