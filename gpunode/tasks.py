@@ -177,7 +177,7 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
 })
 def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, min_driver=None,
                container_test=None, json=False, junit=None, accept_new_host_keys=False):
-    """Check a node's GPUs, driver, fabric manager, kernel log and container runtime. Exit 0 healthy, 1 not, 2 unreachable."""
+    """Check GPUs, driver, fabric manager, kernel log and container runtime: exit 0 healthy, 1 not, 2 unreachable."""
     from gpunode.commands.verify_cmd import VerifyOptions
     from gpunode.commands.verify_cmd import verify_gpu as run
     from gpunode.verify import Expectations

@@ -70,6 +70,7 @@ def test_daemon_json_keeps_user_keys_and_malformed_is_not_overwritten(lab, fresh
     assert list(daemon.parent.glob("daemon.json.*.gpunode.bak"))
     again = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--json-report",
                     str(tmp_path / "r.json"))
+    assert again.code == 0, again.output
     assert json.loads((tmp_path / "r.json").read_text())["hosts"][0]["changed"] == 0
 
     broken = '{"log-driver": "json-file",\n  "registry-mirrors": ["https://mirror.example.com"\n}\n'
@@ -92,7 +93,7 @@ def test_upgrade_defer_builds_the_driver_for_the_next_kernel(lab, fresh_host, tm
     kernel = fresh_host.run_inside("ls /boot | sed -n 's/^vmlinuz-//p' | sort -V | tail -n 1").stdout.strip()
     assert kernel.startswith("6.1.0-") and kernel.endswith("-cloud-amd64")
     dkms = fresh_host.run_inside("dkms status").stdout
-    assert f"nvidia-current/535" in dkms and f"{kernel}, x86_64: installed" in dkms, dkms
+    assert "nvidia-current/535" in dkms and f"{kernel}, x86_64: installed" in dkms, dkms
     held = fresh_host.run_inside("apt-mark showhold").stdout.split()
     assert "nvidia-kernel-dkms" in held and "libnvidia-ml1" in held
     assert json.loads((fresh_host.root / "etc/docker/daemon.json").read_text())["runtimes"]["nvidia"]

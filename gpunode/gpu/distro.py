@@ -95,7 +95,8 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
             raise UnsupportedDistro(f"no distro driver packages known for {os.id}")
     if method == "cuda-repo":
         repo = cuda_repo_name(os)
-        base = f"https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{'sbsa' if os.arch == 'aarch64' else 'x86_64'}"
+        arch = "sbsa" if os.arch == "aarch64" else "x86_64"
+        base = f"https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}"
         if os.family == "debian":
             setup = (f"[ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || {{ curl -fsSL -o /tmp/cuda-keyring.deb "
                      f"{base}/cuda-keyring_1.1-1_all.deb && dpkg -i /tmp/cuda-keyring.deb; }}")

@@ -22,7 +22,7 @@ def _version_key(kernel: str) -> list[int]:
 @register
 @dataclass
 class KernelHeadersStep(Step):
-    """Never build modules for the wrong kernel: headers for the running one, or (policy upgrade) a new kernel."""
+    """Never build modules for the wrong kernel: headers for the running one, or (policy upgrade) a newer one."""
 
     kind = "kernel_headers"
     policy: Literal["require", "upgrade"] = "require"
