@@ -33,9 +33,8 @@ class KernelHeadersStep(Step):
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
             return (f"apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'; echo @@; "
-                    "apt-cache pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | grep -v -- -common | "
-                    "sort -V | "
-                    "tail -n 12; echo @@; apt-mark showhold 2>/dev/null")
+                    "apt-cache pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
+                    "grep -v -- -common | sort -V | tail -n 12; echo @@; apt-mark showhold 2>/dev/null")
         return "echo; echo @@; echo @@; rpm -q --qf '%{NAME}\\n' python3-dnf-plugin-versionlock 2>/dev/null"
 
     def _pending_kernel(self, facts: Facts) -> str | None:
