@@ -20,6 +20,8 @@ cat > "$tmp"
 if [ -e "$path" ]; then
   chmod --reference="$path" -- "$tmp"
   chown --reference="$path" -- "$tmp"
+else
+  chmod 0644 -- "$tmp"  # mktemp made it 0600; a new config file is world-readable unless a mode is given
 fi
 if [ -n "$mode" ]; then chmod -- "$mode" "$tmp"; fi
 if [ -n "$owner" ]; then chown -- "$owner" "$tmp"; fi

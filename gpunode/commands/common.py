@@ -8,13 +8,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from invoke.exceptions import Exit
-from rich.console import Console
 
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.inventory import Host, Inventory, adhoc_inventory, load_inventory
+from gpunode.report.console import make_console
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-err_console = Console(stderr=True, highlight=False)
+err_console = make_console(stderr=True)
 
 
 @contextmanager

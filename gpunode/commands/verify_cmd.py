@@ -7,13 +7,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_hosts
 from gpunode.connection import ConnectOptions, connect, q
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts, facts_script, parse_facts
 from gpunode.inventory import Host
+from gpunode.report.console import make_console
 from gpunode.scripts import script_text
 from gpunode.verify import (
     ContainerTest,
@@ -154,7 +153,7 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}
 
 
 def _print_reports(reports: list[dict]) -> None:
-    console = Console(highlight=False)
+    console = make_console()
     for report in reports:
         state = "[green]healthy[/]" if report["healthy"] else "[bold red]NOT healthy[/]"
         console.print(f"[bold]{report['host']}[/]: {state}")

@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from gpunode.report.console import make_console
 from gpunode.report.live import STATUS_STYLE
 from gpunode.report.model import RunResult
 
 
 def print_summary(result: RunResult, console: Console | None = None, show_diffs: bool | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     show_diffs = result.check if show_diffs is None else show_diffs
     if show_diffs:
         for host in result.hosts:

@@ -38,10 +38,12 @@ class KernelHeadersStep(Step):
         return "echo; echo @@; echo @@; rpm -q --qf '%{NAME}\\n' python3-dnf-plugin-versionlock 2>/dev/null"
 
     def _pending_kernel(self, facts: Facts) -> str | None:
-        """A newer installed kernel that has its headers: a previous run upgraded, the reboot is pending."""
-        newer = [k for k in facts.kernel.installed if _version_key(k) > _version_key(facts.kernel.running)]
-        with_headers = [k for k in newer if k in facts.kernel.headers]
-        return max(with_headers, key=_version_key) if with_headers else None
+        """The newest installed distro kernel with headers: a previous run upgraded and the reboot is pending.
+
+        Not compared with the running kernel: a vendor or custom kernel may carry a higher version number.
+        """
+        ready = [k for k in facts.kernel.installed if k in facts.kernel.headers and k != facts.kernel.running]
+        return max(ready, key=_version_key) if ready else None
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts

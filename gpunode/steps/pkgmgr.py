@@ -69,7 +69,7 @@ class AptManager(PackageManager):
         installed = {}
         for line in head.splitlines():
             parts = line.split("\t")
-            if len(parts) == 3 and parts[1].startswith("ii"):
+            if len(parts) == 3 and parts[1][1:2] == "i":  # installed (ii, and hi when held)
                 installed[parts[0].split(":")[0]] = parts[2]
         numbers = [int(x) for x in tail.split() if x.isdigit()]
         age = None

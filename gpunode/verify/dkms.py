@@ -9,7 +9,7 @@ _NEW = re.compile(r"^(?P<name>[^/,:\s]+)/(?P<version>[^,:\s]+)(?:,\s*(?P<kernel>
                   r"(?:,\s*(?P<arch>[^,:\s]+))?:\s*(?P<state>[\w-]+)(?P<note>.*)$")
 _OLD = re.compile(r"^(?P<name>[^/,:\s]+),\s*(?P<version>[^,:\s]+)(?:,\s*(?P<kernel>[^,:\s]+))?"
                   r"(?:,\s*(?P<arch>[^,:\s]+))?:\s*(?P<state>[\w-]+)(?P<note>.*)$")
-_NVIDIA_MODULES = re.compile(r"^nvidia(?:-open|-srv)?(?:-\d+)?$")
+_NVIDIA_MODULES = re.compile(r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$")  # Debian: nvidia-current
 
 
 class DkmsEntry(NamedTuple):

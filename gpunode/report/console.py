@@ -1,0 +1,14 @@
+"""Consoles for human output: terminal width on a TTY, a wide fixed width in logs and pipes (no mid-line wraps)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+PIPE_WIDTH = 160
+
+
+def make_console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else PIPE_WIDTH)
