@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -102,3 +103,22 @@ def test_reboot_reconnects_after_the_boot_id_changes(lab, fresh_host, tmp_path):
     assert [s["status"] for s in steps] == ["changed", "changed"]
     assert fresh_host.run_inside("cut -d' ' -f22 /proc/1/stat").stdout != before
     assert fresh_host.run_inside("cat /root/after-reboot").stdout == "ok\n"
+
+
+def test_secret_variables_stay_out_of_diffs_reports_and_logs(lab, fresh_host, tmp_path):
+    token = "tok-8c1f0e6a9b7d"
+    playbook = tmp_path / "secret.yml"
+    playbook.write_text('steps:\n  - file: {path: /etc/registry-auth.conf, content: "token={{ registry_token }}\\n"}\n')
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml", registry_token=token)
+    logs = tmp_path / "logs"
+    seen = ""
+    for extra in (["--check"], [], []):  # the third run probes the file that now holds the token
+        result = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), *extra, "--log-dir",
+                         str(logs), "--json-report", str(tmp_path / "r.json"))
+        assert result.code == 0, result.output
+        seen += result.output + (tmp_path / "r.json").read_text()
+    seen += "".join(p.read_text() for p in logs.iterdir())
+    assert "+token=********" in seen  # the check-mode diff, masked
+    assert token not in seen
+    assert base64.b64encode(f"token={token}\n".encode()).decode() not in seen
+    assert (fresh_host.root / "etc/registry-auth.conf").read_text() == f"token={token}\n"

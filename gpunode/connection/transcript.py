@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import TextIO
 from gpunode.connection.redact import Redactor
 
 LOG_OUTPUT_LIMIT = 64 * 1024
+FILE_CONTENT_LINE = re.compile(r"^base64:[A-Za-z0-9+/=]*$")  # see gpunode/steps/remote_file.py
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Transcript:
         for name, text in (("stdout", stdout), ("stderr", stderr)):
             if text.strip():
                 shown = text if len(text) <= LOG_OUTPUT_LIMIT else text[:LOG_OUTPUT_LIMIT] + "\n[... cut ...]\n"
-                lines.append(f"  [{name}]\n" + "".join(f"  | {ln}\n" for ln in self.redact(shown).splitlines()))
+                lines.append(f"  [{name}]\n" + "".join(f"  | {_elide(ln)}\n" for ln in self.redact(shown).splitlines()))
         self._write("".join(lines))
 
     def _write(self, text: str) -> None:
@@ -67,3 +69,8 @@ class Transcript:
         if self._file:
             self._file.close()
             self._file = None
+
+
+def _elide(line: str) -> str:
+    """File contents travel base64-encoded in probes: keep them (and any secret inside) out of the log."""
+    return f"[file content, {len(line) - 7} base64 characters, elided]" if FILE_CONTENT_LINE.match(line) else line

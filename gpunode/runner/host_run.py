@@ -89,7 +89,7 @@ class HostRun:
                             fix="run again: every step is idempotent; files were written atomically or not at all",
                             step=exc.step)
         self.outcome.status = status  # type: ignore[assignment]
-        self.outcome.error = exc.cause
+        self.outcome.error = self.conn.transcript.redact(exc.cause)
         self.outcome.fix = exc.fix
         self.outcome.failed_step = exc.step or self.outcome.failed_step
         self.conn.transcript.note(f"FAILED ({status}): {exc}")
@@ -188,6 +188,10 @@ class HostRun:
         return self._finish(outcome, started, facts)
 
     def _finish(self, outcome: StepOutcome, started: float, facts: Facts) -> Facts:
+        redact = self.conn.transcript.redact  # secrets from vars must not reach diffs, reports or the screen
+        outcome.diffs = [redact(d) for d in outcome.diffs]
+        outcome.actions = [{k: redact(v) for k, v in a.items()} for a in outcome.actions]
+        outcome.message = redact(outcome.message)
         outcome.seconds = time.monotonic() - started
         self.outcome.steps.append(outcome)
         self.conn.transcript.note(f"  -> {outcome.status} {outcome.message}".rstrip())

@@ -11,6 +11,8 @@ from gpunode.connection import join, q
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action
 
+CONTENT_PREFIX = "base64:"  # marks file contents in probe output; transcripts elide such lines
+
 
 @dataclass
 class FileState:
@@ -29,7 +31,7 @@ def probe_file(path: str) -> str:
     p = q(path)
     return (
         f"if [ -f {p} ]; then echo present; stat -c '%a %U %G' {p}; sha256sum < {p} | cut -d' ' -f1; "
-        f"base64 -w0 < {p}; echo; else echo absent; fi"
+        f"printf {CONTENT_PREFIX}; base64 -w0 < {p}; echo; else echo absent; fi"
     )
 
 
@@ -38,7 +40,8 @@ def parse_file_probe(output: str) -> FileState:
     if not lines or lines[0] != "present":
         return FileState(exists=False)
     mode, owner, group = (lines[1].split() + ["", "", ""])[:3]
-    content = base64.b64decode(lines[3]).decode("utf-8", errors="surrogateescape") if len(lines) > 3 else ""
+    encoded = lines[3].removeprefix(CONTENT_PREFIX) if len(lines) > 3 else ""
+    content = base64.b64decode(encoded).decode("utf-8", errors="surrogateescape")
     return FileState(True, mode, owner, group, lines[2] if len(lines) > 2 else "", content)
 
 
