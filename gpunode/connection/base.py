@@ -49,8 +49,25 @@ class ExecResult:
 class RemoteProcess(ABC):
     """A long-running remote command with an open stdin (e.g. the run lock holder)."""
 
+    buffer: str = ""
+
+    def read_until(self, marker: str, timeout: float) -> str:
+        """Output up to `marker` (consumed); everything so far if the process ends first."""
+        deadline = time.monotonic() + timeout
+        while marker not in self.buffer:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {marker!r} within {timeout:.0f}s")
+            chunk = self._recv(0.2)
+            if chunk == b"":
+                break
+            if chunk:
+                self.buffer += chunk.decode(errors="replace")
+        text, _, self.buffer = self.buffer.partition(marker)
+        return text
+
     @abstractmethod
-    def read_until(self, marker: str, timeout: float) -> str: ...
+    def _recv(self, wait: float) -> bytes | None:
+        """Output that arrived within `wait` seconds: None when none did, b"" once the output has ended."""
 
     @abstractmethod
     def close(self) -> int | None: ...

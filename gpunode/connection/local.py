@@ -6,7 +6,6 @@ import contextlib
 import os
 import select
 import subprocess
-import time
 
 from gpunode.connection.base import Connection, OutputCallback, RemoteProcess
 from gpunode.connection.transcript import Transcript
@@ -51,22 +50,11 @@ class LocalConnection(Connection):
 class _LocalProcess(RemoteProcess):
     def __init__(self, process: subprocess.Popen) -> None:
         self.process = process
-        self.buffer = ""
 
-    def read_until(self, marker: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
+    def _recv(self, wait: float) -> bytes | None:
         fd = self.process.stdout.fileno()
-        while marker not in self.buffer:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no {marker!r} within {timeout:.0f}s")
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                self.buffer += chunk.decode(errors="replace")
-        text, _, self.buffer = self.buffer.partition(marker)
-        return text
+        ready, _, _ = select.select([fd], [], [], wait)
+        return os.read(fd, 65536) if ready else None
 
     def close(self) -> int | None:
         with contextlib.suppress(OSError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import socket
 import time
@@ -17,8 +18,16 @@ from gpunode.errors import ConnectError, HostKeyError
 from gpunode.inventory import Host
 
 _READ = 65536
-KEEPALIVE_SECONDS = 15
-DEAD_PEER_SECONDS = 60  # unacknowledged data (our keepalives included) for this long = the host is gone
+
+
+def _env_seconds(name: str, default: int) -> int:
+    """A positive number of seconds from the environment (tests shorten timeouts this way), else the default."""
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+DEAD_PEER_SECONDS = _env_seconds("GPUNODE_DEAD_PEER_SECONDS", 60)  # data unacknowledged this long = host gone
+KEEPALIVE_SECONDS = min(15, max(1, DEAD_PEER_SECONDS // 4))  # keepalives are the data that detects a silent cut
 
 
 class SshConnection(Connection):
@@ -188,21 +197,14 @@ def _collect(channel: paramiko.Channel, timeout: float | None, on_output: Output
 class _SshProcess(RemoteProcess):
     def __init__(self, channel: paramiko.Channel) -> None:
         self.channel = channel
-        self.buffer = ""
 
-    def read_until(self, marker: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while marker not in self.buffer:
-            if self.channel.exit_status_ready() and not self.channel.recv_ready():
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no {marker!r} within {timeout:.0f}s")
-            if self.channel.recv_ready():
-                self.buffer += self.channel.recv(_READ).decode(errors="replace")
-            else:
-                select.select([self.channel], [], [], 0.2)
-        text, _, self.buffer = self.buffer.partition(marker)
-        return text
+    def _recv(self, wait: float) -> bytes | None:
+        if self.channel.recv_ready():
+            return self.channel.recv(_READ)
+        if self.channel.exit_status_ready():
+            return b""
+        select.select([self.channel], [], [], wait)
+        return None
 
     def close(self) -> int | None:
         try:

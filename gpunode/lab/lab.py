@@ -62,10 +62,7 @@ class Lab:
         """Ensure hosts h1..h<count> are running; returns them. Extra running hosts are left alone."""
         _require_root_tools()
         with self._locked():
-            rootfs = ensure_rootfs(self.mirror, log=log)
-            self.directory.mkdir(parents=True, exist_ok=True)
-            pubkey = self._client_key()
-            self.network.up()
+            rootfs, pubkey = self._ready(log)
             started = []
             for index in range(1, count + 1):
                 name = f"{self.tag}-h{index}"
@@ -73,24 +70,14 @@ class Lab:
                 if host and host.init_pid():
                     continue
                 started.append(self._start(name, index, rootfs, pubkey))
-            self._save_state()
-            for host in started:
-                host.wait_for_ssh()
-            self._write_known_hosts()
-            self._write_inventory()
+            self._publish(started)
         return [self.hosts[f"{self.tag}-h{i}"] for i in range(1, count + 1)]
 
     def add_host(self, index: int) -> LabHost:
         """Start one more host (a fresh machine), e.g. for a test that must not share state."""
         with self._locked():
-            rootfs = ensure_rootfs(self.mirror)
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self.network.up()
-            host = self._start(f"{self.tag}-h{index}", index, rootfs, self._client_key())
-            self._save_state()
-            host.wait_for_ssh()
-            self._write_known_hosts()
-            self._write_inventory()
+            host = self._start(f"{self.tag}-h{index}", index, *self._ready())
+            self._publish([host])
         return host
 
     def remove_host(self, name: str) -> None:
@@ -128,6 +115,22 @@ class Lab:
                 shutil.rmtree(self.directory / "hosts", ignore_errors=True)
 
     # ---- internals -------------------------------------------------------------------------------
+    def _ready(self, log=sys.stderr) -> tuple[Path, str]:
+        """Rootfs, state folder, client key and network in place: (rootfs, client public key)."""
+        rootfs = ensure_rootfs(self.mirror, log=log)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        pubkey = self._client_key()
+        self.network.up()
+        return rootfs, pubkey
+
+    def _publish(self, started: list[LabHost]) -> None:
+        """Record state, wait until the new hosts answer, then write known_hosts and the inventory."""
+        self._save_state()
+        for host in started:
+            host.wait_for_ssh()
+        self._write_known_hosts()
+        self._write_inventory()
+
     def _start(self, name: str, index: int, rootfs: Path, pubkey: str) -> LabHost:
         old = self.hosts.get(name)
         if old:
