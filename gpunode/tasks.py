@@ -221,6 +221,144 @@ ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 
 
+IMAGE_HELP = {
+    "playbook": "playbook run on the build instance (default playbooks/gpu-node.yml)",
+    "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
+    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, al2023 (AWS), debian-12",
+    "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
+    "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
+    "validate_only": "check the playbook, the variables and the template (packer validate, offline); build nothing",
+    "packer_var": "template variable KEY=VALUE (see packer/*.pkr.hcl), e.g. subnet_id=subnet-0abc; repeatable",
+    "ssh_key": "an existing private key for the build instead of a new one (must be accepted by the base image)",
+    "verify": "verify-gpu on the build instance: auto (when it has GPUs, default), always, never",
+    "expect_gpus": "GPUs the build instance must show (verify-gpu)",
+    "min_free_gb": "free space the image must keep on / (default 2)",
+    "launch_template": "also write an EC2 launch-template JSON for the new AMI here",
+    "batch": "also write an AWS Batch compute-environment JSON for the new AMI here",
+}
+
+
+def _build_request(builder, playbook, var, base, region, instance_type, driver_branch, name, source_image,
+                   packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb, validate_only, launch_template,
+                   batch):
+    from gpunode.image.build import BuildRequest
+
+    return BuildRequest(builder=builder, playbook=playbook, variables=var or [], base=base, region=region,
+                        instance_type=instance_type, driver_branch=int(driver_branch) if driver_branch else None,
+                        name=name, source_image=source_image, packer_vars=packer_var or [], ssh_key=ssh_key,
+                        endpoint=endpoint, verify=verify, expect_gpus=int(expect_gpus) if expect_gpus else None,
+                        min_free_gb=float(min_free_gb or 2), validate_only=validate_only,
+                        launch_template=launch_template, batch=batch)
+
+
+@gtask(iterable=["var", "packer_var"], help={
+    **IMAGE_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
+    "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
+})
+def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
+              playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_ami=None,
+              packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
+              launch_template=None, batch=None):
+    """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
+    from gpunode.commands.image_cmd import build
+
+    with cli_errors():
+        code = build(_build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
+                                    source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
+                                    validate_only, launch_template, batch))
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(iterable=["var", "packer_var"], help={
+    **{k: v for k, v in IMAGE_HELP.items() if k not in ("launch_template", "batch")},
+    "builder": "qemu (a local qcow2), alicloud or tencent",
+    "source_image": "the base: a qcow2 path/URL (qemu), an image id (tencent: required; alicloud: instead of the "
+                    "family of --base)",
+})
+def build_image(c, builder="qemu", region=None, instance_type=None, base="ubuntu-22.04", driver_branch=None,
+                playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_image=None,
+                packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None):
+    """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""
+    from gpunode.commands.image_cmd import build
+
+    with cli_errors():
+        code = build(_build_request(builder, playbook, var, base, region, instance_type, driver_branch, name,
+                                    source_image, packer_var, ssh_key, None, verify, expect_gpus, min_free_gb,
+                                    validate_only, None, None))
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(positional=["target"], iterable=["inventory"], help={
+    "target": "the host: a pattern of the inventory given with -i, else user@host[:port]",
+    "inventory": CONN_HELP["inventory"], **KEYS_HELP, "name": "image name (required)",
+    "region": "AWS region (default AWS_REGION or us-east-1)", "endpoint": "another EC2 endpoint URL (moto_server)",
+    "playbook": "the playbook the host was provisioned with (its sha256 is tagged)",
+    "keep_key": "keep the connecting key in authorized_keys (it is removed by default)",
+    "verify": IMAGE_HELP["verify"], "min_free_gb": IMAGE_HELP["min_free_gb"],
+    "launch_template": IMAGE_HELP["launch_template"], "batch": IMAGE_HELP["batch"],
+})
+def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playbook=None, keep_key=False,
+         verify="auto", min_free_gb=None, accept_new_host_keys=False, launch_template=None, batch=None):
+    """Image an already provisioned EC2 instance: cleanup + validation, stop, create the AMI, wait, tag."""
+    import os
+
+    from gpunode.commands.image_cmd import bake_host
+    from gpunode.errors import UsageError
+    from gpunode.image.bake import BakeRequest
+
+    with cli_errors():
+        if not name:
+            raise UsageError("bake needs --name", fix="e.g. --name gpu-node-2024-06")
+        region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        code = bake_host(BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
+                                     float(min_free_gb or 2), accept_new_host_keys, launch_template, batch))
+    if code:
+        raise Exit(code=code)
+
+
+@gtask(help={"spec": "the build spec (<build_dir>/build.json)", "host": "build instance address (build.Host)",
+             "port": "SSH port (build.Port)", "user": "SSH user (build.User)"})
+def image_provision(c, spec, host, port=22, user="root"):
+    """Run by Packer's shell-local provisioner: playbook, verify-gpu, image cleanup and validation; JSON report."""
+    from gpunode.commands.image_cmd import image_provision as run
+
+    with cli_errors():
+        code = run(spec, host, int(port), user)
+    if code:
+        raise Exit(code=code)
+
+
+ns.add_task(build_ami)
+ns.add_task(build_image)
+ns.add_task(bake)
+ns.add_task(image_provision)
+
+
+@gtask(help={"hosts": "host counts, comma-separated (default 1,8; add 32 if you have time)",
+             "repeat": "converged re-runs per tool, median reported (default 3)",
+             "tools": "default gpunode,ansible,pyinfra", "output": "results folder (default bench/results)",
+             "no_micro": "skip the facts and verify-gpu parse timings"})
+def bench(c, hosts="1,8", repeat=3, tools="gpunode,ansible,pyinfra", output=None, no_micro=False):
+    """Benchmark gpunode against ansible-playbook and pyinfra on fresh lab hosts (root; a source checkout)."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "bench" / "run.py").is_file():
+        raise Exit("bench/ is part of the source checkout, not of an installed gpunode", code=2)
+    sys.path.insert(0, str(repo))
+    from bench.run import main as run_bench
+
+    argv = ["--hosts", str(hosts), "--repeat", str(repeat), "--tools", tools] + (["--no-micro"] if no_micro else [])
+    code = run_bench(argv + (["--output", output] if output else []))
+    if code:
+        raise Exit(code=code)
+
+
+ns.add_task(bench)
+
+
 def main() -> None:
     """Entry point of the `gpunode` console script: the same tasks as `invoke`."""
     from invoke import Program

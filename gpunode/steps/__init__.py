@@ -5,6 +5,7 @@ from gpunode.steps import (  # noqa: F401 - registration
     command,
     containers,
     files,
+    image,
     kernel,
     nvidia,
     packages,

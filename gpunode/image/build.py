@@ -1,0 +1,276 @@
+"""`build-ami` / `build-image`: a build folder, a key, the spec, Packer run live, then tags and the image record."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpunode.commands.common import parse_vars
+from gpunode.errors import GpunodeError, UsageError
+from gpunode.image import packer as packer_cli
+from gpunode.image.bases import aws_base, other_base
+from gpunode.image.keys import generate_key, public_key_line
+from gpunode.image.machine import MachineLine
+from gpunode.image.report import BuildReport
+from gpunode.image.spec import BuildSpec
+from gpunode.image.tags import static_tags, version_tags
+from gpunode.playbook import Playbook, load_playbook
+
+BUILDERS = ("aws", "alicloud", "tencent", "qemu")
+
+
+@dataclass
+class BuildRequest:
+    """Everything `build-ami` / `build-image` was asked for."""
+
+    builder: str = "aws"
+    playbook: str = "playbooks/gpu-node.yml"
+    variables: list[str] = field(default_factory=list)     # playbook variables, KEY=VALUE
+    base: str = "ubuntu-22.04"
+    region: str | None = None
+    instance_type: str | None = None
+    driver_branch: int | None = None
+    name: str | None = None
+    source_image: str | None = None                         # an exact base image (AMI id, img-..., qcow2 path)
+    packer_vars: list[str] = field(default_factory=list)    # template variables, KEY=VALUE
+    ssh_key: str | None = None                              # an existing private key instead of a new one
+    endpoint: str | None = None                             # another EC2 endpoint (a local moto_server)
+    verify: str = "auto"
+    expect_gpus: int | None = None
+    min_free_gb: float = 2.0
+    validate_only: bool = False
+    launch_template: str | None = None
+    batch: str | None = None
+    build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
+
+
+@dataclass
+class BuildResult:
+    build_id: str
+    build_dir: Path
+    image_id: str = ""
+    region: str = ""
+    tags: dict[str, str] = field(default_factory=dict)
+    report: BuildReport | None = None
+    outputs: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class _Build:
+    """One build in progress: its folder, key, playbook and Packer."""
+
+    request: BuildRequest
+    packer: packer_cli.Packer
+    book: Playbook
+    build_id: str
+    directory: Path
+    key_file: str = ""
+    public_key: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.request.name or f"gpunode-{self.book.name}-{self.request.base}-{self.build_id}"
+
+    @property
+    def keypair_name(self) -> str:
+        return f"gpunode-build-{self.build_id}"
+
+    def static_tags(self) -> dict[str, str]:
+        return static_tags(self.name, self.build_id, self.request.base, self.book.path, self.book.sha256,
+                           self.request.driver_branch)
+
+
+def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> BuildResult:
+    """Run one image build; raises GpunodeError naming the failed step (on the instance or in Packer)."""
+    if request.builder not in BUILDERS:
+        raise UsageError(f"unknown builder {request.builder!r}", fix=f"use one of: {', '.join(BUILDERS)}")
+    if request.verify not in ("auto", "always", "never"):
+        raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
+    _check_base(request)
+    build = _prepare(request)
+    variables = _template_vars(build)
+    staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
+    var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
+    packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
+    packer_cli.validate(build.packer, staged, var_file)
+    out(f"packer {build.packer.version_text}: {packer_cli.TEMPLATES[request.builder]} is valid "
+        f"(build {build.build_id}, {build.directory})")
+    result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
+    if request.validate_only:
+        return result
+    if request.builder == "aws":
+        return _build_aws(build, staged, var_file, result, out)
+    run = packer_cli.build(build.packer, staged, var_file, _printer(out))
+    result.report = _check(build, run)
+    result.image_id = _artifact(build, run)
+    result.tags = {**build.static_tags(), **version_tags(result.report)}
+    _record(build, result)
+    out(f"image {result.image_id}: tags recorded in {build.directory / 'image.json'} "
+        f"({request.builder} images carry the static tags Packer set)")
+    return result
+
+
+def _check_base(request: BuildRequest) -> None:
+    """Bad base or missing base image: refused before anything is created."""
+    if request.builder == "aws":
+        aws_base(request.base)
+        return
+    other_base(request.builder, request.base)
+    if not request.source_image:
+        example = {"alicloud": "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
+                   "qemu": "a qcow2 path or URL, e.g. debian-12-genericcloud-amd64.qcow2"}[request.builder]
+        raise UsageError(f"{request.builder} builds need the base image", fix=f"add --source-image ({example})")
+
+
+def _prepare(request: BuildRequest) -> _Build:
+    packer = packer_cli.find_packer()
+    book = load_playbook(request.playbook)
+    variables = parse_vars(request.variables)
+    parse_vars(request.packer_vars)  # refused now, not after a build folder exists
+    build_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+    directory = Path(request.build_root).resolve() / build_id
+    directory.mkdir(parents=True)
+    build = _Build(request, packer, book, build_id, directory)
+    if request.ssh_key:
+        build.key_file = str(Path(request.ssh_key).resolve())
+        build.public_key = public_key_line(build.key_file)
+    elif request.builder in ("aws", "qemu"):
+        build.key_file = str(directory / "id_ed25519")
+        build.public_key = generate_key(Path(build.key_file), f"gpunode-build-{build_id}")
+    if request.driver_branch:
+        variables["driver_branch"] = int(request.driver_branch)
+    BuildSpec(playbook=str(Path(book.path).resolve()), build_dir=str(directory), variables=variables,
+              key_file=build.key_file, verify=request.verify, expect_gpus=request.expect_gpus,  # type: ignore[arg-type]
+              min_free_gb=request.min_free_gb).write()
+    return build
+
+
+def _template_vars(build: _Build) -> dict[str, Any]:
+    """The template's variables: the toolkit's choices, then --packer-var overrides."""
+    request = build.request
+    variables: dict[str, Any] = {"build_dir": str(build.directory), "gpunode_python": sys.executable,
+                                 "save_packer_key": not build.key_file}
+    if request.region:
+        variables["region"] = request.region
+    if request.instance_type:
+        variables["instance_type"] = request.instance_type
+    if request.builder == "aws":
+        base = aws_base(request.base)
+        variables.update(
+            ami_name=build.name, tags=build.static_tags(), source_ami=request.source_image or "",
+            source_ami_name=base.name_filter, source_ami_owners=list(base.owners), ssh_username=base.ssh_username,
+            root_device_name=base.root_device, ssh_keypair_name=build.keypair_name,
+            ssh_private_key_file=build.key_file, aws_endpoint=request.endpoint or "",
+        )
+        variables.setdefault("region", "us-east-1")
+    elif request.builder in ("alicloud", "tencent"):
+        variables.update(image_name=build.name[:60] if request.builder == "tencent" else build.name,
+                         source_image=request.source_image, tags=build.static_tags(),
+                         ssh_username=other_base(request.builder, request.base))
+    else:
+        variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
+            build.directory / "output"), ssh_username=other_base("qemu", request.base),
+            ssh_private_key_file=build.key_file, seed_dir=str(_nocloud_seed(build)))
+    if request.builder in ("alicloud", "tencent") and build.key_file:
+        variables["ssh_private_key_file"] = build.key_file
+    variables.update(parse_vars(request.packer_vars))
+    return variables
+
+
+def _nocloud_seed(build: _Build) -> Path:
+    """A cloud-init NoCloud seed that lets the build key in (qemu builds of cloud images)."""
+    seed = build.directory / "seed"
+    seed.mkdir(exist_ok=True)
+    (seed / "user-data").write_text("#cloud-config\nssh_pwauth: false\nssh_authorized_keys:\n"
+                                    f"  - {build.public_key}\n")
+    (seed / "meta-data").write_text(f"instance-id: {build.keypair_name}\nlocal-hostname: gpunode-build\n")
+    return seed
+
+
+def _printer(out: Callable[[str], None]) -> Callable[[MachineLine], None]:
+    def on_line(line: MachineLine) -> None:
+        text = line.ui_text
+        if text is not None:
+            out(text.rstrip("\n"))
+    return on_line
+
+
+def _check(build: _Build, run: packer_cli.PackerRun) -> BuildReport:
+    """The provisioning report when the build succeeded; the most precise error when it did not."""
+    report = BuildReport.read(build.directory / "report.json")
+    if run.interrupted:
+        raise GpunodeError("the build was interrupted (Ctrl-C); Packer cleaned up the build instance",
+                           fix="run the build again", step="packer")
+    if report is not None and not report.ok:
+        raise report.failure()
+    if not run.ok:
+        errors = [e.strip() for e in run.errors if e.strip()] or [f"packer exited {run.exit_code}"]
+        raise GpunodeError(f"packer build failed: {errors[-1]}", step="packer",
+                           fix="read Packer's output above; Packer removed what it had created")
+    if report is None:
+        raise GpunodeError("packer finished but gpunode never provisioned the instance (no report.json)",
+                           step="packer", fix="the template must call `gpunode image-provision` (shell-local)")
+    return report
+
+
+def _artifact(build: _Build, run: packer_cli.PackerRun) -> str:
+    if build.request.builder == "qemu":  # the artifact is the disk file (its "id" is just "VM")
+        disks = [f for f in run.artifacts.files() if f.endswith(".qcow2")]
+        if disks:
+            return str(Path(build.directory / "packer", disks[0]).resolve())
+    ids = run.artifacts.ids() or packer_cli.manifest_artifact_ids(build.directory / "manifest.json")
+    if not ids:
+        raise GpunodeError("packer reported no artifact", step="packer", fix="read Packer's output above")
+    return ids[0]
+
+
+def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
+               out: Callable[[str], None]) -> BuildResult:
+    from gpunode.image import aws
+    from gpunode.image.outputs import batch_compute_environment, launch_template, write_json
+
+    request = build.request
+    ec2 = aws.ec2_client(result.region, request.endpoint)
+    aws.import_key_pair(ec2, build.keypair_name, build.public_key, build.static_tags())
+    try:
+        run = packer_cli.build(build.packer, staged, var_file, _printer(out))
+    finally:
+        aws.delete_key_pair(ec2, build.keypair_name)
+        left = aws.build_leftovers(ec2, build.build_id)
+        if left:
+            out(f"WARNING: instances of build {build.build_id} are still alive: {', '.join(left)}; terminate them")
+    result.report = _check(build, run)
+    artifact = _artifact(build, run)
+    result.region, _, result.image_id = artifact.rpartition(":")
+    result.tags = {**build.static_tags(), **version_tags(result.report)}
+    try:
+        aws.tag_image(ec2, result.image_id, result.tags)
+    except GpunodeError:
+        aws.remove_image(ec2, result.image_id)  # an untagged image would hide what it carries: none at all
+        raise
+    base = aws_base(request.base)
+    if request.launch_template:
+        result.outputs.append(write_json(launch_template(result.image_id, build.name, request.instance_type or
+                                                         "g5.xlarge", result.tags, root_device=base.root_device),
+                                         request.launch_template))
+    if request.batch:
+        result.outputs.append(write_json(batch_compute_environment(result.image_id, build.name, [
+            request.instance_type or "g5.xlarge"]), request.batch))
+    _record(build, result)
+    out(f"AMI {result.image_id} ({result.region}) tagged: driver {result.tags['gpunode:driver']}, "
+        f"CUDA {result.tags['gpunode:cuda']}, container toolkit {result.tags['gpunode:container-toolkit']}")
+    return result
+
+
+def _record(build: _Build, result: BuildResult) -> None:
+    record = {"build_id": build.build_id, "builder": build.request.builder, "image_id": result.image_id,
+              "region": result.region, "name": build.name, "tags": result.tags,
+              "outputs": [str(p) for p in result.outputs]}
+    (build.directory / "image.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -1,0 +1,171 @@
+"""Image steps: `image_cleanup` (what must not be captured) and `image_validate` (is this image fit to capture)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpunode.connection import q
+from gpunode.facts import Facts
+from gpunode.facts.packages import parse_dkms
+from gpunode.image.versions import driver_versions
+from gpunode.scripts import script_text
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+
+CATEGORIES = {  # category -> what it is, for reasons (scripts/image_cleanup.sh says what exactly goes)
+    "pkg-cache": "package caches",
+    "machine-id": "machine id",
+    "ssh-host-keys": "SSH host keys",
+    "cloud-init": "cloud-init state and logs",
+    "history": "shell history",
+    "tmp": "temporary files",
+    "dhcp": "DHCP leases",
+    "udev-net": "udev net rules",
+    "auto-upgrades": "unattended upgrades while NVIDIA packages are held",
+    "build-key": "build key in authorized_keys",  # last: nobody logs in with it afterwards
+}
+ALL = list(CATEGORIES)
+
+
+def key_blob(authorized_key: str | None) -> str:
+    """The base64 part of a public key line (`ssh-ed25519 AAAA... comment` -> `AAAA...`)."""
+    parts = (authorized_key or "").split()
+    if not parts:
+        return ""
+    blob = parts[1] if len(parts) > 1 and parts[0].startswith(("ssh-", "ecdsa-", "sk-")) else parts[0]
+    if not blob.startswith("AAAA"):
+        raise ValueError(f"authorized_key must be an OpenSSH public key, got {authorized_key!r}")
+    return blob
+
+
+def cleanup_command(mode: str, categories: list[str], blob: str) -> str:
+    return f"bash -c {q(script_text('image_cleanup.sh'))} image-cleanup {mode} {q(','.join(categories))} {q(blob)}"
+
+
+def parse_leftovers(output: str) -> dict[str, list[str]]:
+    """probe output (`CATEGORY<TAB>what` lines) -> what is left, per category."""
+    found: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        category, sep, what = line.partition("\t")
+        if sep and category in CATEGORIES:
+            found.setdefault(category, []).append(what)
+    return found
+
+
+def _check_categories(categories: list[str], where: str) -> None:
+    unknown = [c for c in categories if c not in CATEGORIES]
+    if unknown:
+        raise ValueError(f"{where}: unknown categor{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
+                         f"known: {', '.join(ALL)}")
+
+
+@register
+@dataclass
+class ImageCleanupStep(Step):
+    """Remove what must not be baked into an image; `authorized_key` is the build's public key."""
+
+    kind = "image_cleanup"
+    categories: list[str] = field(default_factory=lambda: list(ALL))
+    authorized_key: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_categories(self.categories, "image_cleanup.categories")
+        self.blob = key_blob(self.authorized_key)
+
+    def probe(self, facts: Facts) -> str:
+        return cleanup_command("probe", self.categories, self.blob)
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        leftovers = parse_leftovers(ctx.probe_output)
+        if not leftovers:
+            return []
+        todo = [c for c in ALL if c in leftovers]  # canonical order: the build key goes last
+        reason = "; ".join(f"{CATEGORIES[c]}: {len(leftovers[c])}" for c in todo)
+        listing = "".join(f"- [{c}] {what}\n" for c in todo for what in leftovers[c])
+        return [Action(f"clean the image: {', '.join(todo)}", reason, cleanup_command("apply", todo, self.blob),
+                       diff=f"--- would be removed or reset\n{listing}", timeout=900,
+                       fix="read the output above; image_cleanup is safe to run again")]
+
+
+@register
+@dataclass
+class ImageValidateStep(Step):
+    """Before capture: cleaned files absent, DKMS built for the kernel that will boot, one driver version, free disk."""
+
+    kind = "image_validate"
+    cleaned: list[str] = field(default_factory=lambda: list(ALL))
+    authorized_key: str | None = None
+    min_free_gb: float = 2.0
+    require_driver: bool = False
+
+    def __post_init__(self) -> None:
+        _check_categories(self.cleaned, "image_validate.cleaned")
+        self.blob = key_blob(self.authorized_key)
+
+    def probe(self, facts: Facts) -> str:
+        return (f"{cleanup_command('probe', self.cleaned, self.blob)}; echo @@validate; "
+                f"bash -c {q(script_text('image_validate.sh'))} image-validate")
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        cleanup_out, _, evidence = ctx.probe_output.partition("@@validate\n")
+        sections = _sections(evidence)
+        problems: list[str] = []
+        leftovers = parse_leftovers(cleanup_out)
+        if ctx.check and leftovers:  # image_cleanup only planned its work: nothing to hold against the image yet
+            ctx.notes.append(f"check mode: cleanup leftovers not validated ({', '.join(leftovers)})")
+        else:
+            for category, items in leftovers.items():
+                problems += [f"not cleaned ({category}): {what}" for what in items[:5]]
+        boot_kernel = sections.get("boot-kernel", "").strip() or ctx.facts.kernel.running
+        problems += self._driver_problems(ctx, boot_kernel, sections)
+        free = ctx.facts.storage.free_bytes.get("/")
+        if free is not None and free < self.min_free_gb * 1e9:
+            problems.append(f"only {free / 1e9:.1f} GB free on / (at least {self.min_free_gb:g} GB wanted)")
+        elif free is not None:
+            ctx.notes.append(f"{free / 1e9:.1f} GB free on /")
+        if problems:
+            raise StepFailed("the image is not fit to capture:\n" + "\n".join(f"    - {p}" for p in problems),
+                             fix="run image_cleanup for leftovers; build DKMS for the boot kernel (headers for it "
+                             "installed, `dkms autoinstall -k KERNEL`); hold one driver version; grow the root disk")
+        return []
+
+    def _driver_problems(self, ctx: StepContext, kernel: str, sections: dict[str, str]) -> list[str]:
+        facts = ctx.facts
+        versions = driver_versions(facts.nvidia.packages)
+        registered = [e for e in facts.nvidia.dkms if e.module.startswith("nvidia")]
+        modules = sections.get("modules", "").split()
+        if not versions and not registered and not modules:
+            ctx.notes.append("no NVIDIA driver in this image")
+            return ["no NVIDIA driver installed (require_driver: true)"] if self.require_driver else []
+        problems = []
+        if len(versions) > 1:
+            listing = "; ".join(f"{v}: {', '.join(names)}" for v, names in versions.items())
+            problems.append(f"NVIDIA packages on more than one driver version ({listing}): "
+                            "'Driver/library version mismatch' after boot")
+        elif versions:
+            ctx.notes.append(f"NVIDIA driver packages all on {next(iter(versions))}")
+        held = sections.get("held", "").split()
+        if versions and not any(name.startswith(("nvidia", "libnvidia", "cuda-drivers")) for name in held):
+            ctx.notes.append("warning: no NVIDIA package is held; an unattended upgrade can cause a driver/library "
+                             "version mismatch")
+        built = {e.module for e in parse_dkms(sections.get("dkms")) if e.kernel == kernel
+                 and e.status.startswith("installed")}
+        missing = sorted({e.module for e in registered} - built)
+        if missing:
+            problems.append(f"DKMS module(s) {', '.join(missing)} not built for {kernel}, the kernel that will boot")
+        elif not registered and not modules:
+            problems.append(f"no nvidia kernel module for {kernel}, the kernel that will boot")
+        else:
+            ctx.notes.append(f"nvidia modules built for the boot kernel {kernel}")
+        return problems
+
+
+def _sections(output: str) -> dict[str, str]:
+    sections: dict[str, str] = {}
+    name = ""
+    for line in output.splitlines(keepends=True):
+        if line.startswith("@@"):
+            name = line.strip()[2:]
+            sections[name] = ""
+        elif name:
+            sections[name] += line
+    return sections

@@ -1,0 +1,118 @@
+# An Alibaba Cloud GPU node image (alicloud-ecs), provisioned by gpunode itself: the same playbook
+# `gpunode provision` runs, then image_cleanup and image_validate (and verify-gpu on a GPU build instance).
+#
+# Run it through the toolkit: `gpunode build-image --builder alicloud` writes <build_dir>/build.json.
+# Credentials: ALICLOUD_ACCESS_KEY / ALICLOUD_SECRET_KEY (or the aliyun CLI profile, ALICLOUD_PROFILE); nothing
+# secret is written here. Packer makes a temporary key pair; gpunode gets it as build.SSHPrivateKey.
+
+variable "build_dir" {
+  type        = string
+  description = "The toolkit's folder for this build: build.json (the spec), known_hosts, reports."
+}
+
+variable "save_packer_key" {
+  type        = bool
+  default     = true
+  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
+}
+
+variable "gpunode_python" {
+  type    = string
+  default = "python3"
+}
+
+variable "region" {
+  type    = string
+  default = "cn-hangzhou"
+}
+
+variable "instance_type" {
+  type    = string
+  default = "ecs.gn7i-c8g1.2xlarge" # 1x A10
+}
+
+variable "source_image" {
+  type        = string
+  description = "The base image id, e.g. ubuntu_22_04_x64_20G_alibase_<date>.vhd (aliyun ecs DescribeImages)."
+}
+
+variable "image_name" {
+  type    = string
+  default = "gpunode-gpu-node"
+}
+
+variable "ssh_username" {
+  type    = string
+  default = "root"
+}
+
+variable "ssh_private_key_file" {
+  type    = string
+  default = ""
+}
+
+variable "ssh_keypair_name" {
+  type    = string
+  default = ""
+}
+
+variable "vswitch_id" {
+  type        = string
+  default     = ""
+  description = "A vSwitch of your VPC (empty: Packer creates a VPC and vSwitch for the build)."
+}
+
+variable "system_disk_gb" {
+  type    = number
+  default = 64
+}
+
+variable "tags" {
+  type    = map(string)
+  default = {}
+}
+
+source "alicloud-ecs" "gpu-node" {
+  region               = var.region
+  instance_type        = var.instance_type
+  source_image         = var.source_image
+  image_name           = var.image_name
+  image_description    = "GPU node image baked by gpunode"
+  tags                 = var.tags
+  vswitch_id           = var.vswitch_id
+  internet_charge_type = "PayByTraffic"
+
+  internet_max_bandwidth_out  = 100
+  associate_public_ip_address = true
+
+  system_disk_mapping {
+    disk_category = "cloud_essd"
+    disk_size     = var.system_disk_gb
+  }
+
+  communicator         = "ssh"
+  ssh_username         = var.ssh_username
+  ssh_private_key_file = var.ssh_private_key_file
+  ssh_keypair_name     = var.ssh_keypair_name
+  ssh_timeout          = "15m"
+}
+
+build {
+  sources = ["source.alicloud-ecs.gpu-node"]
+
+  # gpunode provisions the build instance over its own SSH connection; see packer/aws.pkr.hcl.
+  provisioner "shell-local" {
+    inline = [
+      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
+      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
+      var.save_packer_key ? build.SSHPrivateKey : "",
+      "GPUNODE_KEY",
+      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
+    ]
+  }
+
+  post-processor "manifest" {
+    output     = "${var.build_dir}/manifest.json"
+    strip_path = true
+  }
+}

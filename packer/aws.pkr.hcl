@@ -1,0 +1,197 @@
+# An AWS GPU node AMI (amazon-ebs), provisioned by gpunode itself: the same playbook `gpunode provision` runs,
+# then image_cleanup and image_validate (and verify-gpu when the build instance has GPUs).
+#
+# Run it through the toolkit: `invoke build-ami` (or `gpunode build-ami`) writes the build spec
+# (<build_dir>/build.json: playbook, variables, report paths), owns the SSH key and tags the AMI afterwards.
+# Credentials come from the AWS SDK's usual places (AWS_PROFILE, AWS_ACCESS_KEY_ID/..., ~/.aws, instance role);
+# nothing secret is written here. Works on Debian's packer 1.6.6 (built-in amazon-ebs) and on Packer 1.7+
+# with the amazon plugin (packer/plugins.pkr.hcl, staged by the toolkit on modern Packer).
+
+variable "build_dir" {
+  type        = string
+  description = "The toolkit's folder for this build: build.json (the spec), key, known_hosts, reports."
+}
+
+variable "save_packer_key" {
+  type        = bool
+  default     = true
+  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
+}
+
+variable "gpunode_python" {
+  type        = string
+  default     = "python3"
+  description = "The Python that has gpunode installed (the toolkit passes its own)."
+}
+
+variable "region" {
+  type    = string
+  default = "us-east-1"
+}
+
+variable "instance_type" {
+  type    = string
+  default = "g5.xlarge"
+}
+
+variable "source_ami" {
+  type        = string
+  default     = ""
+  description = "An exact base AMI id; when empty, the newest AMI matching source_ami_name/owners."
+}
+
+variable "source_ami_name" {
+  type    = string
+  default = "ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*"
+}
+
+variable "source_ami_owners" {
+  type    = list(string)
+  default = ["099720109477"] # Canonical
+}
+
+variable "ssh_username" {
+  type    = string
+  default = "ubuntu"
+}
+
+variable "ssh_keypair_name" {
+  type        = string
+  default     = ""
+  description = "The EC2 key pair the toolkit imported for this build (empty: Packer makes a temporary one)."
+}
+
+variable "ssh_private_key_file" {
+  type    = string
+  default = ""
+}
+
+variable "ssh_host" {
+  type        = string
+  default     = ""
+  description = "Override the address Packer and gpunode connect to (empty: the instance's)."
+}
+
+variable "ssh_port" {
+  type    = number
+  default = 22
+}
+
+variable "ssh_interface" {
+  type        = string
+  default     = ""
+  description = "public_ip, private_ip, public_dns or private_dns (empty: Packer's choice)."
+}
+
+variable "subnet_id" {
+  type    = string
+  default = ""
+}
+
+variable "aws_endpoint" {
+  type        = string
+  default     = ""
+  description = "A custom EC2 endpoint (e.g. a local moto_server in tests); skips credential checks."
+}
+
+variable "ami_name" {
+  type    = string
+  default = "gpunode-gpu-node"
+}
+
+variable "ami_description" {
+  type    = string
+  default = "GPU node image baked by gpunode"
+}
+
+variable "root_device_name" {
+  type    = string
+  default = "/dev/sda1"
+}
+
+variable "volume_size_gb" {
+  type    = number
+  default = 64
+}
+
+variable "tags" {
+  type        = map(string)
+  default     = {}
+  description = "Tags for the AMI, its snapshots and the build instance (versions are added after the build)."
+}
+
+source "amazon-ebs" "gpu-node" {
+  region        = var.region
+  instance_type = var.instance_type
+  source_ami    = var.source_ami
+
+  dynamic "source_ami_filter" {
+    for_each = var.source_ami == "" ? [1] : []
+    content {
+      filters = {
+        name                = var.source_ami_name
+        virtualization-type = "hvm"
+        root-device-type    = "ebs"
+      }
+      owners      = var.source_ami_owners
+      most_recent = true
+    }
+  }
+
+  subnet_id                   = var.subnet_id
+  associate_public_ip_address = var.subnet_id != "" && var.ssh_interface != "private_ip"
+
+  launch_block_device_mappings {
+    device_name           = var.root_device_name
+    volume_size           = var.volume_size_gb
+    volume_type           = "gp3"
+    iops                  = 3000 # gp3's baseline (packer 1.6 needs them spelled out)
+    throughput            = 125
+    delete_on_termination = true
+  }
+
+  ami_name          = var.ami_name
+  ami_description   = var.ami_description
+  tags              = var.tags
+  snapshot_tags     = var.tags
+  run_tags          = merge(var.tags, { Name = "gpunode image build ${var.ami_name}" })
+  run_volume_tags   = var.tags
+  shutdown_behavior = "terminate"
+  ena_support       = true
+  sriov_support     = true
+
+  communicator         = "ssh"
+  ssh_username         = var.ssh_username
+  ssh_keypair_name     = var.ssh_keypair_name
+  ssh_private_key_file = var.ssh_private_key_file
+  ssh_host             = var.ssh_host
+  ssh_port             = var.ssh_port
+  ssh_interface        = var.ssh_interface
+  ssh_timeout          = "15m"
+
+  custom_endpoint_ec2        = var.aws_endpoint
+  skip_credential_validation = var.aws_endpoint != ""
+  skip_region_validation     = var.aws_endpoint != ""
+  skip_metadata_api_check    = var.aws_endpoint != ""
+}
+
+build {
+  sources = ["source.amazon-ebs.gpu-node"]
+
+  # gpunode provisions the build instance over its own SSH connection: playbook, verify-gpu (GPU instances),
+  # image_cleanup, image_validate. Its JSON report lands in <build_dir>/report.json either way.
+  provisioner "shell-local" {
+    inline = [
+      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
+      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
+      var.save_packer_key ? build.SSHPrivateKey : "",
+      "GPUNODE_KEY",
+      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
+    ]
+  }
+
+  post-processor "manifest" {
+    output     = "${var.build_dir}/manifest.json"
+    strip_path = true
+  }
+}

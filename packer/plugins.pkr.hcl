@@ -1,0 +1,25 @@
+# Packer 1.7+ only (Debian's packer 1.6.6 has these builders built in and rejects this block): the plugins the
+# templates need. Install them once, with network access:  packer init packer/plugins.pkr.hcl
+# The toolkit (gpunode build-ami / build-image) stages only the one plugin a build needs next to its template and
+# runs `packer init` itself on modern Packer; it never stages this file for Packer 1.6.
+packer {
+  required_version = ">= 1.7.0"
+  required_plugins {
+    amazon = {
+      source  = "github.com/hashicorp/amazon"
+      version = ">= 1.2.0"
+    }
+    alicloud = {
+      source  = "github.com/hashicorp/alicloud"
+      version = ">= 1.1.0"
+    }
+    tencentcloud = {
+      source  = "github.com/hashicorp/tencentcloud"
+      version = ">= 1.0.0"
+    }
+    qemu = {
+      source  = "github.com/hashicorp/qemu"
+      version = ">= 1.1.0"
+    }
+  }
+}

@@ -1,0 +1,126 @@
+# A Tencent Cloud GPU node image (tencentcloud-cvm), provisioned by gpunode itself: the same playbook
+# `gpunode provision` runs, then image_cleanup and image_validate (and verify-gpu on a GPU build instance).
+#
+# Run it through the toolkit: `gpunode build-image --builder tencent --source-image img-...`.
+# Credentials: TENCENTCLOUD_SECRET_ID / TENCENTCLOUD_SECRET_KEY; nothing secret is written here.
+# Packer makes a temporary key pair; gpunode gets it as build.SSHPrivateKey.
+
+variable "build_dir" {
+  type        = string
+  description = "The toolkit's folder for this build: build.json (the spec), known_hosts, reports."
+}
+
+variable "save_packer_key" {
+  type        = bool
+  default     = true
+  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
+}
+
+variable "gpunode_python" {
+  type    = string
+  default = "python3"
+}
+
+variable "region" {
+  type    = string
+  default = "ap-guangzhou"
+}
+
+variable "zone" {
+  type    = string
+  default = "ap-guangzhou-6"
+}
+
+variable "instance_type" {
+  type    = string
+  default = "GN7.2XLARGE32" # 1x T4
+}
+
+variable "source_image" {
+  type        = string
+  description = "The base image id (img-xxxxxxxx), e.g. a public Ubuntu 22.04 image of the region."
+}
+
+variable "image_name" {
+  type    = string
+  default = "gpunode-gpu-node"
+}
+
+variable "ssh_username" {
+  type    = string
+  default = "ubuntu"
+}
+
+variable "ssh_private_key_file" {
+  type    = string
+  default = ""
+}
+
+variable "ssh_keypair_name" {
+  type    = string
+  default = ""
+}
+
+variable "vpc_id" {
+  type    = string
+  default = ""
+}
+
+variable "subnet_id" {
+  type    = string
+  default = ""
+}
+
+variable "disk_size_gb" {
+  type    = number
+  default = 64
+}
+
+variable "tags" {
+  type        = map(string)
+  default     = {}
+  description = "Tags for the build instance (the image's version tags are recorded in <build_dir>/image.json)."
+}
+
+source "tencentcloud-cvm" "gpu-node" {
+  region            = var.region
+  zone              = var.zone
+  instance_type     = var.instance_type
+  source_image_id   = var.source_image
+  image_name        = var.image_name
+  image_description = "GPU node image baked by gpunode"
+  disk_type         = "CLOUD_PREMIUM"
+  disk_size         = var.disk_size_gb
+  vpc_id            = var.vpc_id
+  subnet_id         = var.subnet_id
+  run_tags          = var.tags
+
+  associate_public_ip_address = true
+  internet_max_bandwidth_out  = 100
+
+  communicator         = "ssh"
+  ssh_username         = var.ssh_username
+  ssh_private_key_file = var.ssh_private_key_file
+  ssh_keypair_name     = var.ssh_keypair_name
+  ssh_timeout          = "15m"
+}
+
+build {
+  sources = ["source.tencentcloud-cvm.gpu-node"]
+
+  # gpunode provisions the build instance over its own SSH connection; see packer/aws.pkr.hcl.
+  provisioner "shell-local" {
+    inline = [
+      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
+      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
+      var.save_packer_key ? build.SSHPrivateKey : "",
+      "GPUNODE_KEY",
+      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
+    ]
+  }
+
+  post-processor "manifest" {
+    output     = "${var.build_dir}/manifest.json"
+    strip_path = true
+  }
+}

@@ -1,0 +1,31 @@
+# Evidence for image_validate, before capture: the kernel that will boot and the NVIDIA modules built for it.
+# Usage: bash -c "$(cat image_validate.sh)" image-validate
+# Output sections: "@@boot-kernel" (one line), "@@dkms" (`dkms status -k KERNEL`), "@@modules" (nvidia*.ko* files
+# of that kernel), "@@held" (held packages).
+set -u
+
+boot_kernel() {
+    k=""
+    if command -v grubby >/dev/null 2>&1; then
+        k=$(grubby --default-kernel 2>/dev/null) || k=""
+        k=${k#/boot/vmlinuz-}
+    fi
+    if [ -z "$k" ]; then
+        # Debian/Ubuntu GRUB boots the newest installed kernel unless told otherwise
+        k=$(find /boot -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V | tail -n 1)
+    fi
+    [ -n "$k" ] || k=$(uname -r) # no kernel in /boot: a container, whose kernel is the host's
+    echo "$k"
+}
+
+kernel=$(boot_kernel)
+echo "@@boot-kernel"
+echo "$kernel"
+echo "@@dkms"
+if command -v dkms >/dev/null 2>&1; then dkms status -k "$kernel" 2>/dev/null; fi
+echo "@@modules"
+find "/lib/modules/$kernel" -name 'nvidia*.ko*' 2>/dev/null | head -n 20
+echo "@@held"
+{ dpkg --get-selections 2>/dev/null | awk '$2 == "hold" {print $1}'; dnf -q versionlock list 2>/dev/null; } |
+    head -n 200 # dpkg, not apt-mark, which would rebuild the apt caches just cleaned
+exit 0

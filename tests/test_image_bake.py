@@ -1,0 +1,73 @@
+"""`bake`: an AMI from an instance provisioned already — cleanup and validation on a lab host, EC2 on moto_server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LAB_SUBNET, host_inventory, run_cli
+from tests.image_support import AWS_ENV, ec2_client, moto_server, own_images
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def moto():
+    with moto_server() as endpoint:
+        yield endpoint
+
+
+def launch(ec2, private_ip: str | None = None) -> str:
+    """An instance in moto standing for the lab host (at its address when given)."""
+    vpc = ec2.create_vpc(CidrBlock="10.231.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=LAB_SUBNET)["Subnet"]["SubnetId"]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    extra = {"PrivateIpAddress": private_ip} if private_ip else {}
+    return ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="g5.xlarge", SubnetId=subnet,
+                             **extra)["Instances"][0]["InstanceId"]
+
+
+def bake(moto: str, tmp_path: Path, inventory: Path, host: str, *extra: str):
+    env = {**AWS_ENV, "GPUNODE_BUILDS": str(tmp_path / "builds")}
+    return run_cli("bake", host, "-i", str(inventory), "--endpoint", moto, *extra, env=env)
+
+
+def test_bake_finds_the_instance_by_address_cleans_stops_images_and_tags(lab, fresh_host, moto, tmp_path) -> None:
+    ec2 = ec2_client(moto)
+    instance_id = launch(ec2, fresh_host.address)
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    template = tmp_path / "lt.json"
+    result = bake(moto, tmp_path, inventory, fresh_host.name, "--name", "baked-node", "--playbook",
+                  "playbooks/base.yml", "--launch-template", str(template))
+    assert result.code == 0, result.output
+    assert f"{fresh_host.name} is {instance_id}" in result.output
+
+    (image,) = own_images(ec2)
+    tags = {t["Key"]: t["Value"] for t in image["Tags"]}
+    assert image["Name"] == "baked-node" and tags["gpunode:baked-from"] == instance_id
+    assert tags["gpunode:playbook"] == "base.yml" and len(tags["gpunode:playbook-sha256"]) == 64
+    assert tags["gpunode:os"] == "debian-12" and tags["gpunode:driver"] == "none"
+    state = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
+    assert state == "stopped"
+    assert json.loads(template.read_text())["LaunchTemplateData"]["ImageId"] == image["ImageId"]
+    # cleaned: the key gpunode connected with is gone, the machine id is empty
+    assert fresh_host.run_inside("wc -c < /etc/machine-id").stdout.strip() == "0"
+    assert "AAAA" not in fresh_host.run_inside("cat /home/gpunode/.ssh/authorized_keys 2>/dev/null").stdout
+
+
+def test_bake_by_instance_id_keeping_the_key_and_refusing_unknown_hosts(lab, fresh_host, moto, tmp_path) -> None:
+    ec2 = ec2_client(moto)
+    instance_id = launch(ec2)
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml", instance_id=instance_id)
+    result = bake(moto, tmp_path, inventory, fresh_host.name, "--name", "kept-key", "--keep-key")
+    assert result.code == 0, result.output
+    (image,) = own_images(ec2)
+    assert image["Name"] == "kept-key"
+    assert "AAAA" in fresh_host.run_inside("cat /home/gpunode/.ssh/authorized_keys").stdout
+
+    unknown = host_inventory(lab, [], tmp_path / "unknown.yml", extra_hosts={"ghost": "10.231.80.250"})
+    missing = bake(moto, tmp_path, unknown, "ghost", "--name", "nothing")
+    assert missing.code == 2 and "no EC2 instance has the address 10.231.80.250" in missing.output
+    assert bake(moto, tmp_path, inventory, fresh_host.name).code == 2  # --name is required

@@ -1,0 +1,76 @@
+"""image_cleanup and image_validate on a real lab host: leftovers planted, cleaned, checked from inside."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpunode.image.keys import generate_key
+from tests.conftest import host_inventory, run_cli
+
+pytestmark = pytest.mark.lab
+
+# A small package named like a driver package, held as gpu-node.yml holds the real ones; it has no kernel module.
+FAKE_DRIVER = (
+    "mkdir -p /root/fake/DEBIAN && printf 'Package: nvidia-gpunode-fake\\nVersion: 535.309.01-1\\nArchitecture: all\\n"
+    "Maintainer: gpunode tests <tests@gpunode.invalid>\\nDescription: held like a driver package\\n' "
+    "> /root/fake/DEBIAN/control && dpkg-deb -b /root/fake /root/fake.deb >/dev/null && dpkg -i /root/fake.deb "
+    ">/dev/null && apt-mark hold nvidia-gpunode-fake >/dev/null && rm -rf /root/fake /root/fake.deb"
+)
+
+
+def plant_leftovers(host, build_key: str) -> None:
+    script = f"""set -e
+echo '{build_key}' >> /home/gpunode/.ssh/authorized_keys
+echo 'ls -la' > /root/.bash_history; echo 'x = 1' > /home/gpunode/.python_history
+touch /tmp/leftover /var/tmp/leftover2
+mkdir -p /var/lib/dhcp /var/lib/cloud/instances/i-0abc /etc/udev/rules.d
+touch /var/lib/dhcp/dhclient.eth0.leases /var/log/cloud-init.log /etc/udev/rules.d/70-persistent-net.rules
+apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null
+{FAKE_DRIVER}
+systemctl enable apt-daily.timer >/dev/null 2>&1
+"""
+    result = host.run_inside(script, timeout=300)
+    assert result.returncode == 0, result.stderr
+
+
+def inside(host, command: str) -> str:
+    return host.run_inside(command).stdout.strip()
+
+
+def test_cleanup_and_validation_on_a_real_host(lab, fresh_host, tmp_path: Path) -> None:
+    build_key = generate_key(tmp_path / "build_key", "gpunode-build-labtest")
+    plant_leftovers(fresh_host, build_key)
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    args = ["provision", "-i", str(inventory), "--playbook", "playbooks/image-finalize.yml", "--var",
+            f"build_public_key={build_key}"]
+
+    check = run_cli(*args, "--check")
+    for category in ("pkg-cache", "machine-id", "ssh-host-keys", "cloud-init", "history", "tmp", "dhcp", "udev-net",
+                     "auto-upgrades", "build-key"):
+        assert f"[{category}]" in check.output, category
+    assert inside(fresh_host, "cat /root/.bash_history") == "ls -la"  # check mode changed nothing
+
+    result = run_cli(*args)
+    # cleanup ran first, so validation finds no leftovers; it fails on the fake driver, which has no kernel module
+    assert result.code == 1, result.output
+    assert "no nvidia kernel module for" in result.output and "the kernel that will boot" in result.output
+    assert "not cleaned" not in result.output
+
+    assert inside(fresh_host, "test -f /etc/machine-id && wc -c < /etc/machine-id") == "0"
+    assert inside(fresh_host, "ls /etc/ssh/ | grep -c ssh_host_ || true") == "0"
+    assert inside(fresh_host, "systemctl is-enabled gpunode-ssh-host-keys.service") == "enabled"
+    keys = inside(fresh_host, "cat /home/gpunode/.ssh/authorized_keys")
+    assert "gpunode-build-labtest" not in keys and lab.key_path.with_suffix(".pub").read_text().split()[1] in keys
+    gone = "/root/.bash_history /home/gpunode/.python_history /tmp/leftover /var/tmp/leftover2 " \
+           "/var/lib/dhcp/dhclient.eth0.leases /var/lib/cloud/instances /var/log/cloud-init.log " \
+           "/etc/udev/rules.d/70-persistent-net.rules"
+    assert inside(fresh_host, f"for f in {gone}; do test -e $f && echo $f; done; true") == ""
+    assert inside(fresh_host, "find /var/lib/apt/lists -maxdepth 1 -type f ! -name lock | wc -l") == "0"
+    assert inside(fresh_host, "ls /var/cache/apt/*.bin 2>/dev/null | wc -l") == "0"
+    assert inside(fresh_host, "systemctl is-enabled apt-daily.timer apt-daily-upgrade.timer || true") == \
+        "disabled\ndisabled"
+    assert 'Unattended-Upgrade "0"' in inside(fresh_host, "cat /etc/apt/apt.conf.d/20auto-upgrades")
+    # the new machine boots with fresh SSH host keys
+    assert inside(fresh_host, "systemctl start gpunode-ssh-host-keys.service && ls /etc/ssh | grep -c _key.pub") != "0"
