@@ -18,6 +18,7 @@ from gpunode.lab.host import LabHost
 from gpunode.lab.network import LabNetwork
 from gpunode.lab.nfs import LabNfsServer
 from gpunode.lab.rootfs import LAB_USER, ensure_rootfs
+from gpunode.lab.vm import remove_vms
 
 DEFAULT_TAG = "demo"
 DEFAULT_SUBNET = "10.231.1.0/24"
@@ -108,6 +109,7 @@ class Lab:
                 self.network.detach(host.name, host.index)
             self.hosts.clear()
             LabNfsServer(self.network, self.directory).down()  # started by lab-up --nfs or the nfs_server fixture
+            remove_vms(self.network, self.directory)  # qemu VMs of the opt-in VM suite
             self.network.down()
             if self.directory.exists():
                 for name in ("state.json", "inventory.yml", "known_hosts"):

@@ -1,0 +1,189 @@
+"""The opt-in VM suite (`pytest -m vm`): a qemu VM (TCG) with a real Debian 12 kernel on the lab's bridge.
+
+What containers cannot show: the real running kernel and its headers, a real NFS mount (issue #5) that
+survives a real reboot, and the reboot step's check of the kernel that came back. One VM for the module;
+qemu is installed when missing (root), else the suite is skipped (failed with GPUNODE_REQUIRE_LAB=1).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REQUIRE_LAB, CliResult, run_cli
+
+pytestmark = pytest.mark.vm
+
+VM_INDEX = 100  # address .110 on the lab subnet, far from lab hosts (.11 up) and the NFS server (.250)
+QEMU_PACKAGES = ("qemu-system-x86", "qemu-utils")
+TIMINGS: dict[str, float] = {}
+
+
+def install_qemu() -> str | None:
+    """Install qemu with apt when it is missing; returns why it could not be (None when it is there)."""
+    if shutil.which("qemu-system-x86_64") and shutil.which("qemu-img"):
+        return None
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return "qemu is missing: apt-get install -y qemu-system-x86 qemu-utils"
+    apt = ["apt-get", "-q", "-o", "DPkg::Lock::Timeout=300"]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [*apt, "install", "-y", "--no-install-recommends", *QEMU_PACKAGES]
+    for command in (install, [*apt, "update"], install):
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+        if result.returncode == 0 and command is install:
+            return None
+    return f"installing {' '.join(QEMU_PACKAGES)} failed: {result.stderr.strip()[-500:]}"
+
+
+@pytest.fixture(scope="module")
+def vm(lab, request):
+    """One running VM on the lab's bridge for the module; destroyed at the end, on failure and at exit."""
+    from gpunode.lab.vm import VmHost, vm_unavailable
+    from gpunode.lab.vm_image import ensure_vm_image
+
+    reason = install_qemu() or vm_unavailable()
+    if reason:
+        (pytest.fail if REQUIRE_LAB else pytest.skip)(f"lab VM unavailable: {reason}")
+    started = time.monotonic()
+    image = ensure_vm_image()
+    TIMINGS["VM image ready (built once, then cached)"] = time.monotonic() - started
+    host = VmHost.on_lab(lab.network, lab.directory, VM_INDEX, image, lab.key_path)
+    atexit.register(host.destroy)
+    request.addfinalizer(_report_timings(request))
+    try:
+        host.start()
+        TIMINGS["boot to SSH"] = host.wait_for_ssh(timeout=300)
+        yield host
+    finally:
+        host.destroy()
+        atexit.unregister(host.destroy)
+
+
+def _report_timings(request):
+    """A finalizer that prints the measured times on the terminal (outside output capture)."""
+    def report() -> None:
+        plugins = request.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter and capture:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line("")
+                for what, seconds in TIMINGS.items():
+                    reporter.write_line(f"vm suite: {what}: {seconds:.1f}s")
+    return report
+
+
+@pytest.fixture
+def inventory(vm, tmp_path) -> Path:
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": {vm.name: vm.inventory_entry()}}}))
+    return path
+
+
+def gpunode(*args: str, report: Path, timeout: float = 600) -> tuple[CliResult, dict]:
+    """Run the CLI with a JSON report (logs beside it); returns the result and the one host's report."""
+    report.unlink(missing_ok=True)
+    result = run_cli(*args, "--json-report", str(report), "--log-dir", str(report.parent / "logs"),
+                     timeout=timeout)
+    hosts = json.loads(report.read_text())["hosts"] if report.exists() else [{}]
+    return result, hosts[0]
+
+
+def provision(inventory: Path, tmp_path: Path, steps: str) -> tuple[CliResult, dict]:
+    playbook = tmp_path / "playbook.yml"
+    playbook.write_text(f"name: vm\nsteps:\n{steps}")
+    return gpunode("provision", "-i", str(inventory), "--playbook", str(playbook), report=tmp_path / "run.json")
+
+
+def timed(what: str, started: float) -> None:
+    TIMINGS[what] = time.monotonic() - started
+
+
+def test_boots_to_ssh_with_a_real_debian_kernel(vm, inventory, tmp_path):
+    assert TIMINGS["boot to SSH"] < 180
+    result = run_cli("facts", "-i", str(inventory), vm.name, "--json", timeout=120)
+    assert result.code == 0, result.output
+    facts = json.loads(result.stdout)
+    kernel = facts["kernel"]
+    assert re.fullmatch(r"6\.1\.0-\d+-cloud-amd64", kernel["running"]), kernel
+    assert kernel["running"] == vm.image.kernel_release != os.uname().release
+    assert kernel["installed"] == [kernel["running"]]
+    assert kernel["running_headers_present"] is False and kernel["headers"] == []
+    assert (facts["os"]["id"], facts["os"]["version_id"]) == ("debian", "12")
+    assert facts["hostname"] == vm.name
+
+    impostor = tmp_path / "known_hosts"  # another ed25519 key for the VM's address: must be refused
+    impostor.write_text(f"{vm.address} {' '.join(vm.client_key.with_suffix('.pub').read_text().split()[:2])}\n")
+    entry = {**vm.inventory_entry(), "known_hosts": str(impostor)}
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {vm.name: entry}}}))
+    refused = run_cli("facts", "-i", str(inventory), vm.name, timeout=120,
+                      env={"GPUNODE_KNOWN_HOSTS": str(tmp_path / "gpunode_known_hosts")})
+    assert refused.code != 0 and "SSH host key CHANGED" in refused.output, refused.output
+
+
+def test_nfs_share_mounts_for_real_converges_and_survives_a_reboot(vm, nfs_server, inventory, tmp_path):
+    args = ("mount-nfs", vm.name, "-i", str(inventory), "--server", nfs_server.address, "--export",
+            nfs_server.export, "--path", "/mnt/shared", "--nfs-version", "4.1")
+    started = time.monotonic()
+    first, report = gpunode(*args, report=tmp_path / "first.json")
+    timed("mount-nfs, first run", started)
+    assert first.code == 0 and report["status"] == "changed", first.output
+
+    def live_mount() -> list[str]:
+        found = vm.ssh("findmnt -n -o FSTYPE,SOURCE,OPTIONS /mnt/shared")
+        assert found.returncode == 0, f"/mnt/shared is not mounted: {found.stderr}"
+        return found.stdout.split()
+
+    fstype, source, options = live_mount()
+    assert (fstype, source) == ("nfs4", f"{nfs_server.address}:/export")
+    assert {"vers=4.1", "hard", "proto=tcp"} <= set(options.split(","))
+    token = uuid.uuid4().hex
+    written = vm.ssh(f"echo {token} > /mnt/shared/from-vm-{token}.txt")
+    assert written.returncode == 0, written.stderr
+    assert (nfs_server.export_dir / f"from-vm-{token}.txt").read_text() == token + "\n"
+    (nfs_server.export_dir / f"from-lab-{token}.txt").write_text("from the lab\n")
+    assert vm.ssh(f"cat /mnt/shared/from-lab-{token}.txt").stdout == "from the lab\n"
+
+    fstab = vm.ssh("cat /etc/fstab").stdout
+    started = time.monotonic()
+    second, report = gpunode(*args, report=tmp_path / "second.json")
+    timed("mount-nfs, second run", started)
+    assert second.code == 0 and report["status"] == "ok" and report["changed"] == 0, second.output
+    assert report["exec_count"] == 2  # lock + facts, then the batched probe: nothing else
+    assert vm.ssh("cat /etc/fstab").stdout == fstab
+
+    boots = vm.boots()
+    started = time.monotonic()
+    result, report = provision(inventory, tmp_path, "  - reboot: {if_required: false, timeout: 300}\n")
+    timed("reboot through gpunode", started)
+    assert result.code == 0 and [s["status"] for s in report["steps"]] == ["changed"], result.output
+    assert vm.boots() == boots + 1  # the kernel really booted again (serial console)
+    assert live_mount()[:2] == ["nfs4", f"{nfs_server.address}:/export"]
+    assert vm.ssh(f"cat /mnt/shared/from-vm-{token}.txt").stdout == token + "\n"
+
+
+@pytest.mark.slow  # 2.5 to 4 minutes: dpkg unpacks the headers and gcc under emulation
+def test_reboot_step_finds_the_expected_kernel_running_after_a_real_reboot(vm, inventory, tmp_path):
+    """kernel_headers installs the running kernel's headers and names it the target; the reboot checks it."""
+    boots = vm.boots()
+    started = time.monotonic()
+    result, report = provision(inventory, tmp_path, "  - kernel_headers: {policy: require}\n"
+                                                    "  - reboot: {if_required: false, timeout: 300}\n")
+    timed("headers install + reboot", started)
+    assert result.code == 0, result.output
+    assert [(s["kind"], s["status"]) for s in report["steps"]] == [("kernel_headers", "changed"),
+                                                                   ("reboot", "changed")], result.output
+    assert report["steps"][0]["actions"][0]["summary"] == f"install linux-headers-{vm.image.kernel_release}"
+    assert vm.boots() == boots + 1
+    facts = json.loads(run_cli("facts", "-i", str(inventory), vm.name, "--json", timeout=120).stdout)
+    assert facts["kernel"]["running"] == vm.image.kernel_release
+    assert facts["kernel"]["running_headers_present"] is True
