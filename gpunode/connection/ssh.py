@@ -191,7 +191,17 @@ def _collect(channel: paramiko.Channel, timeout: float | None, on_output: Output
     if on_output and pending:
         on_output(pending)
     code = channel.recv_exit_status() if channel.exit_status_ready() else -1
+    if code == -1 and _connection_lost(channel):  # closed under us: not the command's own failure
+        raise ConnectError("the SSH connection was lost while the command ran (no exit status came back)",
+                           fix="the host may have rebooted, lost its network or had sshd killed; run again once it "
+                           "is back (steps are idempotent)", host=name)
     return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _connection_lost(channel: paramiko.Channel) -> bool:
+    """The transport died (cut, reset, sshd killed), as opposed to a command killed by a signal."""
+    transport = channel.get_transport()
+    return transport is None or not transport.is_active() or transport.saved_exception is not None
 
 
 class _SshProcess(RemoteProcess):

@@ -122,6 +122,7 @@ class Lab:
         rootfs = ensure_rootfs(self.mirror, log=log)
         self.directory.mkdir(parents=True, exist_ok=True)
         pubkey = self._client_key()
+        _raise_inotify_limit()
         self.network.up()
         return rootfs, pubkey
 
@@ -201,6 +202,14 @@ class Lab:
         with open(self.directory / ".lock", "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
+
+
+def _raise_inotify_limit(minimum: int = 1024) -> None:
+    """Each booted host's systemd takes inotify instances; the kernel default (128) runs out at a few dozen hosts
+    ("Failed to create control group inotify object: Too many open files")."""
+    knob = Path("/proc/sys/fs/inotify/max_user_instances")
+    if knob.exists() and int(knob.read_text()) < minimum:
+        knob.write_text(f"{minimum}\n")
 
 
 def _require_root_tools() -> None:

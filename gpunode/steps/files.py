@@ -92,7 +92,9 @@ class LineStep(Step):
 
     def edit(self, text: str) -> str:
         """The file's content after the edit (pure: tested without a host)."""
-        lines = text.splitlines()
+        lines = text.split("\n")  # not splitlines(): \r (CRLF files), \f or U+2028 inside a line stay as they are
+        if lines[-1] == "":
+            lines.pop()
         pattern = re.compile(self.regexp) if self.regexp else None
         matches = [i for i, ln in enumerate(lines) if (pattern.search(ln) if pattern else ln == self.line)]
         if self.state == "absent":

@@ -57,14 +57,15 @@ def write_action(path: str, state: FileState, content: str, *, mode: str = "", o
     """An action that atomically replaces `path` with `content`, guarded against concurrent edits."""
     expect = hashlib.sha256(state.content.encode("utf-8", errors="surrogateescape")).hexdigest() \
         if state.exists else "absent"
+    data = content.encode("utf-8", errors="surrogateescape")
     command = f"sh -c {q(script_text('atomic_write.sh'))} atomic-write " + join(
-        [path, mode, owner, group, expect, "1" if backup else "0", validate]
+        [path, mode, owner, group, expect, "1" if backup else "0", validate, hashlib.sha256(data).hexdigest()]
     )
     return Action(
         summary=f"{'update' if state.exists else 'create'} {path}",
         reason=reason or ("content differs" if state.exists else "file does not exist"),
         command=command,
-        stdin=content.encode("utf-8", errors="surrogateescape"),
+        stdin=data,
         diff=unified_diff(path, state.content, content),
         fix="check free space and permissions on the host; the old file was left untouched",
     )
