@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpunode.commands.common import load_hosts
-from gpunode.connection import ConnectOptions
+from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import UsageError
 from gpunode.image import aws
 from gpunode.image.build import BuildResult
@@ -95,7 +95,7 @@ def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResul
 
 def _prepare_instance(request: BakeRequest, host, options: ConnectOptions, report: BuildReport) -> None:
     """inspect, verify-gpu, finalize; the report says how far it got."""
-    report.log = str(options.log_dir / f"{host.name}.log") if options.log_dir else ""
+    report.log = str(options.log_dir / log_file_name(host.name)) if options.log_dir else ""
     report.phase = "inspect"
     info = inspect_host(host, options)
     report.image = info.to_dict()

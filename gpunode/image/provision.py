@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from gpunode.commands.verify_cmd import VerifyOptions, verify_host
-from gpunode.connection import ConnectOptions
+from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import GpunodeError
 from gpunode.image.inspect import inspect_host
 from gpunode.image.keys import public_key_line
@@ -71,7 +71,7 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
     options = ConnectOptions(accept_new_host_keys=True, log_dir=spec.log_dir, retries=5)
     book = load_playbook(spec.playbook)
     report.playbook_sha256 = book.sha256
-    report.log = str(spec.log_dir / f"{host.name}.log")
+    report.log = str(spec.log_dir / log_file_name(host.name))
     if not run_phase(book, host, spec.variables, options, report, "provision"):
         return
     report.phase = "inspect"
