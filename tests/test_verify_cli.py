@@ -65,3 +65,14 @@ def test_diagnose_cli_on_fixtures():
     assert "driver-library-mismatch" in [f["id"] for f in data["findings"]]
     bad = run_cli("diagnose", "--file", "/nonexistent/capture.xml")
     assert bad.code == 1 and "no such file" in bad.stderr and "Traceback" not in bad.output
+
+
+@pytest.mark.lab
+def test_verify_gpu_reports_expected_mounts_from_inventory(lab, tmp_path):
+    host = list(lab.hosts.values())[0]
+    expected = [{"server": "nas.example.com", "export": "/data", "path": "/mnt/data", "vendor": "aws-efs"}]
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml", expected_mounts=expected)
+    result = run_cli("verify-gpu", "-i", str(inventory), host.name, "--json")
+    findings = {f["id"]: f for f in json.loads(result.stdout)["findings"]}
+    assert findings["nfs-mount-missing"]["severity"] == "critical"
+    assert "/mnt/data is not mounted" in findings["nfs-mount-missing"]["summary"]

@@ -14,11 +14,13 @@ from gpunode.facts import Facts, facts_script, parse_facts
 from gpunode.inventory import Host
 from gpunode.report.console import make_console
 from gpunode.scripts import script_text
+from gpunode.steps.nfs_check import check_mounts
 from gpunode.verify import (
     ContainerTest,
     Evidence,
     Expectations,
     FabricManagerState,
+    Finding,
     SmiParseError,
     analyze,
     classify_pci,
@@ -77,6 +79,21 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
     return evidence
 
 
+def mount_findings(facts: Facts, expected: list[dict]) -> list[Finding]:
+    """The shared storage the inventory expects (`expected_mounts`: nfs_mount arguments), checked from the facts."""
+    findings = []
+    for result in check_mounts(facts, list(expected)):
+        ok = result["status"] == "ok"
+        findings.append(Finding(
+            id="nfs-mount-ok" if ok else f"nfs-mount-{result['status']}", severity="ok" if ok else "critical",
+            summary=result["message"],
+            evidence=f"live: {result['live_source']} {result['live_options']}" if result["live_source"]
+            else f"not in /proc/self/mounts; fstab line present: {result['in_fstab']}",
+            remedy="" if ok else f"gpunode mount-nfs HOST --server ... --path {result['path']} (or playbooks/nfs.yml)",
+        ))
+    return findings
+
+
 def _dkms_lines(facts: Facts) -> list[str] | None:
     """`dkms status` lines; None (not applicable) when no NVIDIA driver is installed at all."""
     if not facts.nvidia.dkms and not any(n.startswith(("nvidia", "cuda-drivers")) for n in facts.nvidia.packages):
@@ -103,7 +120,7 @@ def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOpti
             test = conn.run(f"timeout 300 docker run --rm --gpus all {image} nvidia-smi -L 2>&1",
                             label="container GPU test")
             evidence.container_test = ContainerTest(test.stdout + test.stderr, test.exit_code)
-        findings = analyze(evidence)
+        findings = analyze(evidence) + mount_findings(facts, host.vars.get("expected_mounts") or [])
         report = verify_report(host.name, evidence.smi, findings)
         report["exec_count"] = conn.transcript.exec_count
         return report
