@@ -59,3 +59,14 @@ def test_version_pins_and_install_commands():
     assert manager_for("yum").name == "yum"
     with pytest.raises(ValueError):
         manager_for(None)
+
+
+def test_trailing_newlines_and_empty_names_are_refused():
+    """Regressions found by the hypothesis fuzzing in tests/faults: `$` in a regex accepts a trailing newline."""
+    with pytest.raises(ValueError, match="absolute path"):
+        build_step("nfs_mount", {"server": "nas.example.com", "export": "/data", "path": "/mnt/data\n"})
+    with pytest.raises(ValueError, match="not a package name"):
+        build_step("packages", {"names": ["="]})
+    with pytest.raises(ValueError, match="not a package name"):
+        build_step("packages", {"names": ["jq\n"]})
+    assert build_step("packages", {"names": ["nvidia-driver=535.*"]}).names == ["nvidia-driver=535.*"]

@@ -35,8 +35,8 @@ from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, w
 FSTAB = "/etc/fstab"
 CLIENT_PACKAGE = {"apt": "nfs-common", "dnf": "nfs-utils", "yum": "nfs-utils"}
 SECTIONS = ("state", "fstab", "pkg")
-_SERVER = re.compile(r"^[A-Za-z0-9._\-]+$|^\[?[0-9A-Fa-f:.]+\]?$")
-_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._+@=,/ -]*$")
+_SERVER = re.compile(r"^[A-Za-z0-9._\-]+\Z|^\[?[0-9A-Fa-f:.]+\]?\Z")
+_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._+@=,/ -]*\Z")
 
 
 @register

@@ -42,7 +42,7 @@ USERSPACE = {"_netdev", "nofail", "auto", "noauto", "user", "nouser", "users", "
 # Flags that exclude each other beyond the plain X / noX pairs.
 FAMILIES = [{"hard", "soft", "softerr"}, {"rw", "ro"}, {"proto", "tcp", "udp", "rdma"},
             {"vers", "nfsvers", "minorversion"}]
-_OPTION = re.compile(r"^[A-Za-z0-9_.\-]+(=[^,\s#]*)?$")
+_OPTION = re.compile(r"^[A-Za-z0-9_.\-]+(=[^,\s#]*)?\Z")
 
 Options = list[tuple[str, str | None]]
 

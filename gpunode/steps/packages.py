@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
+
+# A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
+PACKAGE_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:~-]*(=[A-Za-z0-9._+:~*?\[\]-]+)?")
 
 
 @register
@@ -24,8 +28,8 @@ class PackagesStep(Step):
 
     def __post_init__(self) -> None:
         for name in self.names:
-            if not name or any(c in name for c in " \t\n;&|$`'\"\\") or name.startswith("-"):
-                raise ValueError(f"packages.names: {name!r} is not a package name")
+            if not PACKAGE_SPEC.fullmatch(name):
+                raise ValueError(f"packages.names: {name!r} is not a package name (or name=version)")
 
     def probe(self, facts: Facts) -> str | None:
         if not self.names:
