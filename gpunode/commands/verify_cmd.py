@@ -10,7 +10,7 @@ from pathlib import Path
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_hosts
 from gpunode.connection import ConnectOptions, connect, q
 from gpunode.errors import GpunodeError
-from gpunode.facts import Facts, facts_script, parse_facts
+from gpunode.facts import Facts, facts_subshell, parse_facts
 from gpunode.inventory import Host
 from gpunode.report.console import make_console
 from gpunode.scripts import script_text
@@ -107,7 +107,7 @@ def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOpti
     conn = connect(host, connect_options)
     try:
         conn.open()
-        script = f"bash <<'__GPUNODE_FACTS__'\n{facts_script()}\n__GPUNODE_FACTS__\n{script_text('gpu_evidence.sh')}"
+        script = facts_subshell() + script_text("gpu_evidence.sh")
         result = conn.run("bash -s", stdin=script, label="facts + gpu evidence")
         facts_text, sections = split_sections(result.stdout)
         facts = parse_facts(facts_text)

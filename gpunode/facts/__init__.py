@@ -17,7 +17,7 @@ from gpunode.facts.model import (
 from gpunode.facts.osrelease import os_release_fields
 from gpunode.facts.parse import parse_facts, parse_os_release
 from gpunode.facts.pci import link_gen
-from gpunode.facts.script import facts_script
+from gpunode.facts.script import facts_script, facts_subshell
 from gpunode.facts.vendor import cloud_vendor
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "StorageInfo",
     "cloud_vendor",
     "facts_script",
+    "facts_subshell",
     "link_gen",
     "os_release_fields",
     "parse_facts",

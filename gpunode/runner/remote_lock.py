@@ -13,7 +13,7 @@ import time
 
 from gpunode.connection import Connection, RemoteProcess, q
 from gpunode.errors import GpunodeError
-from gpunode.facts import Facts, facts_script, parse_facts
+from gpunode.facts import Facts, facts_subshell, parse_facts
 
 FACTS_END = "@@gpunode-facts-end"
 LOCKED = "GPUNODE_LOCKED"
@@ -25,10 +25,7 @@ lock="$lock_dir/gpunode.lock"
 exec 9>>"$lock" || {{ echo "{LOCKED} cannot open $lock"; exit 70; }}
 if ! flock -n 9; then echo "{LOCKED} $(cat "$lock.owner" 2>/dev/null)"; echo {FACTS_END}; exit 75; fi
 printf '%s\\n' {q(owner)} > "$lock.owner"
-bash 9>&- <<'__GPUNODE_FACTS_EOF__'
-{facts_script()}
-__GPUNODE_FACTS_EOF__
-echo {FACTS_END}
+{facts_subshell("9>&-")}echo {FACTS_END}
 cat >/dev/null
 rm -f "$lock.owner"
 """
