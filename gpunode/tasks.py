@@ -109,6 +109,14 @@ def lab_down(c, tag="demo"):
     print(f"lab {tag} is down")
 
 
+@gtask(help={"mirror": "Debian mirror URL (default: this machine's)"})
+def lab_base_image(c, mirror=None):
+    """Build (once, cached) a local Debian 12 cloud image for `build-image --builder qemu`; print its path."""
+    from gpunode.lab.cloud_image import ensure_cloud_image
+
+    print(ensure_cloud_image(mirror))
+
+
 NFS_HELP = {
     "server": "NFS server or mount target (name or address)", "export": "exported path, e.g. / or /data",
     "path": "local mount point, e.g. /mnt/data", "vendor": "alibaba-nas, tencent-cfs, aws-efs or generic (default)",

@@ -101,7 +101,10 @@ source "qemu" "gpu-node" {
   vm_name          = "${var.image_name}.qcow2"
   output_directory = var.output_dir
   http_directory   = var.seed_dir
-  qemuargs         = length(var.qemuargs) > 0 ? var.qemuargs : [["-smbios", "type=1,serial=ds=nocloud-net;s=http://{{ .HTTPIP }}:{{ .HTTPPort }}/"]]
+  # The serial console goes to <build_dir>/console.log (boot loader, kernel, cloud-init: what to read when SSH never comes).
+  qemuargs = concat([["-serial", "file:${var.build_dir}/console.log"]], length(var.qemuargs) > 0 ? var.qemuargs : [
+    ["-smbios", "type=1,serial=ds=nocloud-net;s=http://{{ .HTTPIP }}:{{ .HTTPPort }}/"]
+  ])
 
   communicator         = "ssh"
   ssh_username         = var.ssh_username

@@ -11,8 +11,6 @@ import atexit
 import json
 import os
 import re
-import shutil
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -20,46 +18,28 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REQUIRE_LAB, CliResult, run_cli
+from tests.conftest import CliResult, run_cli
+from tests.vm_support import require_vms, timings_reporter
 
 pytestmark = pytest.mark.vm
 
 VM_INDEX = 100  # address .110 on the lab subnet, far from lab hosts (.11 up) and the NFS server (.250)
-QEMU_PACKAGES = ("qemu-system-x86", "qemu-utils")
 TIMINGS: dict[str, float] = {}
-
-
-def install_qemu() -> str | None:
-    """Install qemu with apt when it is missing; returns why it could not be (None when it is there)."""
-    if shutil.which("qemu-system-x86_64") and shutil.which("qemu-img"):
-        return None
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        return "qemu is missing: apt-get install -y qemu-system-x86 qemu-utils"
-    apt = ["apt-get", "-q", "-o", "DPkg::Lock::Timeout=300"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [*apt, "install", "-y", "--no-install-recommends", *QEMU_PACKAGES]
-    for command in (install, [*apt, "update"], install):
-        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-        if result.returncode == 0 and command is install:
-            return None
-    return f"installing {' '.join(QEMU_PACKAGES)} failed: {result.stderr.strip()[-500:]}"
 
 
 @pytest.fixture(scope="module")
 def vm(lab, request):
     """One running VM on the lab's bridge for the module; destroyed at the end, on failure and at exit."""
-    from gpunode.lab.vm import VmHost, vm_unavailable
+    from gpunode.lab.vm import VmHost
     from gpunode.lab.vm_image import ensure_vm_image
 
-    reason = install_qemu() or vm_unavailable()
-    if reason:
-        (pytest.fail if REQUIRE_LAB else pytest.skip)(f"lab VM unavailable: {reason}")
+    require_vms()
     started = time.monotonic()
     image = ensure_vm_image()
     TIMINGS["VM image ready (built once, then cached)"] = time.monotonic() - started
     host = VmHost.on_lab(lab.network, lab.directory, VM_INDEX, image, lab.key_path)
     atexit.register(host.destroy)
-    request.addfinalizer(_report_timings(request))
+    request.addfinalizer(timings_reporter(request, TIMINGS, "vm suite"))
     try:
         host.start()
         TIMINGS["boot to SSH"] = host.wait_for_ssh(timeout=300)
@@ -67,19 +47,6 @@ def vm(lab, request):
     finally:
         host.destroy()
         atexit.unregister(host.destroy)
-
-
-def _report_timings(request):
-    """A finalizer that prints the measured times on the terminal (outside output capture)."""
-    def report() -> None:
-        plugins = request.config.pluginmanager
-        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
-        if reporter and capture:
-            with capture.global_and_fixture_disabled():
-                reporter.write_line("")
-                for what, seconds in TIMINGS.items():
-                    reporter.write_line(f"vm suite: {what}: {seconds:.1f}s")
-    return report
 
 
 @pytest.fixture

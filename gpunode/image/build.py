@@ -100,6 +100,9 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
     packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
     packer_cli.validate(build.packer, staged, var_file)
+    if variables.get("accelerator") == "tcg":
+        out("the build VM runs under software emulation (accelerator tcg: no usable /dev/kvm, or asked for), many "
+            "times slower than kvm")
     out(f"packer {build.packer.version_text}: {packer_cli.TEMPLATES[request.builder]} is valid "
         f"(build {build.build_id}, {build.directory})")
     result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
@@ -112,8 +115,9 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     result.image_id = _artifact(build, run)
     result.tags = {**build.static_tags(), **version_tags(result.report)}
     _record(build, result)
-    out(f"image {result.image_id}: tags recorded in {build.directory / 'image.json'} "
-        f"({request.builder} images carry the static tags Packer set)")
+    where = "a qcow2 file has no tags" if request.builder == "qemu" else \
+        f"{request.builder} images carry the static tags Packer set"
+    out(f"image {result.image_id}: tags recorded in {build.directory / 'image.json'} ({where})")
     return result
 
 
@@ -127,6 +131,12 @@ def _check_base(request: BuildRequest) -> None:
         example = {"alicloud": "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
                    "qemu": "a qcow2 path or URL, e.g. debian-12-genericcloud-amd64.qcow2"}[request.builder]
         raise UsageError(f"{request.builder} builds need the base image", fix=f"add --source-image ({example})")
+    if request.builder == "qemu" and "://" not in request.source_image:
+        local = Path(request.source_image).expanduser().resolve()  # Packer runs in the build folder
+        if not local.is_file():
+            raise UsageError(f"the base image {request.source_image} does not exist",
+                             fix="give the path of a qcow2 file (or an http(s) URL) with --source-image")
+        request.source_image = str(local)
 
 
 def _prepare(request: BuildRequest) -> _Build:
@@ -177,11 +187,16 @@ def _template_vars(build: _Build) -> dict[str, Any]:
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),
-            ssh_private_key_file=build.key_file, seed_dir=str(_nocloud_seed(build)))
+            ssh_private_key_file=build.key_file, seed_dir=str(_nocloud_seed(build)), accelerator=qemu_accelerator())
     if request.builder in ("alicloud", "tencent") and build.key_file:
         variables["ssh_private_key_file"] = build.key_file
     variables.update(parse_vars(request.packer_vars))
     return variables
+
+
+def qemu_accelerator() -> str:
+    """kvm when /dev/kvm is usable here, else tcg (software emulation)."""
+    return "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
 
 
 def _nocloud_seed(build: _Build) -> Path:

@@ -1,9 +1,13 @@
 """A lab VM: qemu under TCG with a real Debian kernel, on a tap device on the lab's bridge.
 
-The VM boots the cached image (`vm_image.py`) directly (`-kernel/-initrd`) from a per-VM qcow2 overlay. Its
-identity lives on a small seed disk made before boot: an ed25519 host key generated here (so that the
-controller verifies it against the VM's own known_hosts file), the static address, the lab's login key.
-Reboots are real: the guest resets and qemu boots it again in place (no `-no-reboot`).
+Two kinds of disk, both from a per-VM qcow2 overlay:
+- the lab's VM image (`vm_image.py`), booted directly (`-kernel/-initrd`); its identity comes from a small ext4
+  seed disk that `gpunode-seed.service` copies into place;
+- a cloud image (a bake's result, `cloud_image.py`), booted by its own GRUB; its identity comes from a NoCloud
+  seed (an ISO labelled cidata) that cloud-init reads, as on a cloud.
+Either way an ed25519 host key is generated here (the controller verifies it against the VM's own known_hosts
+file) with the static address and the lab's login key. Reboots are real: the guest resets and qemu boots it again
+in place (no `-no-reboot`).
 """
 
 from __future__ import annotations
@@ -21,13 +25,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from gpunode.lab.network import LabNetwork, sh
 from gpunode.lab.rootfs import LAB_USER
 from gpunode.lab.vm_image import VmImage
 
 QEMU = "qemu-system-x86_64"
 MEMORY_MB = 1024
-TOOLS = (QEMU, "qemu-img", "mmdebstrap", "mkfs.ext4", "ssh-keygen", "ssh", "ip")
+TOOLS = (QEMU, "qemu-img", "mmdebstrap", "mkfs.ext4", "ssh-keygen", "ssh", "ip", "genisoimage")
+CLOUD_USER = "debian"  # the user cloud-init makes on Debian's cloud images
 
 
 def vm_unavailable() -> str | None:
@@ -36,7 +43,7 @@ def vm_unavailable() -> str | None:
         return "lab VMs need root (tap devices, the lab bridge)"
     missing = [tool for tool in TOOLS if not shutil.which(tool)]
     if missing:
-        return f"missing {', '.join(missing)} (apt-get install -y qemu-system-x86 qemu-utils mmdebstrap)"
+        return f"missing {', '.join(missing)} (apt-get install -y qemu-system-x86 qemu-utils mmdebstrap genisoimage)"
     if not os.path.exists("/dev/net/tun"):
         return "/dev/net/tun is missing: no tap devices"
     return None
@@ -73,6 +80,10 @@ class VmHost:
         return "52:54:00:" + ":".join(f"{b:02x}" for b in digest[:3])
 
     @property
+    def user(self) -> str:
+        return LAB_USER if self.image.direct_boot else CLOUD_USER
+
+    @property
     def known_hosts_path(self) -> Path:
         return self.directory / "known_hosts"
 
@@ -86,7 +97,7 @@ class VmHost:
 
     def inventory_entry(self) -> dict:
         """This host in an inventory (Ansible variable names), host key checked against its own file."""
-        return {"ansible_host": self.address, "ansible_user": LAB_USER, "ansible_become": True,
+        return {"ansible_host": self.address, "ansible_user": self.user, "ansible_become": True,
                 "ansible_ssh_private_key_file": str(self.client_key), "known_hosts": str(self.known_hosts_path)}
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -97,7 +108,7 @@ class VmHost:
         self.directory.mkdir(parents=True)
         sh("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(self.image.disk),
            str(self.directory / "disk.qcow2"))
-        self._make_seed()
+        self._make_seed() if self.image.direct_boot else self._make_cloud_seed()
         self.network.up()
         sh("ip", "tuntap", "add", "dev", self.tap, "mode", "tap")
         sh("ip", "link", "set", self.tap, "master", self.network.bridge, "up")
@@ -108,11 +119,13 @@ class VmHost:
             raise RuntimeError(f"qemu did not start: {(result.stderr or result.stdout).strip()}")
 
     def qemu_command(self) -> list[str]:
-        append = f"root=/dev/vda rw console=ttyS0 systemd.hostname={self.name}"
+        boot: list[str] = []  # a cloud image boots with its own GRUB from the disk
+        if self.image.direct_boot:
+            append = f"root=/dev/vda rw console=ttyS0 systemd.hostname={self.name}"
+            boot = ["-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", append]
         return [
             QEMU, "-accel", "tcg", "-m", str(MEMORY_MB), "-smp", "1", "-name", self.name,
-            "-nodefaults", "-no-user-config", "-display", "none",
-            "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", append,
+            "-nodefaults", "-no-user-config", "-display", "none", *boot,
             "-drive", f"file={self.directory / 'disk.qcow2'},if=virtio,format=qcow2,cache=unsafe",
             "-drive", f"file={self.directory / 'seed.img'},if=virtio,format=raw,readonly=on",
             "-netdev", f"tap,id=lab,ifname={self.tap},script=no,downscript=no",
@@ -164,7 +177,7 @@ class VmHost:
         return subprocess.run(
             ["ssh", "-i", str(self.client_key), "-o", f"UserKnownHostsFile={self.known_hosts_path}",
              "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-             f"{LAB_USER}@{self.address}", "sudo", "sh", "-c", shlex.quote(command)],
+             f"{self.user}@{self.address}", "sudo", "sh", "-c", shlex.quote(command)],
             capture_output=True, text=True, timeout=timeout,
         )
 
@@ -180,6 +193,33 @@ class VmHost:
         return "\n".join(self.console_path.read_text(errors="replace").splitlines()[-lines:])
 
     # ---- internals -------------------------------------------------------------------------------
+    def _host_key(self, folder: Path) -> tuple[str, str]:
+        """A new ed25519 host key (private, public) for this VM, recorded in its known_hosts file."""
+        key = folder / "ssh_host_ed25519_key"
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.name, "-f", str(key))
+        public = " ".join(key.with_suffix(".pub").read_text().split()[:2])
+        self.known_hosts_path.write_text(f"{self.address} {public}\n")
+        return key.read_text(), public
+
+    def _make_cloud_seed(self) -> None:
+        """A NoCloud seed (ISO labelled cidata): a new instance id, host key, login key and static address."""
+        with tempfile.TemporaryDirectory(dir=self.directory) as tmp:
+            folder = Path(tmp)
+            private, public = self._host_key(folder)
+            instance = f"{self.name}-{os.urandom(4).hex()}"
+            user_data = {"ssh_pwauth": False, "ssh_deletekeys": True, "ssh_genkeytypes": [],
+                         "ssh_keys": {"ed25519_private": private, "ed25519_public": public},
+                         "ssh_authorized_keys": [self.client_key.with_suffix(".pub").read_text().strip()]}
+            network = {"version": 1, "config": [{
+                "type": "physical", "name": "lab0", "mac_address": self.mac,
+                "subnets": [{"type": "static", "address": f"{self.address}/{self.network.subnet.prefixlen}",
+                             "gateway": self.network.gateway}]}]}
+            (folder / "meta-data").write_text(yaml.safe_dump({"instance-id": instance, "local-hostname": self.name}))
+            (folder / "user-data").write_text("#cloud-config\n" + yaml.safe_dump(user_data))
+            (folder / "network-config").write_text(yaml.safe_dump(network))
+            sh("genisoimage", "-quiet", "-output", str(self.directory / "seed.img"), "-volid", "cidata", "-joliet",
+               "-rock", *(str(folder / name) for name in ("user-data", "meta-data", "network-config")))
+
     def _make_seed(self) -> None:
         """The seed disk: files that `gpunode-seed.service` copies over / at boot, and our known_hosts."""
         with tempfile.TemporaryDirectory(dir=self.directory) as tmp:
@@ -188,10 +228,7 @@ class VmHost:
             network_dir = files / "etc" / "systemd" / "network"
             for folder in (ssh_dir, network_dir):
                 folder.mkdir(parents=True, mode=0o755)
-            key = ssh_dir / "ssh_host_ed25519_key"
-            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.name, "-f", str(key))
-            public = " ".join(key.with_suffix(".pub").read_text().split()[:2])
-            self.known_hosts_path.write_text(f"{self.address} {public}\n")
+            self._host_key(ssh_dir)
             prefix = self.network.subnet.prefixlen
             (network_dir / "10-gpunode-lab.network").write_text(
                 f"[Match]\nMACAddress={self.mac}\n\n[Network]\nAddress={self.address}/{prefix}\n"

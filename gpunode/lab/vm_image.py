@@ -78,37 +78,52 @@ CUSTOMIZE = (
 
 @dataclass(frozen=True)
 class VmImage:
-    """The cached base disk (qcow2) and the kernel + initrd to boot it with."""
+    """A base disk (qcow2) and, for the lab's own image, the kernel + initrd to boot it with directly.
+
+    Without a kernel the disk boots with its own boot loader (a cloud image, configured by cloud-init).
+    """
 
     disk: Path
-    kernel: Path
-    initrd: Path
+    kernel: Path | None = None
+    initrd: Path | None = None
+
+    @property
+    def direct_boot(self) -> bool:
+        return self.kernel is not None
 
     @property
     def kernel_release(self) -> str:
-        return self.kernel.name.removeprefix("vmlinuz-")
+        return self.kernel.name.removeprefix("vmlinuz-") if self.kernel else ""
 
 
-def _recipe(mirror: str | None) -> tuple[list[str], str]:
+def mmdebstrap_recipe(packages: tuple[str, ...], files: dict[str, str], customize: tuple[str, ...],
+                      mirror: str | None, extra_key: str) -> tuple[list[str], str]:
+    """mmdebstrap arguments for a bootable Debian tree (the host's mirrors and apt options) and their cache key.
+
+    `files` (path in the tree -> content) are written before the `customize` commands run in the chroot.
+    """
     sources = host_mirrors(override=mirror).sources_list(SUITE)
     apt_options = host_apt_options()
-    hooks = [
-        f"mkdir -p \"$1/usr/local/sbin\" && printf %s {shlex.quote(SEED_SCRIPT)} > \"$1/usr/local/sbin/gpunode-seed\"",
-        f"printf %s {shlex.quote(SEED_UNIT)} > \"$1/etc/systemd/system/gpunode-seed.service\"",
-    ]
-    hooks += [f"chroot \"$1\" sh -c {shlex.quote(cmd)}" for cmd in CUSTOMIZE]
+    hooks = [f"mkdir -p \"$1/{Path(path).parent.as_posix().lstrip('/')}\" && printf %s {shlex.quote(content)} "
+             f"> \"$1{path}\"" for path, content in files.items()]
+    hooks += [f"chroot \"$1\" sh -c {shlex.quote(cmd)}" for cmd in customize]
     hooks.append(f"printf %s {shlex.quote(sources)} > \"$1/etc/apt/sources.list\"")
     if apt_options:
         quoted = " ".join(shlex.quote(o) for o in apt_options)
         hooks.append(f"printf '%s\\n' {quoted} > \"$1/etc/apt/apt.conf.d/99lab-mirror\"")
     args = [
         "mmdebstrap", "--variant=important", "--mode=root", f"--components={','.join(LAB_COMPONENTS)}",
-        f"--include={','.join(PACKAGES)}", "--skip=cleanup/apt/lists",  # apt-cache works without an update
+        f"--include={','.join(packages)}", "--skip=cleanup/apt/lists",  # apt-cache works without an update
         *(f"--aptopt={opt}" for opt in apt_options),
         *(f"--customize-hook={hook}" for hook in hooks),
     ]
-    key = hashlib.sha256("\n".join([*args, sources, DISK_SIZE]).encode()).hexdigest()[:12]
+    key = hashlib.sha256("\n".join([*args, sources, extra_key]).encode()).hexdigest()[:12]
     return [*args, SUITE, "{target}", sources], key
+
+
+def _recipe(mirror: str | None) -> tuple[list[str], str]:
+    files = {"/usr/local/sbin/gpunode-seed": SEED_SCRIPT, "/etc/systemd/system/gpunode-seed.service": SEED_UNIT}
+    return mmdebstrap_recipe(PACKAGES, files, CUSTOMIZE, mirror, DISK_SIZE)
 
 
 def ensure_vm_image(mirror: str | None = None, log=sys.stderr) -> VmImage:
