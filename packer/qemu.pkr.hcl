@@ -4,8 +4,8 @@
 # Run it through the toolkit: `gpunode build-image --builder qemu --source-image debian-12-genericcloud-amd64.qcow2`
 # writes <build_dir>/build.json and a cloud-init NoCloud seed (<build_dir>/seed) that authorizes the build's key.
 # A base without cloud-init boots with `qemuargs` instead (e.g. a direct kernel boot: -kernel/-initrd/-append).
-# No credentials. Keep `reboot: defer` in the playbook here: once image_cleanup removed the build key, Packer could
-# not reconnect to send the shutdown command if a reboot had dropped its connection.
+# No credentials. Reboots during provisioning work: gpunode reconnects, and at the end gpunode powers the VM off
+# itself (Packer's shutdown command would need a new login after a reboot, once image_cleanup removed the build key).
 
 variable "build_dir" {
   type        = string
@@ -110,8 +110,7 @@ source "qemu" "gpu-node" {
   ssh_username         = var.ssh_username
   ssh_private_key_file = var.ssh_private_key_file
   ssh_timeout          = "20m"
-  shutdown_command     = "sudo -n shutdown -P now || shutdown -P now"
-  shutdown_timeout     = "5m"
+  # No shutdown_command: gpunode has powered the VM off (see the top); Packer only stops a VM still running.
 }
 
 build {

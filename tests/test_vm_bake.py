@@ -83,9 +83,9 @@ def test_build_image_qemu_bakes_a_cleaned_validated_qcow2(baked):
     assert statuses["NVIDIA driver"] == "changed" and statuses["Docker"] == "changed", statuses
     assert statuses["NVIDIA container toolkit"] == "skipped", statuses
     finalize = report["runs"]["finalize"]["hosts"][0]
-    assert [(s["kind"], s["status"]) for s in finalize["steps"]] == [("image_cleanup", "changed"),
-                                                                     ("image_validate", "ok")]
-    notes = " ".join(finalize["steps"][1].get("notes", []))
+    assert [(s["kind"], s["status"]) for s in finalize["steps"][:2]] == [("image_cleanup", "changed"),
+                                                                         ("image_validate", "ok")]
+    notes = finalize["steps"][1]["message"]
     assert f"nvidia modules built for the boot kernel {tags['gpunode:kernel']}" in notes, notes
     assert "NVIDIA driver packages all on 535." in notes, notes
 
@@ -152,13 +152,50 @@ def test_a_vm_booted_from_the_image_has_the_provisioned_state(baked, booted, tmp
                          str(report_path), "--log-dir", str(tmp_path / "logs"), timeout=600)
     assert validation.code == 0, validation.output
     step = json.loads(report_path.read_text())["hosts"][0]["steps"][0]
-    assert step["status"] == "ok" and f"nvidia modules built for the boot kernel {kernel}" in " ".join(step["notes"])
+    assert step["status"] == "ok" and f"nvidia modules built for the boot kernel {kernel}" in step["message"]
 
     # verify-gpu is honest: the driver is there, the GPU is not
     verify = run_cli("verify-gpu", "-i", str(inventory), vm.name, "--json", timeout=600)
     assert verify.code == 1, verify.output
     findings = {f["id"] for f in json.loads(verify.stdout)["findings"]}
     assert "no-nvidia-gpu" in findings, findings
+
+
+def test_a_qemu_build_survives_a_reboot_and_powers_off_cleanly(tmp_path):
+    """Reboots work in qemu builds too: gpunode reconnects, and at the end powers the VM off itself."""
+    from gpunode.lab.cloud_image import ensure_cloud_image
+
+    require_vms()
+    playbook = tmp_path / "reboots.yml"
+    playbook.write_text("""name: reboots
+steps:
+  - name: before
+    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-before", creates: /root/boot-before}
+  - name: reboot in the middle
+    reboot: {if_required: false, reason: "a new kernel would boot here"}
+  - name: after
+    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-after", creates: /root/boot-after}
+""")
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    started = time.monotonic()
+    result = run_cli("build-image", "--builder", "qemu", "--base", "debian-12", "--source-image",
+                     str(ensure_cloud_image()), "--playbook", str(playbook), "--packer-var", "accelerator=tcg",
+                     "--packer-var", "disk_size=4G", env={"GPUNODE_BUILDS": str(builds)}, timeout=1800)
+    TIMINGS["build-image --builder qemu with a reboot"] = time.monotonic() - started
+    (build_dir,) = builds.iterdir()
+    assert result.code == 0, f"{result.output[-6000:]}\nconsole:\n{console_tail(build_dir)}"
+    runs = json.loads((build_dir / "report.json").read_text())["runs"]
+    assert [(s["name"], s["status"]) for s in runs["provision"]["hosts"][0]["steps"]] == [
+        ("before", "changed"), ("reboot in the middle", "changed"), ("after", "changed")]
+    assert [s["status"] for s in runs["finalize"]["hosts"][0]["steps"]] == ["changed", "ok", "changed"]
+    console = (build_dir / "console.log").read_text(errors="replace")
+    assert console.count("Linux version 6.1.") == 2  # the kernel really booted twice
+    assert "gpunode: the build VM powered off" in result.output
+    assert console.rstrip().endswith("reboot: Power down"), console_tail(build_dir)  # a clean power-off
+    (image,) = (build_dir / "output").glob("*.qcow2")
+    check = subprocess.run(["qemu-img", "check", str(image)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def console_tail(build_dir: Path, lines: int = 30) -> str:

@@ -158,7 +158,7 @@ def _prepare(request: BuildRequest) -> _Build:
         variables["driver_branch"] = int(request.driver_branch)
     BuildSpec(playbook=str(Path(book.path).resolve()), build_dir=str(directory), variables=variables,
               key_file=build.key_file, verify=request.verify, expect_gpus=request.expect_gpus,  # type: ignore[arg-type]
-              min_free_gb=request.min_free_gb).write()
+              min_free_gb=request.min_free_gb, power_off=request.builder == "qemu").write()
     return build
 
 

@@ -1,7 +1,8 @@
 """`image-provision`: what Packer's shell-local provisioner runs against the build instance.
 
 The playbook (exactly what `gpunode provision` gives a host, reboots included), then an inspection, verify-gpu when
-the instance has NVIDIA GPUs, then playbooks/image-finalize.yml (image_cleanup + image_validate) on one connection.
+the instance has NVIDIA GPUs, then playbooks/image-finalize.yml (image_cleanup + image_validate) on one connection;
+qemu builds end with gpunode powering the VM off.
 Exit 0 only when all of it passed; the JSON report says which step failed otherwise.
 """
 
@@ -16,6 +17,7 @@ from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import GpunodeError
 from gpunode.image.inspect import inspect_host
 from gpunode.image.keys import public_key_line
+from gpunode.image.poweroff import wait_until_powered_off
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.inventory import Host
@@ -82,21 +84,25 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
         return
     finalize = load_playbook(spec.finalize_playbook or FINALIZE)
     variables = finalize_vars(public_key_line(host.key_file or ""), spec.cleanup, spec.min_free_gb,
-                              spec.require_driver)
+                              spec.require_driver, power_off=spec.power_off)
     report.phase = "finalize"
     if not run_phase(finalize, host, variables, options, report, "finalize"):
         return
+    if spec.power_off:
+        report.phase = "power off"
+        seconds = wait_until_powered_off(host)
+        print(f"gpunode: the build VM powered off ({seconds:.0f}s after the last step)", flush=True)
     report.phase, report.ok = "done", True
 
 
 def finalize_vars(public_key: str | None, cleanup: list[str] | None, min_free_gb: float,
-                  require_driver: bool) -> dict:
+                  require_driver: bool, power_off: bool = False) -> dict:
     """Variables for playbooks/image-finalize.yml; without a known key there is no build key to remove."""
     categories = list(ALL) if cleanup is None else list(cleanup)
     if not public_key:
         categories = [c for c in categories if c != "build-key"]
     return {"build_public_key": public_key, "cleanup_categories": categories, "min_free_gb": min_free_gb,
-            "require_driver": require_driver}
+            "require_driver": require_driver, "power_off": power_off}
 
 
 def run_phase(book: Playbook, host: Host, variables: dict, options: ConnectOptions, report: BuildReport,

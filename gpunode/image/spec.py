@@ -30,6 +30,7 @@ class BuildSpec:
     min_free_gb: float = 2.0
     require_driver: bool = False
     cleanup: list[str] | None = None     # image_cleanup categories; None: all
+    power_off: bool = False              # qemu: gpunode powers the VM off at the end (the template cannot)
 
     @property
     def report_path(self) -> Path:
