@@ -31,9 +31,12 @@ enabled_units() {
     done
 }
 
+# What a running system keeps there by itself is no leftover: systemd's and X's sockets and private dirs, and
+# cloud-init's scratch dir (made again on every boot; only its contents would be a build's leftovers).
 tmp_entries() {
     find /tmp /var/tmp -mindepth 1 -maxdepth 1 ! -name 'systemd-private-*' ! -name '.X11-unix' ! -name '.ICE-unix' \
-        ! -name '.XIM-unix' ! -name '.font-unix' ! -name '.Test-unix' ! -name 'snap-private-tmp' 2>/dev/null
+        ! -name '.XIM-unix' ! -name '.font-unix' ! -name '.Test-unix' ! -name 'snap-private-tmp' \
+        ! \( -path /var/tmp/cloud-init -empty \) 2>/dev/null
 }
 
 history_files() {

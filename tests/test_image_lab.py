@@ -25,6 +25,7 @@ def plant_leftovers(host, build_key: str) -> None:
 echo '{build_key}' >> /home/gpunode/.ssh/authorized_keys
 echo 'ls -la' > /root/.bash_history; echo 'x = 1' > /home/gpunode/.python_history
 touch /tmp/leftover /var/tmp/leftover2
+mkdir -p /var/tmp/cloud-init  # cloud-init's scratch dir: every boot makes it again
 mkdir -p /var/lib/dhcp /var/lib/cloud/instances/i-0abc /etc/udev/rules.d
 touch /var/lib/dhcp/dhclient.eth0.leases /var/log/cloud-init.log /etc/udev/rules.d/70-persistent-net.rules
 apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null
@@ -51,6 +52,7 @@ def test_cleanup_and_validation_on_a_real_host(lab, fresh_host, tmp_path: Path) 
                      "auto-upgrades", "build-key"):
         assert f"[{category}]" in check.output, category
     assert inside(fresh_host, "cat /root/.bash_history") == "ls -la"  # check mode changed nothing
+    assert "2 entries in /tmp and /var/tmp" in check.output  # the leftovers, not cloud-init's empty scratch dir
 
     result = run_cli(*args)
     # cleanup ran first, so validation finds no leftovers; it fails on the fake driver, which has no kernel module
@@ -67,6 +69,7 @@ def test_cleanup_and_validation_on_a_real_host(lab, fresh_host, tmp_path: Path) 
            "/var/lib/dhcp/dhclient.eth0.leases /var/lib/cloud/instances /var/log/cloud-init.log " \
            "/etc/udev/rules.d/70-persistent-net.rules"
     assert inside(fresh_host, f"for f in {gone}; do test -e $f && echo $f; done; true") == ""
+    assert inside(fresh_host, "test -d /var/tmp/cloud-init && echo kept") == "kept"
     assert inside(fresh_host, "find /var/lib/apt/lists -maxdepth 1 -type f ! -name lock | wc -l") == "0"
     assert inside(fresh_host, "ls /var/cache/apt/*.bin 2>/dev/null | wc -l") == "0"
     assert inside(fresh_host, "systemctl is-enabled apt-daily.timer apt-daily-upgrade.timer || true") == \
