@@ -20,6 +20,17 @@ AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "
            "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "CHECKPOINT_DISABLE": "1"}
 
 
+# Provisioning with a reboot in the middle: each side of it leaves the boot id it saw.
+REBOOT_PLAYBOOK = """name: reboots
+steps:
+  - name: before
+    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-before", creates: /root/boot-before}
+  - name: reboot in the middle
+    reboot: {if_required: false, reason: "a new kernel would boot here"}
+  - name: after
+    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-after", creates: /root/boot-after}
+"""
+
 def require(condition: bool, why: str) -> None:
     """Skip when a tool is missing, but fail in CI (GPUNODE_REQUIRE_LAB=1), where dev/setup installs it."""
     if not condition:

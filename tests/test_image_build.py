@@ -19,7 +19,15 @@ import pytest
 from gpunode.image.outputs import batch_compute_environment
 from gpunode.playbook import load_playbook
 from tests.conftest import REPO, run_cli
-from tests.image_support import AWS_ENV, ec2_client, live_instances, moto_server, own_images, require_packer
+from tests.image_support import (
+    AWS_ENV,
+    REBOOT_PLAYBOOK,
+    ec2_client,
+    live_instances,
+    moto_server,
+    own_images,
+    require_packer,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -109,15 +117,7 @@ def test_a_failing_step_fails_the_build_and_leaves_nothing(lab, fresh_host, moto
 
 def test_a_reboot_during_provisioning_is_survived(lab, fresh_host, moto, tmp_path: Path) -> None:
     playbook = tmp_path / "reboots.yml"
-    playbook.write_text("""name: reboots
-steps:
-  - name: before
-    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-before", creates: /root/boot-before}
-  - name: reboot in the middle
-    reboot: {if_required: false, reason: "a new kernel would boot here"}
-  - name: after
-    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-after", creates: /root/boot-after}
-""")
+    playbook.write_text(REBOOT_PLAYBOOK)
     result = build_ami(moto, fresh_host, lab.key_path, "gpunode", str(playbook), tmp_path / "builds",
                        "--packer-var", "save_packer_key=true")
     assert result.code == 0, result.output

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import run_cli
+from tests.image_support import REBOOT_PLAYBOOK
 from tests.vm_support import require_vms, timings_reporter
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
@@ -169,15 +170,7 @@ def test_a_qemu_build_survives_a_reboot_and_powers_off_cleanly(tmp_path):
 
     require_vms()
     playbook = tmp_path / "reboots.yml"
-    playbook.write_text("""name: reboots
-steps:
-  - name: before
-    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-before", creates: /root/boot-before}
-  - name: reboot in the middle
-    reboot: {if_required: false, reason: "a new kernel would boot here"}
-  - name: after
-    command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-after", creates: /root/boot-after}
-""")
+    playbook.write_text(REBOOT_PLAYBOOK)
     builds = tmp_path / "builds"
     builds.mkdir()
     started = time.monotonic()
