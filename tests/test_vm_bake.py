@@ -5,8 +5,8 @@ The base is the lab's stand-in for Debian's genericcloud image (`gpunode/lab/clo
 the `debian` user). Real Packer (Debian's 1.6.6, qemu builder under TCG) boots it with a NoCloud seed it serves
 over HTTP; gpunode provisions it (headers, NVIDIA 535 built with DKMS, Docker, nvidia runtime), cleans and
 validates it. Then the result boots as a new instance on the lab's bridge (its own GRUB and kernel, a new
-cloud-init seed) and is checked from inside. About 55 minutes on 2 cores under TCG, 45 of them the DKMS
-build; the reboot test alone (`-k reboot`) about 4.
+cloud-init seed) and is checked from inside. 45-55 minutes on 2 cores under TCG, most of them the DKMS
+build; the reboot test alone (`-k reboot`) 2-4.
 """
 
 from __future__ import annotations
