@@ -31,6 +31,7 @@ steps:
     command: {cmd: "cat /proc/sys/kernel/random/boot_id > /root/boot-after", creates: /root/boot-after}
 """
 
+
 def require(condition: bool, why: str) -> None:
     """Skip when a tool is missing, but fail in CI (GPUNODE_REQUIRE_LAB=1), where dev/setup installs it."""
     if not condition:
