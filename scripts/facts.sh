@@ -158,6 +158,12 @@ rd running /proc/sys/kernel/osrelease
 v=0
 [[ -n $running && -e /lib/modules/$running/build ]] && v=1
 kv running_build "$v"
+# The package that owns the running kernel's modules names its -devel package (AL2023: kernel6.12 -> kernel6.12-devel).
+if [[ -n $running && -d /lib/modules/$running ]] && have rpm && ! have dpkg-query; then
+    to rpm -qf --qf '%{NAME}\n' "/lib/modules/$running" 2>/dev/null | while read -r v; do
+        [[ $v == kernel* ]] && kv running_package "$v"
+    done
+fi
 
 # ---------------------------------------------------------------- package manager, locks
 sec kv pkgmgr

@@ -1,5 +1,6 @@
 # Install headers for the running kernel, or (policy upgrade) the newest distro kernel with its headers.
-# Arguments: POLICY(require|upgrade) FAMILY(debian|rpm) HEADERS_PACKAGE UPGRADE_PACKAGES...
+# Arguments: POLICY(require|upgrade) FAMILY(debian|rpm) HEADERS_PACKAGES UPGRADE_PACKAGES...
+# (HEADERS_PACKAGES: one apt package, or space-separated RPMs such as AL2023's kernel6.12-devel-V kernel6.12-modules-extra-V)
 # Prints "@@target KERNEL" (the kernel modules must be built for) and "@@reboot" when that is a new kernel.
 # Exit 10: no headers exist for the running kernel and the policy does not allow an upgrade.
 set -u
@@ -13,7 +14,8 @@ available() {
     cand=$(apt-cache policy "$headers" 2>/dev/null | sed -n 's/^ *Candidate: //p')
     [ -n "$cand" ] && [ "$cand" != "(none)" ]
   else
-    dnf -q list --available "$headers" >/dev/null 2>&1 || dnf -q list --installed "$headers" >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    dnf -q list --available $headers >/dev/null 2>&1 || dnf -q list --installed $headers >/dev/null 2>&1
   fi
 }
 if [ "$family" = debian ]; then
@@ -24,7 +26,8 @@ if available; then
     # shellcheck disable=SC2086
     apt-get $apt_opts --no-install-recommends install "$headers" || exit 1
   else
-    dnf -y install "$headers" || exit 1
+    # shellcheck disable=SC2086
+    dnf -y install $headers || exit 1
   fi
   echo "@@target $running"
   exit 0

@@ -46,15 +46,13 @@ MATRIX = [
      ("nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "firmware-nvidia-gsp"),
      ("docker.io",), "debian11"),
     ("rhel-9", "5.14.0-427.13.1.el9_4.x86_64", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64", ["kernel", "kernel-devel"],
-     ("nvidia-driver", "nvidia-driver-cuda"), ("moby-engine", "moby-cli"), "rhel9"),
+     ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker-ce", "docker-ce-cli", "containerd.io"), "rhel9"),
     ("rocky-8", "4.18.0-553.el8_10.x86_64", "kernel-devel-4.18.0-553.el8_10.x86_64", ["kernel", "kernel-devel"],
-     ("nvidia-driver", "nvidia-driver-cuda"), ("moby-engine", "moby-cli"), "rhel8"),
+     ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker-ce", "docker-ce-cli", "containerd.io"), "rhel8"),
     ("almalinux-9", "5.14.0-427.el9.x86_64", "kernel-devel-5.14.0-427.el9.x86_64", ["kernel", "kernel-devel"],
-     ("nvidia-driver", "nvidia-driver-cuda"), ("moby-engine", "moby-cli"), "rhel9"),
+     ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker-ce", "docker-ce-cli", "containerd.io"), "rhel9"),
     ("amzn-2023", "6.1.109-118.189.amzn2023.x86_64", "kernel-devel-6.1.109-118.189.amzn2023.x86_64",
-     ["kernel", "kernel-devel"], ("nvidia-driver", "nvidia-driver-cuda"), ("docker",), "amzn2023"),
-    ("amzn-2", "5.10.225-213.878.amzn2.x86_64", "kernel-devel-5.10.225-213.878.amzn2.x86_64",
-     ["kernel", "kernel-devel"], ("nvidia-driver", "nvidia-driver-cuda"), ("docker",), "rhel7"),
+     ["kernel", "kernel-devel", "kernel-modules-extra"], ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker",), "amzn2023"),
 ]
 
 
@@ -85,6 +83,11 @@ def test_ubuntu_open_modules_and_fabric_manager_follow_the_branch():
     assert "dnf -y module install nvidia-driver:550-dkms" in el.repo_setup
     with pytest.raises(UnsupportedDistro):
         driver_packages(os_info("debian-12"), "distro", 535, "open")
+
+
+def test_amazon_linux_2_is_refused_with_the_way_to_al2023():
+    with pytest.raises(UnsupportedDistro, match="end of support on 2026-06-30.*Amazon Linux 2023"):
+        check_supported(os_info("amzn-2"))
 
 
 def test_unsupported_versions_are_refused():

@@ -38,6 +38,7 @@ class KernelInfo:
     headers: tuple[str, ...] = ()
     running_headers_present: bool = False
     module_dirs: tuple[str, ...] = ()
+    package: str = ""   # the RPM owning /lib/modules/$(uname -r), e.g. kernel6.12 on AL2023 ("" on dpkg hosts)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class DkmsEntry:
     kernel: str | None = None
     arch: str | None = None
     status: str = ""
+    line: str = field(default="", compare=False)   # the line as dkms printed it (for evidence)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,13 @@ from gpunode.facts.model import DkmsEntry
 
 
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
-    """Natural sort key: "5.15.0-1051-aws" sorts after "5.15.0-105-aws"."""
+    """Natural sort key: "5.15.0-1051-aws" sorts after "5.15.0-105-aws". The one version order of gpunode."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", version) if p)
+
+
+def version_at_least(version: str, minimum: str) -> bool:
+    """True when `version` (an upstream version such as 570.148.08) is `minimum` or newer."""
+    return version_key(version) >= version_key(minimum)
 
 
 def parse_package_lines(text: str | None, tool: str) -> dict[str, str]:
@@ -59,9 +64,15 @@ def parse_dkms(text: str | None) -> tuple[DkmsEntry, ...]:
                 kernel=rest[0] if rest else None,
                 arch=rest[1] if len(rest) > 1 else None,
                 status=status.strip(),
+                line=line.strip(),
             )
         )
     return tuple(entries)
+
+
+def dkms_installed(entries: tuple[DkmsEntry, ...], modules: tuple[str, ...], kernel: str) -> bool:
+    """True when one of `modules` is DKMS-installed for `kernel` (dkms 2.x "installed" and 3.x forms)."""
+    return any(e.module in modules and e.kernel == kernel and e.status.startswith("installed") for e in entries)
 
 
 def parse_systemctl_show(text: str | None) -> dict[str, dict[str, str]]:

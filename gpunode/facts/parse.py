@@ -110,7 +110,18 @@ def _kernel(b: Blocks) -> KernelInfo:
         headers=tuple(sorted(headers, key=version_key)),
         running_headers_present=b.get("kernel", "running_build") == "1",
         module_dirs=tuple(sorted(set(module_dirs), key=version_key)),
+        package=kernel_package_name(b.all("kernel", "running_package")),
     )
+
+
+def kernel_package_name(owners: list[str]) -> str:
+    """The kernel's base package from the RPMs owning /lib/modules/<running>: kernel, kernel6.12, kernel6.18.
+
+    Sub-packages (kernel-core, kernel6.12-modules-extra...) map to their base; "" when rpm owns nothing.
+    """
+    bases = {re.sub(r"-(core|modules.*)$", "", name) for name in owners}
+    bases = {b for b in bases if re.fullmatch(r"kernel[\d.]*", b)}
+    return min(bases, key=len) if bases else ""
 
 
 def _installed_packages(b: Blocks) -> dict[str, str]:

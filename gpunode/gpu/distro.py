@@ -12,13 +12,24 @@ import re
 from dataclasses import dataclass
 
 from gpunode.facts import OsInfo
+from gpunode.facts.packages import version_key
 
 SUPPORTED = {
     "ubuntu": ("20.04", "22.04", "24.04"),
-    "debian": ("11", "12"),
+    "debian": ("11", "12", "13"),
     "rhel": ("8", "9"), "rocky": ("8", "9"), "almalinux": ("8", "9"),
-    "amzn": ("2", "2023"),
+    "amzn": ("2023",),
+    "alinux": ("3",),          # Alibaba Cloud Linux 3: EL 8 compatible (PLATFORM_ID platform:al8)
+    "tencentos": ("3", "4"),   # TencentOS Server 3: EL 8 compatible; 4: EL 9 compatible
 }
+# Distros we know and refuse, with the reason and what to use instead.
+REFUSED = {
+    ("amzn", "2"): "Amazon Linux 2 reached its end of support on 2026-06-30 (no more kernel or security updates; "
+                   "awslabs/amazon-eks-ami removed its AL2 templates) -- use Amazon Linux 2023 (the EKS/ECS "
+                   "AL2023 GPU AMIs, or al2023-ami-* with this playbook)",
+}
+# Enterprise-Linux clones: which RHEL major their packages (EPEL, NVIDIA's rhelN repositories, Docker's) match.
+EL_COMPAT = {("alinux", 3): 8, ("tencentos", 3): 8, ("tencentos", 4): 9}
 
 
 class UnsupportedDistro(ValueError):
@@ -26,10 +37,21 @@ class UnsupportedDistro(ValueError):
 
 
 def check_supported(os: OsInfo) -> None:
+    """Raise UnsupportedDistro (with what to use instead) for a distro outside the matrix."""
+    refused = REFUSED.get((os.id, os.version_id)) or REFUSED.get((os.id, str(os.version_major)))
+    if refused:
+        raise UnsupportedDistro(f"{os.pretty_name or os.id} is not supported: {refused}")
     versions = SUPPORTED.get(os.id)
     if versions is None or (os.version_id not in versions and str(os.version_major) not in versions):
         known = "; ".join(f"{k} {'/'.join(v)}" for k, v in SUPPORTED.items())
         raise UnsupportedDistro(f"{os.pretty_name or os.id} is not supported (supported: {known})")
+
+
+def el_major(os: OsInfo) -> int | None:
+    """The RHEL major an RPM distro is compatible with (Rocky 9 -> 9, Alibaba Cloud Linux 3 -> 8); None otherwise."""
+    if os.id in ("rhel", "rocky", "almalinux", "centos"):
+        return os.version_major
+    return EL_COMPAT.get((os.id, os.version_major or 0))
 
 
 def kernel_flavour(kernel: str) -> str:
@@ -38,11 +60,25 @@ def kernel_flavour(kernel: str) -> str:
     return match.group("flavour") if match else ""
 
 
-def headers_package(os: OsInfo, kernel: str) -> str:
-    """The package with headers/devel files for exactly this kernel."""
+def kernel_base_package(os: OsInfo, kernel_package: str = "") -> str:
+    """The RPM kernel package line: `kernel`, or AL2023's `kernel6.12`/`kernel6.18` (from the facts'
+    owner of /lib/modules/<running>, as amazon-eks-ami's al2023 install-nvidia-driver.sh picks it)."""
+    return kernel_package or "kernel"
+
+
+def headers_packages(os: OsInfo, kernel: str, kernel_package: str = "") -> list[str]:
+    """The packages with headers/devel files for exactly this kernel (AL2023 adds -modules-extra)."""
     if os.family == "debian":
-        return f"linux-headers-{kernel}"
-    return f"kernel-devel-{kernel}"
+        return [f"linux-headers-{kernel}"]
+    base = kernel_base_package(os, kernel_package)
+    if os.id == "amzn":
+        return [f"{base}-devel-{kernel}", f"{base}-modules-extra-{kernel}"]
+    return [f"{base}-devel-{kernel}"]
+
+
+def headers_package(os: OsInfo, kernel: str, kernel_package: str = "") -> str:
+    """The main headers/devel package for exactly this kernel."""
+    return headers_packages(os, kernel, kernel_package)[0]
 
 
 def headers_pattern(os: OsInfo) -> str:
@@ -50,8 +86,8 @@ def headers_pattern(os: OsInfo) -> str:
     return "linux-headers-[0-9]*" if os.family == "debian" else "kernel-devel"
 
 
-def newest_kernel_packages(os: OsInfo, running: str) -> list[str]:
-    """Packages that install the distro's newest kernel of the running flavour, with matching headers."""
+def newest_kernel_packages(os: OsInfo, running: str, kernel_package: str = "") -> list[str]:
+    """Packages that install the distro's newest kernel of the running flavour (or line), with matching headers."""
     if os.id == "ubuntu":
         flavour = kernel_flavour(running) or "generic"
         return [f"linux-image-{flavour}", f"linux-headers-{flavour}"]
@@ -60,7 +96,18 @@ def newest_kernel_packages(os: OsInfo, running: str) -> list[str]:
         flavour = flavour if flavour in ("amd64", "cloud-amd64", "arm64", "cloud-arm64") else \
             ("cloud-arm64" if os.arch == "aarch64" else "cloud-amd64")
         return [f"linux-image-{flavour}", f"linux-headers-{flavour}"]
-    return ["kernel", "kernel-devel"]
+    base = kernel_base_package(os, kernel_package)
+    if os.id == "amzn":
+        return [base, f"{base}-devel", f"{base}-modules-extra"]
+    return [base, f"{base}-devel"]
+
+
+def kernel_hold_packages(os: OsInfo, kernel: str, kernel_package: str = "") -> list[str]:
+    """What to hold so the kernel the driver is built for stays: exact packages on apt, names on dnf."""
+    if os.family == "debian":
+        return [f"linux-image-{kernel}", f"linux-headers-{kernel}"]
+    base = kernel_base_package(os, kernel_package)
+    return [base, f"{base}-devel"]
 
 
 @dataclass(frozen=True)
@@ -70,24 +117,60 @@ class DriverPackages:
     packages: tuple[str, ...]          # installed in one command
     pinned: tuple[str, ...]            # packages whose version must be the driver's (held afterwards)
     dkms_module: str                   # the DKMS module name to check
-    fabricmanager: tuple[str, ...]     # for NVSwitch systems
+    fabricmanager: tuple[str, ...]     # for NVSwitch systems (fabric manager + NSCQ), pinned to the driver
     repo_setup: str = ""               # shell run before installing (cuda-repo method)
+    version_from: str = ""             # the installed package whose version is the driver's
+
+
+# NVIDIA's RPM open DKMS module was registered as `nvidia-open` until 570.148.08, `nvidia` from then on
+# (awslabs/amazon-eks-ami templates/al2023/provisioners/install-nvidia-driver.sh).
+RPM_OPEN_DKMS_RENAMED_IN = "570.148.08"
+# From R580 NVIDIA's repositories name the fabric manager `nvidia-fabricmanager` on RPM too (before:
+# `nvidia-fabric-manager`) and drop the branch from the NSCQ and apt fabric manager package names.
+UNVERSIONED_FM_FROM_BRANCH = 580
+
+
+def dkms_module_name(os: OsInfo, method: str, flavor: str, driver_version: str | None) -> str:
+    """The name `dkms status` lists the driver's module under."""
+    if method == "runfile":
+        return "nvidia"
+    if method == "distro" and os.id == "debian":
+        return "nvidia-current-open" if flavor == "open" else "nvidia-current"
+    renamed = driver_version is not None and version_key(driver_version) >= version_key(RPM_OPEN_DKMS_RENAMED_IN)
+    return "nvidia-open" if os.family != "debian" and flavor == "open" and not renamed else "nvidia"
+
+
+def fabricmanager_packages(os: OsInfo, method: str, branch: int) -> tuple[str, ...]:
+    """Fabric manager and NSCQ packages; empty when the distro has none (Debian's own archive)."""
+    new = branch >= UNVERSIONED_FM_FROM_BRANCH
+    if os.family == "debian":
+        if method == "distro" and os.id == "debian":
+            return ()
+        return ("nvidia-fabricmanager", "libnvidia-nscq") if new and method == "cuda-repo" else \
+            (f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}")
+    return ("nvidia-fabricmanager", "libnvidia-nscq") if new else \
+        ("nvidia-fabric-manager", f"libnvidia-nscq-{branch}")
 
 
 def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> DriverPackages:
     """Package set for method distro or cuda-repo (the runfile method installs no packages)."""
+    check_supported(os)
     open_suffix = "-open" if flavor == "open" else ""
+    fm = fabricmanager_packages(os, method, branch)
     if method == "distro":
         if os.id == "ubuntu":
             pkgs = (f"nvidia-headless-{branch}-server{open_suffix}", f"nvidia-utils-{branch}-server")
-            return DriverPackages(pkgs, pkgs, "nvidia", (f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}"))
+            return DriverPackages(pkgs, pkgs, "nvidia", fm, version_from=pkgs[1])
         if os.id == "debian":
-            if flavor == "open":
-                raise UnsupportedDistro("Debian's open module package lags the driver version; use "
-                                        "kernel_modules: proprietary or method: cuda-repo")
-            pkgs = ("nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced",
+            if flavor == "open" and (os.version_major or 0) < 13:
+                raise UnsupportedDistro(f"Debian {os.version_id}'s open module package lags its driver version "
+                                        "(Debian 13 has nvidia-open-kernel-dkms in contrib); use kernel_modules: "
+                                        "proprietary or method: cuda-repo")
+            kernel_pkg = "nvidia-open-kernel-dkms" if flavor == "open" else "nvidia-kernel-dkms"
+            pkgs = (kernel_pkg, "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced",
                     "firmware-nvidia-gsp")
-            return DriverPackages(pkgs, pkgs[:4] + pkgs[5:], "nvidia-current", ())
+            return DriverPackages(pkgs, pkgs[:4] + pkgs[5:], dkms_module_name(os, method, flavor, None), (),
+                                  version_from=kernel_pkg)
         if os.family in ("redhat", "amazon"):
             # EPEL/RPM Fusion are no server drivers: on EL and Amazon Linux "distro" means NVIDIA's dnf module.
             method = "cuda-repo"
@@ -101,36 +184,62 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
             setup = (f"[ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || {{ curl -fsSL -o /tmp/cuda-keyring.deb "
                      f"{base}/cuda-keyring_1.1-1_all.deb && dpkg -i /tmp/cuda-keyring.deb; }}")
             pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
-            return DriverPackages(pkgs, pkgs, "nvidia", (f"nvidia-fabricmanager-{branch}",), setup)
+            return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from=pkgs[0])
+        stream = f"{branch}-open" if flavor == "open" else f"{branch}-dkms"
         setup = (f"dnf config-manager --add-repo {base}/cuda-{repo}.repo && "
-                 f"dnf -y module install nvidia-driver:{branch}-{'open' if flavor == 'open' else 'dkms'}")
-        if os.id == "amzn" and os.version_id == "2":
-            setup = f"yum-config-manager --add-repo {base}/cuda-rhel7.repo"
-        return DriverPackages(("nvidia-driver", "nvidia-driver-cuda"), ("nvidia-driver",), "nvidia",
-                              ("nvidia-fabric-manager",), setup)
+                 f"dnf -y module install nvidia-driver:{stream}")
+        kmod = "kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"
+        pkgs = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", kmod)
+        return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver")
     raise ValueError(f"unknown driver method {method!r}")
 
 
 def cuda_repo_name(os: OsInfo) -> str:
-    """NVIDIA's CUDA repository folder for the distro (ubuntu2204, debian12, rhel9, amzn2023...)."""
+    """NVIDIA's CUDA repository folder for the distro (ubuntu2204, debian12, rhel9, amzn2023...).
+
+    EL clones use the repository of the RHEL major they follow: Alibaba Cloud Linux 3 and TencentOS 3 -> rhel8,
+    TencentOS 4 -> rhel9 (NVIDIA publishes none of their own; their kernels are EL-ABI compatible and the
+    packages are DKMS builds, compiled on the host against its own kernel-devel).
+    """
     if os.id == "ubuntu":
         return "ubuntu" + os.version_id.replace(".", "")
     if os.id == "debian":
         return f"debian{os.version_major}"
-    if os.id in ("rhel", "rocky", "almalinux", "centos"):
-        return f"rhel{os.version_major}"
-    if os.id == "amzn":
-        return "amzn2023" if os.version_id == "2023" else "rhel7"
+    el = el_major(os)
+    if el:
+        return f"rhel{el}"
+    if os.id == "amzn" and os.version_id == "2023":
+        return "amzn2023"
     raise UnsupportedDistro(f"no NVIDIA CUDA repository for {os.id} {os.version_id}")
 
 
+DOCKER_CE_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io")
+
+
 def docker_packages(os: OsInfo) -> tuple[str, ...]:
-    """The distro's own Docker engine (docker.io on Debian/Ubuntu, docker on Amazon Linux, moby on EL)."""
+    """docker.io on Debian/Ubuntu, docker on Amazon Linux, docker-ce from Docker's repository on EL
+    (moby-engine is in no EL 8/9 repository)."""
     if os.family == "debian":
         return ("docker.io",)
     if os.id == "amzn":
         return ("docker",)
-    return ("moby-engine", "moby-cli")
+    return DOCKER_CE_PACKAGES
+
+
+def docker_repo_file(os: OsInfo) -> tuple[str, str] | None:
+    """(path, content) of Docker's repository on EL-compatible hosts; None where the distro ships Docker.
+
+    The major is written out instead of $releasever: on Alibaba Cloud Linux 3 and TencentOS, $releasever is
+    3 or 4, for which Docker publishes nothing. RHEL uses Docker's rhel tree, the clones its centos tree.
+    """
+    el = el_major(os)
+    if el is None:
+        return None
+    tree = "rhel" if os.id == "rhel" else "centos"
+    url = f"https://download.docker.com/linux/{tree}"
+    return ("/etc/yum.repos.d/docker-ce.repo",
+            f"[docker-ce-stable]\nname=Docker CE Stable - $basearch\nbaseurl={url}/{el}/$basearch/stable\n"
+            f"enabled=1\ngpgcheck=1\ngpgkey={url}/gpg\n")
 
 
 TOOLKIT_PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 from gpunode.connection import ExecResult, join, q
 from gpunode.facts import Facts
-from gpunode.gpu.distro import headers_package, newest_kernel_packages
+from gpunode.facts.packages import version_key
+from gpunode.gpu.distro import (
+    UnsupportedDistro,
+    check_supported,
+    headers_package,
+    headers_packages,
+    kernel_hold_packages,
+    newest_kernel_packages,
+)
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.pkgmgr import manager_for
 
 NO_HEADERS_EXIT = 10
-
-
-def _version_key(kernel: str) -> list[int]:
-    return [int(n) for n in re.findall(r"\d+", kernel)]
 
 
 @register
@@ -30,12 +34,17 @@ class KernelHeadersStep(Step):
     timeout: int = 1800
 
     def probe(self, facts: Facts) -> str:
+        held = manager_for(facts.os.package_manager).held_probe()
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
-            return (f"apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'; echo @@; "
+            # A package apt's lists do not know prints no Candidate line at all: "(none)" then, as the real run
+            # finds after its `apt-get update` (no lists yet: unknown, the real run decides).
+            return (f"c=$(apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
+                    "if [ -z \"$c\" ] && ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then c='(none)'; fi; "
+                    "echo \"$c\"; echo @@; "
                     "apt-cache pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
-                    "grep -v -- -common | sort -V | tail -n 12; echo @@; apt-mark showhold 2>/dev/null")
-        return "echo; echo @@; echo @@; rpm -q --qf '%{NAME}\\n' python3-dnf-plugin-versionlock 2>/dev/null"
+                    f"grep -v -- -common | sort -V | tail -n 12; echo @@; {held}")
+        return f"echo; echo @@; echo @@; {held}"
 
     def _pending_kernel(self, facts: Facts) -> str | None:
         """The newest installed distro kernel with headers: a previous run upgraded and the reboot is pending.
@@ -43,10 +52,15 @@ class KernelHeadersStep(Step):
         Not compared with the running kernel: a vendor or custom kernel may carry a higher version number.
         """
         ready = [k for k in facts.kernel.installed if k in facts.kernel.headers and k != facts.kernel.running]
-        return max(ready, key=_version_key) if ready else None
+        return max(ready, key=version_key) if ready else None
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
+        try:
+            check_supported(facts.os)
+        except UnsupportedDistro as exc:
+            raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
+                from None
         running = facts.kernel.running
         candidate, existing, held = (ctx.probe_output.split("@@") + ["", "", ""])[:3]
         if facts.kernel.running_headers_present:
@@ -57,8 +71,8 @@ class KernelHeadersStep(Step):
             ctx.shared["target_kernel"] = pending
             ctx.require_reboot(f"kernel {pending} is installed, {running} is running")
             return self._hold_actions(facts, pending, held)
-        headers = headers_package(facts.os, running)
-        upgrade = newest_kernel_packages(facts.os, running)
+        headers = headers_package(facts.os, running, facts.kernel.package)
+        upgrade = newest_kernel_packages(facts.os, running, facts.kernel.package)
         candidate = candidate.strip()
         if facts.os.family == "debian" and candidate == "(none)" and self.policy != "upgrade":
             raise StepFailed(self._missing_message(running, headers, existing.split()),
@@ -68,18 +82,20 @@ class KernelHeadersStep(Step):
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
         command = f"sh -c {q(script_text('kernel_headers.sh'))} kernel-headers " + join(
-            [self.policy, family, headers, *upgrade])
+            [self.policy, family, " ".join(headers_packages(facts.os, running, facts.kernel.package)), *upgrade])
         return [Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
                        fix=self._missing_fix(running))]
 
     def _hold_actions(self, facts: Facts, kernel: str, held: str) -> list[Action]:
-        if not self.hold or facts.os.family != "debian":
+        if not self.hold:
             return []
-        wanted = [f"linux-image-{kernel}", f"linux-headers-{kernel}"]
-        missing = [p for p in wanted if p not in held.split()]
+        manager = manager_for(facts.os.package_manager)
+        wanted = kernel_hold_packages(facts.os, kernel, facts.kernel.package)
+        missing = [p for p in wanted if p not in manager.parse_held(held)]
         if not missing:
             return []
-        return [Action(f"hold {', '.join(missing)}", "kernel hold requested", f"apt-mark hold {join(missing)}")]
+        return [Action(f"hold {', '.join(missing)}", f"kernel hold requested (the driver is built for {kernel})",
+                       manager.hold(missing))]
 
     def apply(self, ctx: StepContext, actions: list[Action]) -> None:
         for action in actions:
@@ -87,7 +103,8 @@ class KernelHeadersStep(Step):
             if result.exit_code == NO_HEADERS_EXIT:
                 existing = result.stderr.split("exist:", 1)[-1].split()
                 running = ctx.facts.kernel.running
-                raise StepFailed(self._missing_message(running, headers_package(ctx.facts.os, running), existing),
+                headers = headers_package(ctx.facts.os, running, ctx.facts.kernel.package)
+                raise StepFailed(self._missing_message(running, headers, existing),
                                  fix=self._missing_fix(running))
             if not result.ok:
                 raise StepFailed(f"{action.summary} failed (exit {result.exit_code}):\n{result.tail()}",

@@ -5,12 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpunode.connection import join, q
+from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.gpu.distro import DriverPackages, UnsupportedDistro, driver_packages
+from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version
+from gpunode.gpu.distro import (
+    DriverPackages,
+    UnsupportedDistro,
+    check_supported,
+    dkms_module_name,
+    driver_packages,
+)
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
-from gpunode.steps.pkgmgr import Wanted, manager_for
+from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
@@ -19,7 +26,24 @@ NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nou
 REBUILD_INITRAMFS = ("if command -v update-initramfs >/dev/null; then update-initramfs -u -k all; "
                      "elif command -v dracut >/dev/null; then dracut -f --regenerate-all; fi")
 # Debian ships one driver version per release; other branches come from NVIDIA's repository.
-DEBIAN_BRANCH = {"11": 470, "12": 535}
+DEBIAN_BRANCH = {"11": 470, "12": 535, "13": 550}
+# The runfile installs nvidia-persistenced but no unit for it (NVIDIA ships only a sample in the docs).
+PERSISTENCED_UNIT = "/etc/systemd/system/nvidia-persistenced.service"
+PERSISTENCED_CONTENT = """# Written by gpunode: nvidia-persistenced for a runfile-installed driver.
+[Unit]
+Description=NVIDIA Persistence Daemon
+Wants=syslog.target
+
+[Service]
+Type=forking
+ExecStart=/usr/bin/nvidia-persistenced --verbose
+ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
+
+[Install]
+WantedBy=multi-user.target
+"""
+RUNFILE_BUILD_TOOLS = ["gcc", "make", "dkms"]
+SECTIONS = ("dkms", "held", "persistenced", "pkgs", "unit")
 
 
 @register
@@ -43,6 +67,11 @@ class NvidiaDriverStep(Step):
             raise ValueError("nvidia_driver.runfile (a URL or a path on the host) is required with method: runfile")
 
     def _packages(self, facts: Facts) -> tuple[DriverPackages, str, str]:
+        try:
+            check_supported(facts.os)
+        except UnsupportedDistro as exc:
+            raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
+                from None
         flavor, why = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
                                             self.kernel_modules)
         if self.method == "runfile":
@@ -57,13 +86,21 @@ class NvidiaDriverStep(Step):
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="choose another method (cuda-repo or runfile)") from None
 
+    def _wants_fabricmanager(self, facts: Facts) -> bool:
+        return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
+
     def probe(self, facts: Facts) -> str:
         pkgs, _, _ = self._packages(facts)
-        parts = [probe_file(NOUVEAU_CONF), "echo @@dkms; dkms status 2>/dev/null", "echo @@held; "
-                 "apt-mark showhold 2>/dev/null || dnf -q versionlock list 2>/dev/null",
+        manager = manager_for(facts.os.package_manager)
+        parts = [probe_file(NOUVEAU_CONF), "echo @@dkms; dkms status 2>/dev/null",
+                 f"echo @@held; {manager.held_probe()}",
                  "echo @@persistenced; systemctl is-enabled nvidia-persistenced 2>/dev/null"]
-        if pkgs.packages:
-            parts.append("echo @@pkgs; " + manager_for(facts.os.package_manager).probe(list(pkgs.packages)))
+        names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
+        if self.method == "runfile":
+            names += RUNFILE_BUILD_TOOLS
+            parts.append(f"echo @@unit; {probe_file(PERSISTENCED_UNIT)}")
+        if names:
+            parts.append("echo @@pkgs; " + manager.probe(names))
         return "; ".join(parts)
 
     def plan(self, ctx: StepContext) -> list[Action]:
@@ -76,6 +113,12 @@ class NvidiaDriverStep(Step):
                 "Secure Boot, or set allow_secure_boot: true if the key is already enrolled",
             )
         pkgs, flavor, why = self._packages(facts)
+        wants_fm = self._wants_fabricmanager(facts)
+        if wants_fm and not pkgs.fabricmanager:
+            raise StepFailed(f"NVSwitches are present, but {facts.os.pretty_name or facts.os.id} has no fabric "
+                             f"manager package for method {self.method}; CUDA fails without one",
+                             fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
+                             "fabricmanager: no if the fabric manager is installed by other means")
         sections = _sections(ctx.probe_output)
         target = ctx.target_kernel
         actions: list[Action] = []
@@ -88,85 +131,98 @@ class NvidiaDriverStep(Step):
             if facts.nvidia.nouveau_loaded:
                 ctx.require_reboot("nouveau is loaded and now blacklisted")
         manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(sections.get("pkgs", "")).installed if pkgs.packages else {}
-        version_glob = f"{self.branch}.*"
+        installed = manager.parse(sections.get("pkgs", "")).installed
         pinned = set(pkgs.pinned)
-        wanted = [Wanted(p, version_glob if (p in pinned and self.method == "distro" and facts.os.id == "debian")
-                         else None) for p in pkgs.packages]
+        debian_pin = self.method == "distro" and facts.os.id == "debian"
+        wanted = [Wanted(p, f"{self.branch}.*" if p in pinned and debian_pin else None) for p in pkgs.packages]
         missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
         if missing:
+            setup = " && ".join(x for x in (manager.extra_repos(facts.os), pkgs.repo_setup) if x)
             install = manager.install(missing, refresh=True, recommends=False)
-            command = f"{pkgs.repo_setup} && {install}" if pkgs.repo_setup else install
             actions.append(Action(
                 f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
-                f"{why}; building for kernel {target}", command, timeout=self.timeout,
+                f"{why}; building for kernel {target}", f"{setup} && {install}" if setup else install,
+                timeout=self.timeout,
                 fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
                 f"{target} are installed",
             ))
         if self.method == "runfile":
-            actions += self._runfile_actions(facts, flavor, target)
-        if not _dkms_installed(sections.get("dkms", ""), pkgs.dkms_module, target) and (missing or installed):
+            actions += self._runfile_actions(facts, manager, installed, flavor, target, sections.get("unit", ""))
+        driver_version = upstream_version(installed[pkgs.version_from]) if pkgs.version_from in installed else None
+        module = dkms_module_name(facts.os, self.method, flavor, driver_version)
+        if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections.get("dkms")), (module,), target):
             actions.append(Action(
-                f"build the {pkgs.dkms_module} DKMS module for kernel {target}", "dkms status shows no build for it",
+                f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
                 f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | grep -q ': installed'",
                 timeout=self.timeout,
-                fix=f"headers for {target} must be installed; see /var/lib/dkms/{pkgs.dkms_module}/*/build/make.log",
+                fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log",
             ))
-        if self.hold and pkgs.pinned:
-            held = sections.get("held", "").split()
-            unheld = [p for p in pkgs.pinned if p not in held]
+        fm = pkgs.fabricmanager if wants_fm else ()
+        actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
+        if self.hold and (pkgs.pinned or fm):
+            held = manager.parse_held(sections.get("held", ""))
+            unheld = [p for p in (*pkgs.pinned, *fm) if p not in held]
             if unheld:
-                hold = f"apt-mark hold {join(unheld)}" if facts.os.family == "debian" else \
-                    f"(rpm -q python3-dnf-plugin-versionlock || dnf -y install python3-dnf-plugin-versionlock) " \
-                    f"&& dnf versionlock add {join(unheld)}"
                 actions.append(Action(f"hold {', '.join(unheld)}",
-                                      "unattended upgrades must not cause a driver/library version mismatch", hold))
+                                      "unattended upgrades must not cause a driver/library version mismatch",
+                                      manager.hold(unheld)))
         if self.persistenced and sections.get("persistenced", "").strip() not in ("enabled", "static"):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
-                                  "systemctl enable nvidia-persistenced || true"))
-        actions += self._fabricmanager_actions(ctx, pkgs, installed)
+                                  "systemctl enable nvidia-persistenced",
+                                  fix="the driver packages provide the unit; check that they installed"))
         return actions
 
-    def _runfile_actions(self, facts: Facts, flavor: str, target: str) -> list[Action]:
-        if facts.nvidia.driver_version and facts.nvidia.driver_version.startswith(f"{self.branch}."):
-            return []
-        source = self.runfile or ""
-        fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else f"cp {q(source)} /tmp/nvidia.run"
-        module = " -m=kernel-open" if flavor == "open" else ""
-        return [Action(f"install the driver from {source}", "method: runfile",
-                       f"{fetch} && sh /tmp/nvidia.run --dkms --silent{module} -k {q(target)}; rc=$?; "
-                       "rm -f /tmp/nvidia.run; exit $rc", timeout=self.timeout,
-                       fix="see /var/log/nvidia-installer.log on the host")]
+    def _runfile_actions(self, facts: Facts, manager: PackageManager, installed: dict[str, str], flavor: str,
+                         target: str, unit_probe: str) -> list[Action]:
+        """Build tools first, the runfile with an explicit module type, a unit for nvidia-persistenced."""
+        actions = []
+        tools = [Wanted(t) for t in RUNFILE_BUILD_TOOLS if t not in installed]
+        if tools:
+            setup = manager.extra_repos(facts.os)
+            install = manager.install(tools, refresh=True, recommends=False)
+            actions.append(Action(f"install the driver's build tools: {', '.join(w.name for w in tools)}",
+                                  "the runfile compiles the kernel module with DKMS",
+                                  f"{setup} && {install}" if setup else install, timeout=self.timeout))
+        if not (facts.nvidia.driver_version and facts.nvidia.driver_version.startswith(f"{self.branch}.")):
+            source = self.runfile or ""
+            fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else \
+                f"cp {q(source)} /tmp/nvidia.run"
+            module = "kernel-open" if flavor == "open" else "kernel"  # the runfile's default changed in 560
+            actions.append(Action(
+                f"install the driver from {source} ({flavor} modules)", "method: runfile",
+                f"{fetch} && sh /tmp/nvidia.run --dkms --silent -m={module} -k {q(target)}; rc=$?; "
+                "rm -f /tmp/nvidia.run; exit $rc", timeout=self.timeout,
+                fix="see /var/log/nvidia-installer.log on the host"))
+        if self.persistenced:
+            unit = parse_file_probe(unit_probe)
+            if unit.content != PERSISTENCED_CONTENT:
+                actions.append(write_action(PERSISTENCED_UNIT, unit, PERSISTENCED_CONTENT,
+                                            reason="the runfile installs no unit for nvidia-persistenced"))
+        return actions
 
-    def _fabricmanager_actions(self, ctx: StepContext, pkgs: DriverPackages, installed: dict[str, str]) -> list[Action]:
-        wanted = self.fabricmanager == "yes" or (self.fabricmanager == "auto" and ctx.facts.nvswitch_present)
-        if not wanted or not pkgs.fabricmanager:
+    def _fabricmanager_actions(self, manager: PackageManager, pkgs: DriverPackages, fm: tuple[str, ...],
+                               installed: dict[str, str], driver_version: str | None) -> list[Action]:
+        """Fabric manager + NSCQ at exactly the driver's version (read on the host: on a first run the driver is
+        installed by the action before), then `systemctl enable`."""
+        if not fm:
             return []
-        driver = next((v for p, v in installed.items() if p in pkgs.pinned), None)
-        manager = manager_for(ctx.facts.os.package_manager)
-        specs = [Wanted(p, driver) for p in pkgs.fabricmanager]  # exactly the driver's version
-        return [Action(f"install and enable {', '.join(pkgs.fabricmanager)} (driver version {driver or 'same'})",
+        have = {p: upstream_version(installed[p]) for p in fm if p in installed}
+        if driver_version and len(have) == len(fm) and set(have.values()) == {driver_version}:
+            return []
+        version = f"v=$({manager.version_of(pkgs.version_from)}) && [ -n \"$v\" ] && "
+        return [Action(f"install and enable {', '.join(fm)} at the driver's version ({driver_version or 'new'})",
                        "NVSwitch devices present: CUDA fails without a fabric manager of the same version",
-                       f"{manager.install(specs, refresh=False, recommends=False)} && "
-                       "systemctl enable nvidia-fabricmanager", timeout=self.timeout)]
+                       f"{version}{manager.install_at(list(fm), 'v')} && systemctl enable nvidia-fabricmanager",
+                       timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
+                       "the repository")]
 
 
 def _sections(output: str) -> dict[str, str]:
     sections: dict[str, str] = {}
     name = ""
     for line in output.splitlines(keepends=True):
-        if line.startswith("@@") and line.strip()[2:] in ("dkms", "held", "persistenced", "pkgs"):
+        if line.startswith("@@") and line.strip()[2:] in SECTIONS:
             name = line.strip()[2:]
             continue
         sections[name] = sections.get(name, "") + line
     return sections
-
-
-def _dkms_installed(status: str, module: str, kernel: str) -> bool:
-    """True when `dkms status` shows `module` installed for `kernel` (dkms 2.x and 3.x formats)."""
-    for line in status.splitlines():
-        head, _, state = line.partition(":")
-        parts = [p.strip() for p in head.replace("/", ",").split(",")]
-        if parts and parts[0] == module and kernel in parts and state.strip().startswith("installed"):
-            return True
-    return False

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 
-from gpunode.connection import join
+from gpunode.connection import join, q
+from gpunode.facts import OsInfo
+from gpunode.gpu.distro import el_major
 
 APT_ENV = "export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a;"
 APT_OPTS = ["-y", "-q", "-o", "DPkg::Lock::Timeout=600", "-o", "Dpkg::Options::=--force-confdef",
@@ -53,6 +56,34 @@ class PackageManager:
     def remove(self, names: list[str]) -> str:
         raise NotImplementedError
 
+    def held_probe(self) -> str:
+        """Shell that lists the held (version-locked) packages; `parse_held` reads its output."""
+        raise NotImplementedError
+
+    def parse_held(self, output: str) -> set[str]:
+        """Names of held packages."""
+        raise NotImplementedError
+
+    def hold(self, names: list[str]) -> str:
+        """Keep these packages at their installed version."""
+        raise NotImplementedError
+
+    def unhold(self, names: list[str]) -> str:
+        """Let these packages upgrade again."""
+        raise NotImplementedError
+
+    def version_of(self, name: str) -> str:
+        """Shell printing the upstream version of an installed package (535.183.01), nothing when absent."""
+        raise NotImplementedError
+
+    def install_at(self, names: list[str], version_var: str) -> str:
+        """Install `names` at the upstream version held in shell variable `version_var` (set on the host)."""
+        raise NotImplementedError
+
+    def extra_repos(self, os: OsInfo) -> str:
+        """Shell enabling the repositories DKMS builds need (EPEL + CRB/PowerTools on EL); "" when none."""
+        return ""
+
 
 class AptManager(PackageManager):
     name = "apt"
@@ -86,6 +117,26 @@ class AptManager(PackageManager):
     def remove(self, names: list[str]) -> str:
         return f"{APT_ENV} apt-get {join(APT_OPTS)} remove -- {join(names)}"
 
+    def held_probe(self) -> str:
+        return "apt-mark showhold 2>/dev/null"
+
+    def parse_held(self, output: str) -> set[str]:
+        return {line.strip().split(":")[0] for line in output.splitlines() if line.strip()}
+
+    def hold(self, names: list[str]) -> str:
+        return f"apt-mark hold -- {join(names)}"
+
+    def unhold(self, names: list[str]) -> str:
+        return f"apt-mark unhold -- {join(names)}"
+
+    def version_of(self, name: str) -> str:
+        return f"dpkg-query -W -f='${{Version}}' -- {q(name)} 2>/dev/null | sed 's/^[0-9]*://; s/-[^-]*$//'"
+
+    def install_at(self, names: list[str], version_var: str) -> str:
+        # apt takes a version glob (pkg=535.183.01*), as NVIDIA/gpu-driver-container's install.sh pins them.
+        specs = " ".join(f'{q(n)}="${version_var}*"' for n in names)
+        return f"{APT_ENV} apt-get {join(APT_OPTS + ['--no-install-recommends'])} install -- {specs}"
+
 
 class DnfManager(PackageManager):
     """dnf (EL 8/9, Amazon Linux 2023) or yum (Amazon Linux 2)."""
@@ -111,6 +162,60 @@ class DnfManager(PackageManager):
 
     def remove(self, names: list[str]) -> str:
         return f"{self.name} -y remove -- {join(names)}"
+
+    def held_probe(self) -> str:
+        return f"{self.name} -q versionlock list 2>/dev/null"
+
+    def parse_held(self, output: str) -> set[str]:
+        """Names from versionlock's list: `name-EPOCH:VERSION-RELEASE.*` (dnf) or `EPOCH:name-VERSION-RELEASE.*`
+        (yum); excludes (`!name...`) and messages are skipped."""
+        held = set()
+        for line in output.splitlines():
+            entry = re.sub(r"^\d+:", "", line.strip()).removesuffix(".*")
+            match = _LOCK_ENTRY.match(entry)
+            if match:
+                held.add(match.group("name"))
+        return held
+
+    def hold(self, names: list[str]) -> str:
+        plugin = "python3-dnf-plugin-versionlock" if self.name == "dnf" else "yum-plugin-versionlock"
+        return (f"{{ rpm -q {plugin} >/dev/null || {self.name} -y install {plugin}; }} && "
+                f"{self.name} versionlock add -- {join(names)}")
+
+    def unhold(self, names: list[str]) -> str:
+        return f"{self.name} versionlock delete -- {join(names)}"
+
+    def version_of(self, name: str) -> str:
+        return f"rpm -q --qf '%{{VERSION}}' -- {q(name)} 2>/dev/null"
+
+    def install_at(self, names: list[str], version_var: str) -> str:
+        specs = " ".join(f'{q(n)}-"${version_var}"' for n in names)
+        return f"{self.name} -y install -- {specs}"
+
+    def extra_repos(self, os: OsInfo) -> str:
+        """EPEL (dkms) and the CodeReady Builder / PowerTools repository its packages depend on.
+
+        Rocky/Alma: `epel-release` from their extras repository, CRB named `crb` (9) or `powertools` (8); RHEL:
+        EPEL's release RPM and codeready-builder through subscription-manager (EPEL's own instructions; the EPEL
+        URL is NVIDIA/ansible-role-nvidia-driver's `epel_package`). Alibaba Cloud Linux 3 and TencentOS ship no
+        epel-release of their own: EPEL's release RPM for the RHEL major they follow.
+        """
+        el = el_major(os)
+        if el is None:
+            return ""
+        epel_rpm = f"https://dl.fedoraproject.org/pub/epel/epel-release-latest-{el}.noarch.rpm"
+        if os.id in ("rocky", "almalinux", "centos"):
+            crb = "crb" if el >= 9 else "powertools"
+            return (f"{{ rpm -q epel-release >/dev/null || dnf -y install epel-release; }} && "
+                    f"dnf config-manager --set-enabled {crb}")
+        if os.id == "rhel":
+            return (f"subscription-manager repos --enable codeready-builder-for-rhel-{el}-$(arch)-rpms && "
+                    f"{{ rpm -q epel-release >/dev/null || dnf -y install {epel_rpm}; }}")
+        return f"{{ rpm -q epel-release >/dev/null || dnf -y install {epel_rpm}; }}"
+
+
+# One `versionlock list` entry without its `.*`: the name, an optional epoch, version and release.
+_LOCK_ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9][\w.+-]*?)-(?:\d+:)?[^-\s:]+-[^-\s]+$")
 
 
 def manager_for(package_manager: str | None) -> PackageManager:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 
 
 @register
@@ -27,8 +27,11 @@ class ServiceStep(Step):
         props = dict(line.split("=", 1) for line in ctx.probe_output.splitlines() if "=" in line)
         unit = q(self.name)
         if props.get("LoadState") == "not-found":
-            return [Action(f"unit {self.name} not found", "it is not installed", command="false",
-                           fix=f"install the package that provides {self.name}, or fix the unit name")]
+            if self.enabled is True or self.state in ("started", "restarted", "reloaded"):
+                raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
+                                 fix=f"install the package that provides {self.name}, or fix the unit name")
+            ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
+            return []
         active = props.get("ActiveState") in ("active", "activating", "reloading")
         enabled = props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias", "indirect")
         actions = []

@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_NEW = re.compile(r"^(?P<name>[^/,:\s]+)/(?P<version>[^,:\s]+)(?:,\s*(?P<kernel>[^,:\s]+))?"
-                  r"(?:,\s*(?P<arch>[^,:\s]+))?:\s*(?P<state>[\w-]+)(?P<note>.*)$")
-_OLD = re.compile(r"^(?P<name>[^/,:\s]+),\s*(?P<version>[^,:\s]+)(?:,\s*(?P<kernel>[^,:\s]+))?"
-                  r"(?:,\s*(?P<arch>[^,:\s]+))?:\s*(?P<state>[\w-]+)(?P<note>.*)$")
+from gpunode.facts.packages import parse_dkms
+
 _NVIDIA_MODULES = re.compile(r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$")  # Debian: nvidia-current
 
 
@@ -31,11 +29,5 @@ def parse_dkms_status(lines: list[str] | str) -> list[DkmsEntry]:
     """Entries of `dkms status` output; unrecognised lines (warnings) are skipped."""
     if isinstance(lines, str):
         lines = lines.splitlines()
-    entries: list[DkmsEntry] = []
-    for raw in lines:
-        line = raw.strip()
-        match = _NEW.match(line) or _OLD.match(line)
-        if match:
-            entries.append(DkmsEntry(match.group("name"), match.group("version"), match.group("kernel"),
-                                     match.group("state"), line))
-    return entries
+    return [DkmsEntry(e.module, e.version, e.kernel, (e.status.split() or [""])[0], e.line)
+            for e in parse_dkms("\n".join(lines))]  # the one `dkms status` parser (gpunode.facts.packages)
