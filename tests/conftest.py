@@ -85,6 +85,27 @@ def fresh_host(lab):
 
 
 @pytest.fixture
+def new_host(lab):
+    """A factory of brand-new hosts of any Debian suite (`new_host("trixie")`), all removed after the test."""
+    started = []
+
+    def start(suite: str = "bookworm"):
+        host = lab.add_host(next(_fresh_index), suite=suite)
+        started.append(host)
+        return host
+
+    yield start
+    for host in started:
+        lab.remove_host(host.name)
+
+
+@pytest.fixture
+def fresh_trixie_host(new_host):
+    """A brand-new Debian 13 (trixie) host, removed after the test."""
+    return new_host("trixie")
+
+
+@pytest.fixture
 def fresh_trio(lab):
     """Three brand-new hosts, for tests that need untouched machines in parallel."""
     hosts = [lab.add_host(next(_fresh_index)) for _ in range(3)]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
+ROLLING_SUITES = ("sid", "unstable")
 
 
 @dataclass(frozen=True)
@@ -17,11 +18,15 @@ class AptMirrors:
     security: str | None
 
     def sources_list(self, suite: str) -> str:
-        """A one-line-style sources.list with the components the lab needs (non-free for the driver)."""
+        """A one-line-style sources.list with the components the lab needs (non-free for the driver).
+
+        Released suites get their -updates and -security suites; unstable (sid) has neither."""
         components = " ".join(LAB_COMPONENTS)
-        lines = [f"deb {self.debian} {suite} {components}", f"deb {self.debian} {suite}-updates {components}"]
-        if self.security:
-            lines.append(f"deb {self.security} {suite}-security {components}")
+        lines = [f"deb {self.debian} {suite} {components}"]
+        if suite not in ROLLING_SUITES:
+            lines.append(f"deb {self.debian} {suite}-updates {components}")
+            if self.security:
+                lines.append(f"deb {self.security} {suite}-security {components}")
         return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,7 @@ class LabHost:
     directory: str
     netns_path: str
     supervisor_pid: int = 0
+    suite: str = "bookworm"       # the Debian suite its rootfs was built from
 
     @property
     def root(self) -> Path:

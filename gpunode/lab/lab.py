@@ -17,7 +17,7 @@ import yaml
 from gpunode.lab.host import LabHost
 from gpunode.lab.network import LabNetwork
 from gpunode.lab.nfs import LabNfsServer
-from gpunode.lab.rootfs import LAB_USER, ensure_rootfs
+from gpunode.lab.rootfs import LAB_USER, SUITE, ensure_rootfs, suite_name
 from gpunode.lab.vm import remove_vms
 
 DEFAULT_TAG = "demo"
@@ -59,25 +59,26 @@ class Lab:
         return self.directory / "state.json"
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def up(self, count: int, log=sys.stderr) -> list[LabHost]:
-        """Ensure hosts h1..h<count> are running; returns them. Extra running hosts are left alone."""
+    def up(self, count: int, log=sys.stderr, suite: str = SUITE) -> list[LabHost]:
+        """Ensure hosts h1..h<count> are running (Debian `suite`); returns them. Extra running hosts are left alone."""
         _require_root_tools()
         with self._locked():
-            rootfs, pubkey = self._ready(log)
+            rootfs, pubkey = self._ready(log, suite)
             started = []
             for index in range(1, count + 1):
                 name = f"{self.tag}-h{index}"
                 host = self.hosts.get(name)
                 if host and host.init_pid():
                     continue
-                started.append(self._start(name, index, rootfs, pubkey))
+                started.append(self._start(name, index, rootfs, pubkey, suite))
             self._publish(started)
         return [self.hosts[f"{self.tag}-h{i}"] for i in range(1, count + 1)]
 
-    def add_host(self, index: int) -> LabHost:
-        """Start one more host (a fresh machine), e.g. for a test that must not share state."""
+    def add_host(self, index: int, suite: str = SUITE) -> LabHost:
+        """Start one more host (a fresh machine of Debian `suite`), e.g. for a test that must not share state."""
         with self._locked():
-            host = self._start(f"{self.tag}-h{index}", index, *self._ready())
+            rootfs, pubkey = self._ready(suite=suite)
+            host = self._start(f"{self.tag}-h{index}", index, rootfs, pubkey, suite)
             self._publish([host])
         return host
 
@@ -95,7 +96,7 @@ class Lab:
         """Stop and boot a host again on its existing disk (for fault tests)."""
         host = self.hosts[name]
         host.stop()
-        host.prepare(ensure_rootfs(self.mirror), self._client_key())
+        host.prepare(ensure_rootfs(self.mirror, suite=host.suite), self._client_key())
         host.netns_path = self.network.attach(host.name, host.index)
         host.boot(Path(host.directory) / "console.log")
         self._save_state()
@@ -117,9 +118,9 @@ class Lab:
                 shutil.rmtree(self.directory / "hosts", ignore_errors=True)
 
     # ---- internals -------------------------------------------------------------------------------
-    def _ready(self, log=sys.stderr) -> tuple[Path, str]:
+    def _ready(self, log=sys.stderr, suite: str = SUITE) -> tuple[Path, str]:
         """Rootfs, state folder, client key and network in place: (rootfs, client public key)."""
-        rootfs = ensure_rootfs(self.mirror, log=log)
+        rootfs = ensure_rootfs(self.mirror, log=log, suite=suite)
         self.directory.mkdir(parents=True, exist_ok=True)
         pubkey = self._client_key()
         _raise_inotify_limit()
@@ -134,7 +135,7 @@ class Lab:
         self._write_known_hosts()
         self._write_inventory()
 
-    def _start(self, name: str, index: int, rootfs: Path, pubkey: str) -> LabHost:
+    def _start(self, name: str, index: int, rootfs: Path, pubkey: str, suite: str = SUITE) -> LabHost:
         old = self.hosts.get(name)
         if old:
             old.destroy()
@@ -142,7 +143,7 @@ class Lab:
         shutil.rmtree(directory, ignore_errors=True)
         netns = self.network.attach(name, index)
         host = LabHost(name=name, index=index, address=self.network.address(index),
-                       directory=str(directory), netns_path=netns)
+                       directory=str(directory), netns_path=netns, suite=suite_name(suite))
         host.prepare(rootfs, pubkey)
         host.boot(directory / "console.log")
         self.hosts[name] = host

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -11,7 +12,10 @@ from pathlib import Path
 
 from gpunode.lab.apt_sources import LAB_COMPONENTS, host_apt_options, host_mirrors
 
-SUITE = "bookworm"
+SUITE = "bookworm"  # the default suite of lab hosts (Debian 12)
+# Suites a lab host can boot, by the names users give them: codename, version or alias.
+SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie",
+          "sid": "sid", "unstable": "sid"}
 LAB_USER = "gpunode"
 PACKAGES = (
     "systemd-sysv", "dbus", "openssh-server", "python3", "sudo", "iproute2", "ca-certificates", "kmod",
@@ -32,9 +36,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("GPUNODE_LAB_CACHE", "/var/cache/gpunode/lab"))
 
 
-def _recipe(mirror: str | None) -> tuple[list[str], str]:
+def suite_name(suite: str) -> str:
+    """The Debian codename for a suite given as codename, version or alias (ValueError names the choices)."""
+    try:
+        return SUITES[suite.strip().lower()]
+    except KeyError:
+        raise ValueError(f"unknown Debian suite {suite!r} for a lab host; choose one of: {', '.join(SUITES)}") \
+            from None
+
+
+def _recipe(mirror: str | None, suite: str) -> tuple[list[str], str]:
     mirrors = host_mirrors(override=mirror)
-    sources = mirrors.sources_list(SUITE)
+    sources = mirrors.sources_list(suite)
     apt_options = host_apt_options()
     args = [
         "mmdebstrap", "--variant=important", "--mode=root", f"--components={','.join(LAB_COMPONENTS)}",
@@ -47,7 +60,7 @@ def _recipe(mirror: str | None) -> tuple[list[str], str]:
         hooks.append(f"printf '%s\\n' {' '.join(_q(o) for o in apt_options)} > \"$1/etc/apt/apt.conf.d/99lab-mirror\"")
     args += [f"--customize-hook={hook}" for hook in hooks]
     key = hashlib.sha256("\n".join(args + [sources]).encode()).hexdigest()[:12]
-    return args + [SUITE, "{target}", sources], key
+    return args + [suite, "{target}", sources], key
 
 
 def _q(text: str) -> str:
@@ -56,23 +69,31 @@ def _q(text: str) -> str:
     return shlex.quote(text)
 
 
-def ensure_rootfs(mirror: str | None = None, log=sys.stderr) -> Path:
-    """Return the cached rootfs directory, building it with mmdebstrap (about a minute) when missing."""
-    args, key = _recipe(mirror)
-    target = cache_dir() / f"rootfs-{SUITE}-{key}"
+def ensure_rootfs(mirror: str | None = None, log=sys.stderr, suite: str = SUITE) -> Path:
+    """Return the cached rootfs directory of `suite`, building it with mmdebstrap (about a minute) when missing.
+
+    Builds are serialised with a lock file: two labs starting at once wait for one build instead of each
+    deleting the other's half-built tree."""
+    suite = suite_name(suite)
+    args, key = _recipe(mirror, suite)
+    target = cache_dir() / f"rootfs-{suite}-{key}"
     if (target / "etc/os-release").exists():
         return target
     if not shutil.which("mmdebstrap"):
         raise RuntimeError("mmdebstrap is not installed: apt-get install -y mmdebstrap systemd-container")
-    building = target.with_name(target.name + ".building")
-    shutil.rmtree(building, ignore_errors=True)
-    building.parent.mkdir(parents=True, exist_ok=True)
-    print(f"lab: building the Debian {SUITE} rootfs in {target} (about a minute, once)", file=log, flush=True)
-    command = [building.as_posix() if a == "{target}" else a for a in args]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "etc/os-release").exists():  # another process built it while we waited
+            return target
+        building = target.with_name(target.name + ".building")
         shutil.rmtree(building, ignore_errors=True)
-        tail = "\n".join((result.stderr or result.stdout).splitlines()[-15:])
-        raise RuntimeError(f"mmdebstrap failed (exit {result.returncode}):\n{tail}")
-    building.rename(target)
+        print(f"lab: building the Debian {suite} rootfs in {target} (about a minute, once)", file=log, flush=True)
+        command = [building.as_posix() if a == "{target}" else a for a in args]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            shutil.rmtree(building, ignore_errors=True)
+            tail = "\n".join((result.stderr or result.stdout).splitlines()[-15:])
+            raise RuntimeError(f"mmdebstrap failed (exit {result.returncode}):\n{tail}")
+        building.rename(target)
     return target
