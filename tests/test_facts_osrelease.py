@@ -26,6 +26,10 @@ EXPECTED = {
     "almalinux-9.txt": ("almalinux", "redhat", "dnf", "9.4", 9, "Seafoam Ocelot"),
     "amzn-2.txt": ("amzn", "amazon", "yum", "2", 2, None),
     "amzn-2023.txt": ("amzn", "amazon", "dnf", "2023", 2023, None),
+    "debian-13.txt": ("debian", "debian", "apt", "13", 13, "trixie"),
+    "alinux-3.txt": ("alinux", "redhat", "dnf", "3", 3, "Soaring Falcon"),
+    "tencentos-3.txt": ("tencentos", "redhat", "dnf", "3.1", 3, "Final"),
+    "tencentos-4.txt": ("tencentos", "redhat", "dnf", "4.0", 4, None),
 }
 
 

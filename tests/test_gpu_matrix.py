@@ -28,6 +28,8 @@ def os_info(name: str):
     return parse_os_release((OS_RELEASE / f"{name}.txt").read_text(), arch="x86_64")
 
 
+EL_DRIVER = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms")
+DOCKER_CE = ("docker-ce", "docker-ce-cli", "containerd.io")
 # (fixture, running kernel, headers package, newest-kernel packages, driver packages (distro method, branch 535),
 #  docker packages, CUDA repo folder)
 MATRIX = [
@@ -46,13 +48,13 @@ MATRIX = [
      ("nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "firmware-nvidia-gsp"),
      ("docker.io",), "debian11"),
     ("rhel-9", "5.14.0-427.13.1.el9_4.x86_64", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64", ["kernel", "kernel-devel"],
-     ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker-ce", "docker-ce-cli", "containerd.io"), "rhel9"),
+     EL_DRIVER, DOCKER_CE, "rhel9"),
     ("rocky-8", "4.18.0-553.el8_10.x86_64", "kernel-devel-4.18.0-553.el8_10.x86_64", ["kernel", "kernel-devel"],
-     ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker-ce", "docker-ce-cli", "containerd.io"), "rhel8"),
+     EL_DRIVER, DOCKER_CE, "rhel8"),
     ("almalinux-9", "5.14.0-427.el9.x86_64", "kernel-devel-5.14.0-427.el9.x86_64", ["kernel", "kernel-devel"],
-     ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker-ce", "docker-ce-cli", "containerd.io"), "rhel9"),
+     EL_DRIVER, DOCKER_CE, "rhel9"),
     ("amzn-2023", "6.1.109-118.189.amzn2023.x86_64", "kernel-devel-6.1.109-118.189.amzn2023.x86_64",
-     ["kernel", "kernel-devel", "kernel-modules-extra"], ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"), ("docker",), "amzn2023"),
+     ["kernel", "kernel-devel", "kernel-modules-extra"], EL_DRIVER, ("docker",), "amzn2023"),
 ]
 
 

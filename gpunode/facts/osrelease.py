@@ -10,7 +10,8 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DQ_ESCAPABLE = '"\\$`'
 
 _DEBIAN_IDS = {"debian", "ubuntu"}
-_REDHAT_IDS = {"rhel", "rocky", "almalinux", "centos", "fedora", "ol", "eurolinux", "cloudlinux", "circle"}
+_REDHAT_IDS = {"rhel", "rocky", "almalinux", "centos", "fedora", "ol", "eurolinux", "cloudlinux", "circle",
+               "alinux", "tencentos", "opencloudos", "anolis"}
 _REDHAT_LIKE = {"rhel", "fedora", "centos"}
 _SUSE_IDS = {"sles", "sled", "suse", "sle-micro", "opensuse", "opensuse-leap", "opensuse-tumbleweed"}
 
@@ -86,6 +87,8 @@ def default_package_manager(family: str, os_id: str, major: int | None) -> str |
     if family == "redhat":
         if os_id == "fedora":
             return "dnf" if major is None or major >= 22 else "yum"
+        if os_id in ("alinux", "tencentos", "opencloudos", "anolis"):  # their own numbering: 3 = EL 8
+            return "yum" if major is not None and major <= 2 else "dnf"
         return "yum" if major is not None and major <= 7 else "dnf"
     return None
 

@@ -55,8 +55,9 @@ def el_major(os: OsInfo) -> int | None:
 
 
 def kernel_flavour(kernel: str) -> str:
-    """The flavour suffix of a distro kernel release: 6.1.0-27-cloud-amd64 -> cloud-amd64, 6.8.0-1015-aws -> aws."""
-    match = re.match(r"^\d+\.\d+\.\d+-\d+(?:\.\d+)*-(?P<flavour>[a-z][\w-]*)$", kernel)
+    """The flavour suffix of a distro kernel release: 6.1.0-27-cloud-amd64 -> cloud-amd64, 6.8.0-1015-aws -> aws,
+    Debian 13's 6.12.48+deb13-cloud-amd64 -> cloud-amd64."""
+    match = re.match(r"^\d+\.\d+\.\d+(?:-\d+(?:\.\d+)*|\+deb\d+)-(?P<flavour>[a-z][\w-]*)$", kernel)
     return match.group("flavour") if match else ""
 
 

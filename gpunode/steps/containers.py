@@ -15,6 +15,7 @@ from gpunode.gpu.distro import (
     TOOLKIT_PACKAGES,
     TOOLKIT_REPO,
     docker_packages,
+    docker_repo_file,
     toolkit_repo_file,
 )
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
@@ -35,15 +36,24 @@ class DockerStep(Step):
     timeout: int = 1800
 
     def probe(self, facts: Facts) -> str:
-        return "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; command -v dockerd || true"
+        repo = docker_repo_file(facts.os)
+        repo_probe = f"; echo @@repo; {probe_file(repo[0])}" if repo else ""
+        return "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; command -v dockerd || true" + \
+            repo_probe
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        props = dict(line.split("=", 1) for line in ctx.probe_output.splitlines() if "=" in line)
-        has_engine = ctx.facts.containers.docker_installed or "/dockerd" in ctx.probe_output
+        status, _, repo_probe = ctx.probe_output.partition("@@repo\n")
+        props = dict(line.split("=", 1) for line in status.splitlines() if "=" in line)
+        has_engine = ctx.facts.containers.docker_installed or "/dockerd" in status
         actions = []
         if not has_engine:
             manager = manager_for(ctx.facts.os.package_manager)
             names = docker_packages(ctx.facts.os)
+            repo = docker_repo_file(ctx.facts.os)
+            state = parse_file_probe(repo_probe)
+            if repo and state.content != repo[1]:
+                actions.append(write_action(repo[0], state, repo[1],
+                                            reason="docker-ce comes from Docker's repository on EL"))
             actions.append(Action(f"install Docker: {', '.join(names)}", "no Docker engine installed",
                                   manager.install([Wanted(n) for n in names], refresh=True, recommends=False),
                                   timeout=self.timeout))

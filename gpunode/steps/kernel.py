@@ -35,15 +35,25 @@ class KernelHeadersStep(Step):
 
     def probe(self, facts: Facts) -> str:
         held = manager_for(facts.os.package_manager).held_probe()
+        if facts.os.family == "debian" and facts.kernel.running_headers_present:
+            return f"echo; echo @@; echo @@; {held}"
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
-            # A package apt's lists do not know prints no Candidate line at all: "(none)" then, as the real run
-            # finds after its `apt-get update` (no lists yet: unknown, the real run decides).
-            return (f"c=$(apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
-                    "if [ -z \"$c\" ] && ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then c='(none)'; fi; "
+            # A host without package lists (a fresh image) is asked with lists fetched into a temporary
+            # directory, so check mode sees what the real run sees after its `apt-get update` and changes
+            # nothing (no lists, no pkgcache.bin written). A package the lists do not know prints no
+            # Candidate line at all: that is "(none)".
+            return ("o=''; t=''; if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then "
+                    "t=$(mktemp -d) && mkdir -p \"$t/partial\" && apt-get -q -o Dir::State::Lists=\"$t\" "
+                    "-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o DPkg::Lock::Timeout=60 update "
+                    ">/dev/null 2>&1 && o=\"-o Dir::State::Lists=$t\"; fi; "
+                    "o=\"$o -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=\"; "
+                    f"c=$(apt-cache $o policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
+                    "if [ -z \"$c\" ] && apt-cache $o stats >/dev/null 2>&1 && "
+                    "[ -n \"$(apt-cache $o pkgnames linux-headers- 2>/dev/null | head -n 1)\" ]; then c='(none)'; fi; "
                     "echo \"$c\"; echo @@; "
-                    "apt-cache pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
-                    f"grep -v -- -common | sort -V | tail -n 12; echo @@; {held}")
+                    "apt-cache $o pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
+                    f"grep -v -- -common | sort -V | tail -n 12; [ -n \"$t\" ] && rm -rf \"$t\"; echo @@; {held}")
         return f"echo; echo @@; echo @@; {held}"
 
     def _pending_kernel(self, facts: Facts) -> str | None:

@@ -157,7 +157,7 @@ class DnfManager(PackageManager):
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
-        weak = [] if recommends else ["--setopt=install_weak_deps=False"]
+        weak = [] if recommends or self.name != "dnf" else ["--setopt=install_weak_deps=False"]  # yum has none
         return f"{self.name} -y {join(weak)} install -- {join(specs)}".replace("  ", " ")
 
     def remove(self, names: list[str]) -> str:

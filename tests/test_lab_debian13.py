@@ -1,0 +1,62 @@
+"""gpu-node.yml on a real Debian 13 (trixie) lab host: the 550 driver built with DKMS for the 6.12 cloud kernel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import host_inventory, run_cli
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+DEFER = ("--var", "kernel_policy=upgrade", "--var", "reboot=defer", "--var", "driver_branch=550",
+         "--var", "install_container_toolkit=false")  # NVIDIA's repository is not reachable from here
+
+
+def gpu_node(inventory, report, *args):
+    return run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/gpu-node.yml", *DEFER, *args,
+                   "--json-report", str(report), timeout=3600)
+
+
+def newest_kernel(host) -> str:
+    return host.run_inside("ls /boot | sed -n 's/^vmlinuz-//p' | sort -V | tail -n 1").stdout.strip()
+
+
+def assert_second_run_is_quiet(inventory, tmp_path, *args) -> None:
+    again = gpu_node(inventory, tmp_path / "second.json", *args)
+    assert again.code == 0, again.output
+    host = json.loads((tmp_path / "second.json").read_text())["hosts"][0]
+    assert host["changed"] == 0, host["steps"]
+    assert host["exec_count"] <= 2, host  # lock + facts, then the batched probe
+
+
+def test_trixie_builds_the_550_driver_for_the_612_cloud_kernel(lab, fresh_trixie_host, tmp_path):
+    """About 6-10 minutes: the 6.12 cloud kernel + headers and a real DKMS build of nvidia-current 550."""
+    inventory = host_inventory(lab, [fresh_trixie_host], tmp_path / "inv.yml")
+    first = gpu_node(inventory, tmp_path / "first.json")
+    assert first.code == 0, first.output
+    kernel = newest_kernel(fresh_trixie_host)
+    assert kernel.startswith("6.12.") and kernel.endswith("-cloud-amd64"), kernel
+    dkms = fresh_trixie_host.run_inside("dkms status").stdout
+    assert "nvidia-current/550." in dkms and f"{kernel}, x86_64: installed" in dkms, dkms
+    held = fresh_trixie_host.run_inside("apt-mark showhold").stdout.split()
+    assert {"nvidia-kernel-dkms", "libnvidia-ml1", "libcuda1"} <= set(held), held
+    assert fresh_trixie_host.run_inside("systemctl is-enabled nvidia-persistenced").stdout.strip() == "enabled"
+    assert fresh_trixie_host.run_inside("systemctl is-active docker").stdout.strip() == "active"
+    assert_second_run_is_quiet(inventory, tmp_path)
+
+
+def test_trixie_open_modules_come_from_nvidia_open_kernel_dkms(lab, fresh_trixie_host, tmp_path):
+    """About 6-10 minutes: kernel_modules: open installs and builds the open module (contrib), not the other."""
+    inventory = host_inventory(lab, [fresh_trixie_host], tmp_path / "inv.yml")
+    first = gpu_node(inventory, tmp_path / "first.json", "--var", "kernel_modules=open")
+    assert first.code == 0, first.output
+    kernel = newest_kernel(fresh_trixie_host)
+    packages = fresh_trixie_host.run_inside(
+        "dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' nvidia-open-kernel-dkms nvidia-kernel-dkms "
+        "2>/dev/null; true").stdout
+    assert "nvidia-open-kernel-dkms ii" in packages and "nvidia-kernel-dkms ii" not in packages, packages
+    dkms = fresh_trixie_host.run_inside("dkms status").stdout
+    built = [line for line in dkms.splitlines() if f"{kernel}, x86_64: installed" in line]
+    assert len(built) == 1 and built[0].startswith("nvidia-current-open/550."), dkms
+    assert_second_run_is_quiet(inventory, tmp_path, "--var", "kernel_modules=open")
