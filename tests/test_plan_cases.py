@@ -25,7 +25,7 @@ STEPS = ("wait_for_package_manager", "kernel_headers", "nvidia_driver", "reboot"
 def test_plan_case(path):
     case = load(path)
     assert case["anchor"]["repository"] and case["anchor"]["path"], "every case names the file checked against"
-    assert run_case(case) == case["expected"], f"{path}: the planner's commands changed; see the anchor {case['anchor']}"
+    assert run_case(case) == case["expected"], f"{path}: the planned commands changed; anchor: {case['anchor']}"
 
 
 def test_every_distro_has_fresh_and_converged_cases_for_every_step():
