@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+from gpunode.facts.packages import version_at_least
 from gpunode.verify.errors_text import ErrorMatch
 from gpunode.verify.evidence import Evidence
 from gpunode.verify.kernel_log import KernelScan
 from gpunode.verify.lspci import PciDevice
 from gpunode.verify.model import Finding
-from gpunode.verify.values import normalize_bus_id, version_tuple
+from gpunode.verify.values import normalize_bus_id
 
 _EXPLAINED_BY_NO_GPU = frozenset({"driver-not-loaded", "no-devices-found", "nvml-library-missing"})
 _NVML_VERSION = re.compile(r"NVML library version:\s*\S+")
@@ -119,7 +120,7 @@ def _driver_version_check(evidence: Evidence) -> list[Finding]:
     smi = evidence.smi
     if not minimum or smi is None or not smi.driver_version:
         return []
-    if version_tuple(smi.driver_version) >= version_tuple(minimum):
+    if version_at_least(smi.driver_version, minimum):
         return []
     return [Finding(
         "driver-version-too-old", "critical",

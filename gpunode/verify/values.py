@@ -111,14 +111,3 @@ def same_device(a: str | None, b: str | None) -> bool:
     if left is None or right is None:
         return False
     return left.split(".")[0] == right.split(".")[0]
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """ "535.104.05" -> (535, 104, 5); non-numeric parts end the tuple."""
-    parts: list[int] = []
-    for piece in version.strip().split("."):
-        match = re.match(r"\d+", piece)
-        if not match:
-            break
-        parts.append(int(match.group(0)))
-    return tuple(parts)
