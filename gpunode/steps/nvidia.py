@@ -141,7 +141,7 @@ class NvidiaDriverStep(Step):
             install = manager.install(missing, refresh=True, recommends=False)
             actions.append(Action(
                 f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
-                f"{why}; building for kernel {target}", f"{setup} && {install}" if setup else install,
+                f"{why}; building for kernel {target}", f"{setup} && {{ {install}; }}" if setup else install,
                 timeout=self.timeout,
                 fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
                 f"{target} are installed",
@@ -182,7 +182,7 @@ class NvidiaDriverStep(Step):
             install = manager.install(tools, refresh=True, recommends=False)
             actions.append(Action(f"install the driver's build tools: {', '.join(w.name for w in tools)}",
                                   "the runfile compiles the kernel module with DKMS",
-                                  f"{setup} && {install}" if setup else install, timeout=self.timeout))
+                                  f"{setup} && {{ {install}; }}" if setup else install, timeout=self.timeout))
         if not (facts.nvidia.driver_version and facts.nvidia.driver_version.startswith(f"{self.branch}.")):
             source = self.runfile or ""
             fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else \
@@ -212,7 +212,7 @@ class NvidiaDriverStep(Step):
         version = f"v=$({manager.version_of(pkgs.version_from)}) && [ -n \"$v\" ] && "
         return [Action(f"install and enable {', '.join(fm)} at the driver's version ({driver_version or 'new'})",
                        "NVSwitch devices present: CUDA fails without a fabric manager of the same version",
-                       f"{version}{manager.install_at(list(fm), 'v')} && systemctl enable nvidia-fabricmanager",
+                       f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
 
