@@ -8,6 +8,7 @@ and review `git diff tests/plans` against the anchors.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
 
 import pytest
@@ -54,3 +55,12 @@ def test_no_amazon_linux_2_case_runs_dnf():
         if path.stem.startswith("al2-"):
             text = json.dumps(load(path)["expected"])
             assert "dnf " not in text, path
+
+
+def test_every_planned_command_is_valid_sh():
+    """`sh -n` (dash) parses every command of every case (scripts elided as a quoted word)."""
+    commands = [a["command"].replace("<scripts/", "'scripts/").replace(".sh>", ".sh'")
+                for p in CASES for a in load(p)["expected"]["actions"] if a["command"]]
+    script = "".join(f"true || {{ {c}\n}}\n" for c in commands)
+    result = subprocess.run(["sh", "-n"], input=script, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
