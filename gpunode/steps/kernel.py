@@ -35,8 +35,9 @@ class KernelHeadersStep(Step):
 
     def probe(self, facts: Facts) -> str:
         held = manager_for(facts.os.package_manager).held_probe()
-        if facts.os.family == "debian" and facts.kernel.running_headers_present:
-            return f"echo; echo @@; echo @@; {held}"
+        if facts.os.family == "debian" and (facts.kernel.running_headers_present or
+                                            (self.policy == "upgrade" and self._pending_kernel(facts))):
+            return f"echo; echo @@; echo @@; {held}"  # nothing to look up: plan() needs no candidate
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
             # A host without package lists (a fresh image) is asked with lists fetched into a temporary
@@ -46,8 +47,8 @@ class KernelHeadersStep(Step):
             return ("o=''; t=''; if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then "
                     "t=$(mktemp -d) && mkdir -p \"$t/partial\" && apt-get -q -o Dir::State::Lists=\"$t\" "
                     "-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o DPkg::Lock::Timeout=60 update "
-                    ">/dev/null 2>&1 && o=\"-o Dir::State::Lists=$t\"; fi; "
-                    "o=\"$o -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=\"; "
+                    ">/dev/null 2>&1 && o=\"-o Dir::State::Lists=$t -o Dir::Cache::pkgcache= "
+                    "-o Dir::Cache::srcpkgcache=\"; fi; "
                     f"c=$(apt-cache $o policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
                     "if [ -z \"$c\" ] && apt-cache $o stats >/dev/null 2>&1 && "
                     "[ -n \"$(apt-cache $o pkgnames linux-headers- 2>/dev/null | head -n 1)\" ]; then c='(none)'; fi; "
