@@ -45,12 +45,12 @@ class KernelHeadersStep(Step):
             # nothing (no lists, no pkgcache.bin written). A package the lists do not know prints no
             # Candidate line at all: that is "(none)".
             return ("o=''; t=''; if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then "
-                    "t=$(mktemp -d) && mkdir -p \"$t/partial\" && apt-get -q -o Dir::State::Lists=\"$t\" "
-                    "-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o DPkg::Lock::Timeout=60 update "
-                    ">/dev/null 2>&1 && o=\"-o Dir::State::Lists=$t -o Dir::Cache::pkgcache= "
-                    "-o Dir::Cache::srcpkgcache=\"; fi; "
+                    "t=$(mktemp -d) && mkdir -p \"$t/lists/partial\" \"$t/cache/archives/partial\" && "
+                    "o=\"-o Dir::State::Lists=$t/lists -o Dir::Cache=$t/cache\" && "
+                    "{ apt-get -q $o -o DPkg::Lock::Timeout=60 update >/dev/null 2>&1 || "
+                    "o=\"-o Dir::Cache=$t/cache\"; }; fi; "
                     f"c=$(apt-cache $o policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
-                    "if [ -z \"$c\" ] && apt-cache $o stats >/dev/null 2>&1 && "
+                    "if [ -z \"$c\" ] && "
                     "[ -n \"$(apt-cache $o pkgnames linux-headers- 2>/dev/null | head -n 1)\" ]; then c='(none)'; fi; "
                     "echo \"$c\"; echo @@; "
                     "apt-cache $o pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "

@@ -118,7 +118,8 @@ class AptManager(PackageManager):
         return f"{APT_ENV} apt-get {join(APT_OPTS)} remove -- {join(names)}"
 
     def held_probe(self) -> str:
-        return "apt-mark showhold 2>/dev/null"
+        # No pkgcache.bin written: a probe (check mode too) leaves the host as it found it.
+        return "apt-mark -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= showhold 2>/dev/null"
 
     def parse_held(self, output: str) -> set[str]:
         return {line.strip().split(":")[0] for line in output.splitlines() if line.strip()}
