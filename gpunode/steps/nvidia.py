@@ -141,7 +141,8 @@ class NvidiaDriverStep(Step):
             install = manager.install(missing, refresh=True, recommends=False)
             actions.append(Action(
                 f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
-                f"{why}; building for kernel {target}", f"{setup} && {{ {install}; }}" if setup else install,
+                f"{why}; building for kernel {target}",
+                _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install),
                 timeout=self.timeout,
                 fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
                 f"{target} are installed",
@@ -153,7 +154,8 @@ class NvidiaDriverStep(Step):
         if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections.get("dkms")), (module,), target):
             actions.append(Action(
                 f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
-                f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | grep -q ': installed'",
+                _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
+                                   "grep -q ': installed'"),
                 timeout=self.timeout,
                 fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log",
             ))
@@ -215,6 +217,13 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+def _with_build_errors(command: str) -> str:
+    """`command`, and when it fails, the compiler's errors from the DKMS build logs on stderr (so the failure
+    message names the cause, e.g. a kernel API the driver source does not know yet)."""
+    return (f"{{ {command}; }} || {{ rc=$?; grep -h -m 5 -e ' error: ' -e '^Error!' "
+            "/var/lib/dkms/*/*/build/make.log >&2 2>/dev/null; exit $rc; }")
 
 
 def _sections(output: str) -> dict[str, str]:
