@@ -49,9 +49,9 @@ def test_trixie_builds_the_550_driver_for_the_612_cloud_kernel(lab, fresh_trixie
 # Debian 13's nvidia-open-kernel-dkms 550.163.01-2 does not build for trixie's newest cloud kernel (6.12.117:
 # "too few arguments to function 'pci_resize_resource'", an API change backported into 6.12.117), while the
 # proprietary nvidia-kernel-dkms of the same version does. Measured 2026-11-23; see the README.
-OLDEST_CLOUD_KERNEL = ("apt-cache pkgnames linux-image-6.12 | "
-                       "grep -E '^linux-image-6\\.12\\.[0-9]+\\+deb13-cloud-amd64$' | "
-                       "sed 's/^linux-image-//' | sort -V | head -n 1")
+OLDEST_CLOUD_KERNEL = ("for k in $(apt-cache pkgnames linux-image-6.12 | "
+                       "sed -n 's/^linux-image-\\(6\\.12\\.[0-9]*+deb13-cloud-amd64\\)$/\\1/p' | sort -V); do "
+                       "apt-cache show linux-image-$k linux-headers-$k >/dev/null 2>&1 && echo $k && break; done")
 
 
 def test_trixie_open_modules_come_from_nvidia_open_kernel_dkms(lab, fresh_trixie_host, tmp_path):
@@ -59,10 +59,10 @@ def test_trixie_open_modules_come_from_nvidia_open_kernel_dkms(lab, fresh_trixie
     would have it): kernel_modules: open installs nvidia-open-kernel-dkms (contrib) and builds nvidia-current-open
     for it, not the proprietary module."""
     host = fresh_trixie_host
-    setup = host.run_inside("apt-get -q update >/dev/null && k=$(" + OLDEST_CLOUD_KERNEL + ") && "
+    setup = host.run_inside("apt-get -q update >/dev/null; k=$(" + OLDEST_CLOUD_KERNEL + ") && "
                             "DEBIAN_FRONTEND=noninteractive apt-get -y -q --no-install-recommends install "
-                            "linux-image-$k linux-headers-$k >/dev/null && echo $k", timeout=1800)
-    kernel = setup.stdout.strip().splitlines()[-1]
+                            "linux-image-$k linux-headers-$k >/dev/null && echo \"kernel $k\"", timeout=1800)
+    kernel = setup.stdout.rpartition("kernel ")[2].strip()
     assert kernel.startswith("6.12.") and kernel.endswith("+deb13-cloud-amd64"), setup.stdout + setup.stderr
     inventory = host_inventory(lab, [host], tmp_path / "inv.yml")
     first = gpu_node(inventory, tmp_path / "first.json", "--var", "kernel_modules=open")
