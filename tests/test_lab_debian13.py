@@ -51,8 +51,8 @@ def test_trixie_builds_the_550_driver_for_the_612_cloud_kernel(lab, fresh_trixie
 # proprietary nvidia-kernel-dkms of the same version does. Measured 2026-11-23; see the README.
 OLDEST_CLOUD_KERNEL = ("for k in $(apt-cache pkgnames linux-image-6.12 | "
                        "sed -n 's/^linux-image-\\(6\\.12\\.[0-9]*+deb13-cloud-amd64\\)$/\\1/p' | sort -V); do "
-                       "apt-cache show linux-image-$k >/dev/null 2>&1 && apt-cache show linux-headers-$k >/dev/null 2>&1 && "
-                       "echo $k && break; done")
+                       "apt-cache show linux-image-$k >/dev/null 2>&1 && "
+                       "apt-cache show linux-headers-$k >/dev/null 2>&1 && echo $k && break; done")
 
 
 def test_trixie_open_modules_come_from_nvidia_open_kernel_dkms(lab, fresh_trixie_host, tmp_path):
