@@ -66,6 +66,7 @@ def test_trixie_open_modules_come_from_nvidia_open_kernel_dkms(lab, fresh_trixie
     assert kernel.startswith("6.12.") and kernel.endswith("+deb13-cloud-amd64"), kernel
     packages = host.run_inside("dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' nvidia-open-kernel-dkms "
                                "nvidia-kernel-dkms 2>/dev/null; true").stdout
-    assert "nvidia-open-kernel-dkms" in packages and "nvidia-kernel-dkms" not in packages, packages
+    # iF: unpacked, its configure (the DKMS build) failed; the proprietary package is not installed
+    assert "nvidia-open-kernel-dkms iF" in packages and "nvidia-kernel-dkms i" not in packages, packages
     dkms = host.run_inside("dkms status").stdout
     assert dkms.startswith("nvidia-current-open/550.163.01") and "installed" not in dkms, dkms
