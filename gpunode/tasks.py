@@ -175,6 +175,30 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
 
 
 
+@gtask(iterable=["node_selector"], help={
+    "name": "RuntimeClass name (default nvidia): pods select it with runtimeClassName",
+    "handler": "containerd runtime handler (default nvidia: the runtime container_runtime adds)",
+    "node_selector": "KEY=VALUE label of the GPU nodes, so such pods land only there; repeatable",
+})
+def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
+    """Print a Kubernetes RuntimeClass for the nvidia runtime (clusters where it is not the default)."""
+    from gpunode.errors import UsageError
+    from gpunode.kube import runtime_class as make
+    from gpunode.steps.nfs_k8s import manifests_yaml
+
+    with cli_errors():
+        selector = {}
+        for item in node_selector or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise UsageError(f"--node-selector {item!r} is not KEY=VALUE", fix="e.g. --node-selector gpu=true")
+            selector[key] = value
+        try:
+            print(manifests_yaml([make(name, handler, selector)]), end="")
+        except ValueError as exc:
+            raise UsageError(str(exc), fix="use lowercase letters, digits and -") from None
+
+
 @gtask(positional=["target"], iterable=["inventory"], help={
     "target": "host(s): a pattern of the inventory given with -i, else ad-hoc host1,user@host2",
     "inventory": CONN_HELP["inventory"], **KEYS_HELP,
@@ -228,6 +252,7 @@ def collect(c, target, inventory=None, output=None, accept_new_host_keys=False):
 ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
+ns.add_task(runtime_class)
 
 
 IMAGE_HELP = {

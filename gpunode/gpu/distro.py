@@ -125,7 +125,11 @@ def cuda_repo_name(os: OsInfo) -> str:
 
 
 def docker_packages(os: OsInfo) -> tuple[str, ...]:
-    """The distro's own Docker engine (docker.io on Debian/Ubuntu, docker on Amazon Linux, moby on EL)."""
+    """The distro's own Docker engine (docker.io on Debian/Ubuntu, docker on Amazon Linux, moby on EL).
+
+    From Debian 13 the client is its own package (docker-cli), only recommended by docker.io."""
+    if os.id == "debian" and (os.version_major or 0) >= 13 or os.id == "debian" and not os.version_id:
+        return ("docker.io", "docker-cli")
     if os.family == "debian":
         return ("docker.io",)
     if os.id == "amzn":
