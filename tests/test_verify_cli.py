@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import REPO, host_inventory, run_cli
 
-FIXTURES = REPO.parent / "shared" / "fixtures" / "nvidia"
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/nvidia not present")
+FIXTURES = REPO / "tests" / "data" / "nvidia"
+needs_fixtures = pytest.mark.usefixtures()  # the corpus is in the repository: a missing file fails
 
 
 @pytest.mark.lab
@@ -64,7 +64,8 @@ def test_diagnose_cli_on_fixtures():
     data = json.loads(result.stdout)
     assert "driver-library-mismatch" in [f["id"] for f in data["findings"]]
     bad = run_cli("diagnose", "--file", "/nonexistent/capture.xml")
-    assert bad.code == 1 and "no such file" in bad.stderr and "Traceback" not in bad.output
+    assert bad.code == 2 and "missing: cannot read file" in bad.stdout and "HEALTHY" not in bad.output
+    assert "Traceback" not in bad.output
 
 
 @pytest.mark.lab

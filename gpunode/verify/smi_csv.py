@@ -28,8 +28,17 @@ def field_name(header: str) -> str:
     return _UNIT.sub("", header.strip())
 
 
+def csv_body(text: str) -> str:
+    """text without a leading echoed command line (`nvidia-smi --query-gpu=... --format=csv`)."""
+    lines = text.splitlines(keepends=True)
+    while lines and ("--query-" in lines[0] or not lines[0].strip()):
+        lines.pop(0)
+    return "".join(lines)
+
+
 def csv_query_kind(text: str) -> str | None:
     """Which nvidia-smi CSV query produced text: "gpu", "compute-apps", "retired-pages", or None."""
+    text = csv_body(text)
     first = next((line for line in text.splitlines() if line.strip()), "")
     fields = {field_name(part) for part in first.split(",")}
     if not all(_FIELD.match(name) for name in fields):
@@ -49,7 +58,7 @@ def parse_smi_csv(text: str) -> SmiReport:
     if kind != "gpu":
         what = f"--query-{kind} output" if kind else "no recognised --query-gpu header"
         raise SmiParseError(f"{what}: it does not list GPUs", fix=_FIX)
-    rows = list(csv.reader(io.StringIO(text.strip()), skipinitialspace=True))
+    rows = list(csv.reader(io.StringIO(csv_body(text).strip()), skipinitialspace=True))
     header = [field_name(name) for name in rows[0]]
     records = [dict(zip(header, (value.strip() for value in row), strict=False)) for row in rows[1:] if row]
     gpus = [_gpu(record, position) for position, record in enumerate(records)]

@@ -1,0 +1,75 @@
+"""NVRM / module-loader conditions in kernel messages (besides Xid), each with what to do about it."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from gpunode.verify.model import Severity
+
+
+class KernelCondition(NamedTuple):
+    """A kernel-message form of a known fault."""
+
+    id: str
+    pattern: re.Pattern[str]
+    severity: Severity
+    summary: str
+    remedy: str
+
+
+_I = re.IGNORECASE
+CONDITIONS: tuple[KernelCondition, ...] = (
+    KernelCondition(
+        "nvidia-device-claimed",
+        re.compile(r"NVIDIA probe routine was not called|No NVIDIA graphics adapter probed", _I), "critical",
+        "the nvidia module found no GPU to drive: another driver (usually nouveau) owns the device",
+        "Blacklist nouveau (`echo 'blacklist nouveau' > /etc/modprobe.d/blacklist-nouveau.conf`, plus "
+        "`options nouveau modeset=0`), rebuild the initramfs (`update-initramfs -u` / `dracut -f`) and reboot; "
+        "check `lspci -k -d 10de:` shows `Kernel driver in use: nvidia`. Also unbind vfio-pci if the GPU is "
+        "reserved for passthrough."),
+    KernelCondition(
+        "driver-library-mismatch",
+        re.compile(r"NVRM: API mismatch: the client .*?has the version \S+, but this kernel module has the "
+                   r"version \S+", _I), "critical",
+        "a driver client and the loaded kernel module are different driver versions (kernel API mismatch)",
+        "The user-space driver was upgraded while the old kernel module stays loaded (or DKMS built another "
+        "version): compare `cat /proc/driver/nvidia/version` and `modinfo -F version nvidia` with the "
+        "installed packages, then reboot (or reload the modules when no GPU process runs). Hold the driver "
+        "packages so it cannot recur."),
+    KernelCondition(
+        "module-load-rejected",
+        re.compile(r"Lockdown: .*unsigned module|Loading of unsigned module is rejected|Key was rejected by "
+                   r"service|could not insert 'nvidia[\w-]*': (?:Operation not permitted|Key was rejected)"
+                   r"|module verification failed.*(?:rejected|Operation not permitted)", _I), "critical",
+        "the kernel refused to load the NVIDIA module (Secure Boot / lockdown rejects an unsigned module)",
+        "Check `mokutil --sb-state`. Either sign the module with an enrolled key (DKMS: enroll "
+        "/var/lib/dkms/mok.pub with `mokutil --import` and confirm at the next boot), use the distribution's "
+        "signed precompiled modules (e.g. linux-modules-nvidia-*), or disable Secure Boot in firmware."),
+    KernelCondition(
+        "module-unknown-symbol",
+        re.compile(r"^nvidia[\w-]*: (?:Unknown symbol|disagrees about version of symbol)", _I | re.M),
+        "critical",
+        "an NVIDIA kernel module does not fit the running kernel (unknown or mismatched symbols)",
+        "The module was built for another kernel or against another nvidia.ko: reinstall the headers for "
+        "`uname -r`, rebuild (`dkms autoinstall -k $(uname -r)`, or reinstall the driver/GDS packages of "
+        "the same version as the loaded nvidia module), run `depmod -a` and reload."),
+    KernelCondition(
+        "gsp-error",
+        re.compile(r"Timeout waiting for RPC from GSP|Cannot initialize GSP firmware RM|kflcnCoreDump"
+                   r"|failed to wait for GFW boot|RmFetchGspRmImages: No firmware image found"
+                   r"|_kgspRpcRecvPoll|GSP RPC timeout", _I), "critical",
+        "the GPU System Processor (GSP) firmware failed or timed out",
+        "Reset the GPU (`nvidia-smi -r`) after draining it, power-cycle the node if it persists; make sure "
+        "the GSP firmware files of the exact driver version are installed (/lib/firmware/nvidia/<version>/), "
+        "try a newer driver branch, or (proprietary module, pre-Blackwell) `NVreg_EnableGpuFirmware=0`."),
+    KernelCondition(
+        "gpu-unsupported-by-module",
+        re.compile(r"not supported by open nvidia\.ko|Open nvidia\.ko is only ready for use on Data Center"
+                   r"|is not supported by the NVIDIA \S+ driver release|not supported by this driver", _I),
+        "critical",
+        "the installed kernel module flavour or branch does not support this GPU",
+        "Install the module flavour the GPU needs: the proprietary module for pre-Turing GPUs (no GSP), the "
+        "open module for Blackwell, or a driver branch new enough for the GPU (see NVIDIA's supported "
+        "products list); then reboot."),
+)
