@@ -25,6 +25,7 @@ from gpunode.verify import (
     verify_report,
 )
 from gpunode.verify.host_evidence import evidence_from, split_sections
+from gpunode.verify.report import unreachable_report
 
 CONTAINER_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
@@ -103,7 +104,12 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
             reports.append(verify_host(host, options, connect_options))
         except GpunodeError as exc:
             unreachable = True
-            reports.append({"host": host.name, "healthy": False, "error": str(exc), "gpus": [], "findings": []})
+            reports.append(unreachable_report(host.name, str(exc)))
+        except Exception as exc:  # a facts parse error or an odd host is that host's failure, never a traceback
+            unreachable = True
+            reports.append(unreachable_report(
+                host.name, f"could not check this host: {exc!r}; run `gpunode facts {host.name}` to see what it "
+                           "returns and report it with that output"))
     if junit:
         Path(junit).write_text(junit_xml([r for r in reports if "error" not in r]))
     if as_json:
@@ -121,7 +127,8 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}
 def _print_reports(reports: list[dict]) -> None:
     console = make_console()
     for report in reports:
-        state = "[green]healthy[/]" if report["healthy"] else "[bold red]NOT healthy[/]"
+        state = {True: "[green]healthy[/]", False: "[bold red]NOT healthy[/]"}.get(
+            report["healthy"], "[bold red]unreachable[/]")
         console.print(f"[bold]{report['host']}[/]: {state}")
         if "error" in report:
             console.print(f"  {report['error']}")

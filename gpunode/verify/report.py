@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from gpunode.verify.checks import is_healthy
 from gpunode.verify.model import Finding, SmiReport
@@ -10,14 +11,26 @@ from gpunode.verify.model import Finding, SmiReport
 
 def verify_report(host: str, smi_report: SmiReport | None, findings: list[Finding]) -> dict[str, object]:
     """{"host", "healthy", "driver_version", "cuda_version", "gpus": [...], "findings": [...]}."""
+    healthy = is_healthy(findings)
     return {
+        "kind": "verify-gpu",
         "host": host,
-        "healthy": is_healthy(findings),
+        "healthy": healthy,
+        "verdict": "healthy" if healthy else "unhealthy",
         "driver_version": smi_report.driver_version if smi_report else None,
         "cuda_version": smi_report.cuda_version if smi_report else None,
         "gpus": [gpu.to_dict() for gpu in smi_report.gpus] if smi_report else [],
         "findings": [finding.to_dict() for finding in findings],
     }
+
+
+def unreachable_report(host: str, error: str) -> dict[str, object]:
+    """The report of a host that could not be checked: verdict "unreachable", healthy null, the cause."""
+    return {"kind": "verify-gpu", "host": host, "healthy": None, "verdict": "unreachable", "error": error,
+            "driver_version": None, "cuda_version": None, "gpus": [], "findings": []}
+
+
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 
 def junit_xml(reports: list[dict[str, object]]) -> str:

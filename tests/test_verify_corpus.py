@@ -1,0 +1,150 @@
+"""diagnose over the whole real-capture corpus in tests/data (shared fixtures + gathered captures).
+
+Every capture is parsed without a traceback, validated against the report JSON Schema, and the findings each
+capture must produce are asserted (the table in tests/data/README.md). The corpus is part of the repository:
+a missing folder fails, it never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gpunode.verify import diagnose_files
+from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
+
+DATA = Path(__file__).resolve().parent / "data"
+CORPUS = [p for d in ("nvidia", "captures") for p in sorted((DATA / d).rglob("*"))
+          if p.is_file() and not p.name.endswith(".md")]
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+# finding id -> captures (relative to tests/data) that must produce it: at least two real captures each.
+EXPECTED: dict[str, list[str]] = {
+    "gpu-lost": ["captures/kernel/NVIDIA-NVSentinel-155__fallen-off-bus-multiline-570-open.txt",
+                 "nvidia/errors/dmesg__fallen-off-bus__old-format__Bumblebee-Project-Bumblebee-554.txt"],
+    "nvidia-device-claimed": ["captures/kernel/MrMEEE-ironhide-41__probe-routine-not-called-nouveau.txt",
+                              "captures/kernel/mattshma-bigdata-133__probe-routine-not-called-3-devices.txt"],
+    "container-runtime-missing": [
+        "captures/errors/NVIDIA-nvidia-docker-1642__could-not-select-device-driver-unquoted.txt",
+        "captures/errors/hiyouga-LlamaFactory-5268__could-not-select-device-driver-quoted.txt",
+        "captures/errors/infiniflow-ragflow-9573__could-not-select-device-driver-nvidia-compose.txt",
+        "nvidia/errors/docker__could-not-select-device-driver__NVIDIA-nvidia-docker-1352.txt"],
+    "nvml-unknown-error": ["captures/table/Azure-azhpc-diagnostics-77__table-fragment-err-power.txt",
+                           "captures/csv/Quake4-MindMiner-627__csv-unknown-error-windows.txt",
+                           "nvidia/errors/nvidia-smi__nvml-unknown-error-container__NVIDIA-nvidia-docker-1671.txt"],
+    "driver-library-mismatch": [
+        "captures/kernel/stackhpc-ansible-slurm-appliance-287__api-mismatch-syslog-hash012.txt",
+        "captures/kernel/Frogging-Family-nvidia-all-394__api-mismatch-client-name.txt",
+        "captures/kernel/nvidiavgpuarchive-index-1__api-mismatch-same-timestamp.txt",
+        "captures/errors/saharmor-dalle-playground-104__oci-runtime-create-failed-nvml-mismatch.txt",
+        "captures/errors/tinygrad-open-gpu-kernel-modules-47__nvml-mismatch-library-version.txt"],
+    "rm-init-failed": ["captures/kernel/NVIDIA-gpu-operator-1146__rminitadapter-syslog-prefix.txt",
+                       "captures/kernel/NVIDIA-gpu-operator-649__rminitadapter-repeated.txt"],
+    "gsp-error": ["captures/kernel/NVIDIA-open-gpu-kernel-modules-446__gsp-coredump-talos-kern.txt",
+                  "captures/kernel/NVIDIA-open-gpu-kernel-modules-789__rminitadapter-gsp-firmware.txt"],
+    "gpu-unsupported-by-module": [
+        "captures/kernel/NVIDIA-open-gpu-kernel-modules-322__gpu-not-supported-by-open-module.txt",
+        "captures/kernel/NVIDIA-open-gpu-kernel-modules-230__rminitadapter-open-module-datacenter-only.txt"],
+    "nvidia-runtime-not-registered": [
+        "captures/errors/NVIDIA-NeMo-labs-molt-88__unknown-or-invalid-runtime-nvidia.txt",
+        "captures/errors/NVIDIA-nvidia-docker-578__unknown-runtime-specified-old-docker.txt"],
+    "cdi-device-unresolvable": [
+        "captures/errors/NixOS-nixpkgs-420638__podman-unresolvable-cdi.txt",
+        "captures/errors/NVIDIA-nvidia-container-toolkit-1239__containerd-oci-unresolvable-cdi.txt"],
+    "nvml-library-missing": [
+        "captures/errors/NVIDIA-libnvidia-container-231__load-library-failed-libnvidia-ml.txt",
+        "nvidia/errors/nvidia-smi__couldnt-find-libnvidia-ml__projectbluefin-dakota-373.txt"],
+    "driver-not-loaded": [
+        "nvidia/errors/nvidia-smi__couldnt-communicate__GoogleCloudPlatform-compute-gpu-installation-33.txt",
+        "nvidia/errors/docker__nvidia-container-cli-nvml-driver-not-loaded__NVIDIA-nvidia-docker-1629.txt"],
+    "xid-119": ["nvidia/dmesg/gpud__dmesg-with-xid-119.log", "captures/dmesg/gpud__dmesg-with-xid-119.log"],
+    "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
+                             "captures/table/gls__RTX3080__nvidia-smi.txt"],
+}
+# Captures of machines that were fine when captured (nvidia-smi outputs of working GPUs).
+HEALTHY_MACHINES = [p for p in CORPUS if p.parent.name in ("xml", "text_q", "table", "csv", "multi")
+                    and "fragment" not in p.name and "unknown-error" not in p.name]
+
+
+def test_corpus_is_present_and_large_enough():
+    assert len(CORPUS) >= 150, f"tests/data holds {len(CORPUS)} captures; the corpus must be restored from git"
+    assert (DATA / "captures" / "SOURCES.md").is_file() and (DATA / "nvidia" / "SOURCES.md").is_file()
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(DATA)))
+def test_every_capture_is_diagnosed_and_valid_against_the_schema(path: Path):
+    result = diagnose_files([path])
+    data = json.loads(json.dumps(result.to_dict()))
+    jsonschema.validate(data, SCHEMA)
+    assert "Traceback" not in result.render_text()
+    if result.files[0].kind == "unknown":
+        assert data["healthy"] is None and data["verdict"] == "unknown"
+
+
+@pytest.mark.parametrize("finding_id", sorted(EXPECTED))
+def test_each_finding_id_is_produced_by_real_captures(finding_id: str):
+    assert len(EXPECTED[finding_id]) >= 2
+    for rel in EXPECTED[finding_id]:
+        ids = [f.id for f in diagnose_files([DATA / rel]).findings]
+        assert finding_id in ids, f"{rel}: {ids}"
+
+
+def test_no_critical_finding_on_any_healthy_machine_capture():
+    assert len(HEALTHY_MACHINES) >= 60
+    for path in HEALTHY_MACHINES:
+        result = diagnose_files([path])
+        critical = [f.id for f in result.findings if f.severity == "critical"]
+        assert not critical, f"{path.name}: {critical}"
+        assert result.healthy is not False, f"{path.name}: {result.verdict}"
+
+
+def test_multi_section_capture_uses_the_richest_section():
+    path = DATA / "captures/multi/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt"
+    result = diagnose_files([path])
+    assert result.report is not None and result.report.source_kind in ("xml", "text")
+    assert result.healthy is True
+
+
+@pytest.mark.parametrize("content", [b"", b"   \n", b"\x7fELF\x02\x01\x00\x00", b"just some notes\n"],
+                         ids=["empty", "blank", "binary", "text"])
+def test_input_it_cannot_read_is_never_healthy(tmp_path: Path, content: bytes):
+    path = tmp_path / "capture.txt"
+    path.write_bytes(content)
+    result = diagnose_files([path])
+    assert result.healthy is None and result.verdict == "unknown"
+    jsonschema.validate(result.to_dict(), SCHEMA)
+    assert "HEALTHY" not in result.render_text()
+
+
+def test_folder_with_one_unknown_file_lists_it_and_is_not_healthy(tmp_path: Path):
+    (tmp_path / "smi.xml").write_bytes((DATA / "nvidia/xml/telegraf__tesla-t4.xml").read_bytes())
+    (tmp_path / "random.bin").write_bytes(b"\x00\x01\x02")
+    result = diagnose_files([tmp_path])
+    assert [(Path(f.path).name, f.ok) for f in result.files] == [("random.bin", False), ("smi.xml", True)]
+    assert result.healthy is None and result.report is not None
+
+
+def test_collect_style_bundle_is_read_from_the_tar_gz(tmp_path: Path):
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    (folder / "nvidia-smi-missing.txt").write_text("nvidia-smi: command not found\n")
+    (folder / "uname.txt").write_text("Linux gpu1 6.1.0-40-amd64 #1 SMP PREEMPT_DYNAMIC Debian x86_64 GNU/Linux\n")
+    (folder / "kernel-log.txt").write_text("# gpunode-collect: no kernel log readable\n")
+    (folder / "lspci-nn.txt").write_bytes((DATA / "nvidia/lspci/gpud__lspci.nn.a10").read_bytes())
+    bundle = tmp_path / "gpunode-collect-gpu1.tar.gz"
+    with tarfile.open(bundle, "w:gz") as archive:
+        archive.add(folder, arcname=".")
+    result = diagnose_files([bundle])
+    kinds = {Path(f.path.split(":", 1)[1]).name: (f.kind, f.ok) for f in result.files}
+    assert kinds == {"nvidia-smi-missing.txt": ("error-text", True), "uname.txt": ("uname", True),
+                     "kernel-log.txt": ("collect-note", True), "lspci-nn.txt": ("lspci", True)}
+    assert "nvidia-smi-missing" in [f.id for f in result.findings] and result.healthy is False
+
+
+def test_verify_gpu_report_shapes_validate():
+    jsonschema.validate(verify_report("gpu1", None, []), SCHEMA)
+    jsonschema.validate([verify_report("gpu1", None, []), unreachable_report("gpu2", "cannot connect")], SCHEMA)
