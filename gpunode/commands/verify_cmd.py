@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_hosts
 from gpunode.connection import ConnectOptions, connect, q
-from gpunode.errors import GpunodeError
+from gpunode.errors import GpunodeError, UsageError
 from gpunode.facts import Facts, facts_subshell, parse_facts
 from gpunode.inventory import Host
 from gpunode.report.console import make_console
@@ -148,9 +148,9 @@ def _print_reports(reports: list[dict]) -> None:
 def diagnose(paths: list[str], as_json: bool, expectations: Expectations) -> int:
     """Offline analysis of saved outputs; exit 0 healthy, 1 a critical finding, 2 input not understood."""
     if not paths:
-        raise GpunodeError("no file given: diagnose needs at least one capture",
-                           fix="gpunode diagnose FILE... (nvidia-smi / lspci -nn / dmesg / journalctl -k output, "
-                               "captured error text, a folder or a `gpunode collect` bundle)")
+        raise UsageError("no file given: diagnose needs at least one capture",
+                         fix="gpunode diagnose FILE... (nvidia-smi / lspci -nn / dmesg / journalctl -k output, "
+                             "captured error text, a folder or a `gpunode collect` bundle)")
     result = diagnose_files([Path(p) for p in paths], expectations)
     print(json.dumps(result.to_dict(), indent=2) if as_json else result.render_text())
     return {True: EXIT_OK, False: EXIT_FAILED, None: EXIT_USAGE}[result.healthy]
