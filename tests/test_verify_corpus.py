@@ -14,7 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpunode.verify import diagnose_files
+from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
+from gpunode.verify.kernel_lines import kernel_messages
 from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -148,3 +149,35 @@ def test_collect_style_bundle_is_read_from_the_tar_gz(tmp_path: Path):
 def test_verify_gpu_report_shapes_validate():
     jsonschema.validate(verify_report("gpu1", None, []), SCHEMA)
     jsonschema.validate([verify_report("gpu1", None, []), unreachable_report("gpu2", "cannot connect")], SCHEMA)
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "captures" / "multi").iterdir()), ids=lambda p: p.name)
+def test_table_of_every_generation_including_windows_wddm(path: Path):
+    report = parse_smi_table(path.read_text())
+    assert report.driver_version and path.name.split("__")[-1].startswith(report.driver_version)
+    assert len(report.gpus) == 1 and report.gpus[0].pci_bus_id and report.gpus[0].memory_total_mib
+    if path.name.startswith("nvidia_gpu_exporter__windows"):
+        assert report.gpus[0].persistence_mode is None  # the column shows the WDDM driver model there
+
+
+def test_kernel_log_forms_are_all_read():
+    """One real capture per form; each yields its NVRM events."""
+    forms = {
+        "captures/dmesg/gpud__kmsg.1.log": "kmsg records",
+        "captures/dmesg/gpud__journalctl-time-format-short-iso-2.log": "journalctl -o short-iso",
+        "nvidia/dmesg/gpud__dmesg.decode.iso.log.0": "dmesg --decode --time-format iso",
+        "captures/kernel/NVIDIA-gpu-operator-1146__rminitadapter-syslog-prefix.txt": "syslog with dmesg time",
+        "captures/kernel/stackhpc-ansible-slurm-appliance-287__api-mismatch-syslog-hash012.txt": "rsyslog #012",
+        "captures/kernel/NVIDIA-open-gpu-kernel-modules-446__gsp-coredump-talos-kern.txt": "Talos kern:",
+        "captures/kernel/negativo17-nvidia-driver-43__api-mismatch-no-timestamps.txt": "bare NVRM lines",
+    }
+    for rel, form in forms.items():
+        result = diagnose_files([DATA / rel])
+        assert result.files[0].kind == "kernel-log", form
+    messages = kernel_messages((DATA / "captures/kernel/NVIDIA-NVSentinel-155__fallen-off-bus-multiline-570-open.txt")
+                               .read_text())
+    assert messages[0].text == ("NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has "
+                                "fallen off the bus and is not responding to commands.")
+    journal = ('{"MESSAGE": "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.", '
+               '"_TRANSPORT": "kernel"}')  # the shape of one `journalctl -k -o json` record
+    assert [e.code for e in scan_kernel_log(journal).xids] == [79]

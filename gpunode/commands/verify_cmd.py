@@ -22,10 +22,9 @@ from gpunode.verify import (
     analyze,
     diagnose_files,
     junit_xml,
-    verify_report,
 )
 from gpunode.verify.host_evidence import evidence_from, split_sections
-from gpunode.verify.report import unreachable_report
+from gpunode.verify.report import HostReport
 
 CONTAINER_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
@@ -52,7 +51,7 @@ def mount_findings(facts: Facts, expected: list[dict]) -> list[Finding]:
     return findings
 
 
-def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> dict:
+def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> HostReport:
     """One exec for facts + evidence, one more for the container test; returns the JSON report."""
     conn = connect(host, connect_options)
     try:
@@ -71,9 +70,7 @@ def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOpti
                             label="container GPU test")
             evidence.container_test = ContainerTest(test.stdout + test.stderr, test.exit_code)
         findings = analyze(evidence) + mount_findings(facts, host.vars.get("expected_mounts") or [])
-        report = verify_report(host.name, evidence.smi, findings)
-        report["exec_count"] = conn.transcript.exec_count
-        return report
+        return HostReport(host.name, findings, evidence.smi, exec_count=conn.transcript.exec_count)
     finally:
         conn.close()
         conn.transcript.close()
@@ -104,21 +101,22 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
             reports.append(verify_host(host, options, connect_options))
         except GpunodeError as exc:
             unreachable = True
-            reports.append(unreachable_report(host.name, str(exc)))
+            reports.append(HostReport(host.name, error=str(exc)))
         except Exception as exc:  # a facts parse error or an odd host is that host's failure, never a traceback
             unreachable = True
-            reports.append(unreachable_report(
-                host.name, f"could not check this host: {exc!r}; run `gpunode facts {host.name}` to see what it "
-                           "returns and report it with that output"))
+            reports.append(HostReport(host.name, error=(
+                f"could not check this host: {exc!r}; run `gpunode facts {host.name}` to see what it returns and "
+                "report it with that output")))
     if junit:
-        Path(junit).write_text(junit_xml([r for r in reports if "error" not in r]))
+        Path(junit).write_text(junit_xml([r.to_dict() for r in reports if r.error is None]))
+    data = [report.to_dict() for report in reports]
     if as_json:
-        print(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
+        print(json.dumps(data if len(data) > 1 else data[0], indent=2))
     else:
-        _print_reports(reports)
+        _print_reports(data)
     if unreachable:
         return EXIT_USAGE
-    return EXIT_OK if all(r["healthy"] for r in reports) else EXIT_FAILED
+    return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}

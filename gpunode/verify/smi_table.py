@@ -12,7 +12,8 @@ _FIX = "capture the complete output again with `nvidia-smi > smi-table.txt`"
 _BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+(?P<smi>\S+)(?P<rest>.*)\|")
 _DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\S+)")
 _CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\S+)")
-_ROW1_LEFT = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<pers>On|Off|N/A)\s*$")
+# The persistence column reads WDDM / TCC / MCDM (the driver model) on Windows.
+_ROW1_LEFT = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<pers>On|Off|N/A|WDDM|TCC|MCDM)\s*$")
 _ROW1_MID = re.compile(
     r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>\S+)\s*$")
 _ROW2_LEFT = re.compile(
@@ -20,8 +21,8 @@ _ROW2_LEFT = re.compile(
 _MEMORY = re.compile(r"^\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*$")
 _ROW2_RIGHT = re.compile(r"^\s*(?P<util>\S+)\s+(?P<mode>.+?)\s*$")
 # A GPU's first row: "|   0  NVIDIA A100 ...  On  | 00000000:07:00.0 Off |" (also in a fragment without banner).
-TABLE_ROW = re.compile(r"^\|\s+\d+\s+.+?\s+(?:On|Off|N/A)\s*\|\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]",
-                       re.M)
+TABLE_ROW = re.compile(r"^\|\s+\d+\s+.+?\s+(?:On|Off|N/A|WDDM|TCC|MCDM)\s*\|"
+                       r"\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", re.M)
 _INFOROM = re.compile(r"WARNING: infoROM is corrupted at gpu\s+(\S+)")
 
 
