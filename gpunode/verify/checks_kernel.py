@@ -34,7 +34,7 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
             f"{info.remedy} (NVIDIA Xid catalog: {XID_DOC_URL})",
             ", ".join(gpus),
         ))
-    findings.extend(_condition_findings(scan))
+    findings.extend(_condition_findings(scan, {match.id for match in errors}))
     if scan.lost:
         gpus = sorted({event.pci for event in scan.lost})
         findings.append(Finding(
@@ -58,8 +58,9 @@ _INIT_REMEDY = (
 )
 
 
-def _condition_findings(scan: KernelScan) -> list[Finding]:
-    """One finding per NVRM/module-loader condition, and rm-init-failed for RmInitAdapter failures."""
+def _condition_findings(scan: KernelScan, error_ids: set[str]) -> list[Finding]:
+    """One finding per NVRM/module-loader condition, and rm-init-failed for RmInitAdapter failures (unless
+    nvidia-smi's "No devices were found" already reports them: its evidence quotes these lines)."""
     findings: list[Finding] = []
     by_id: dict[str, list] = {}
     for condition, event in scan.conditions:
@@ -71,7 +72,7 @@ def _condition_findings(scan: KernelScan) -> list[Finding]:
         findings.append(Finding(condition.id, condition.severity, condition.summary,
                                 f"{len(hits)} kernel message(s); {quoted}", condition.remedy,
                                 ", ".join(gpus) or None))
-    if scan.init_failures:
+    if scan.init_failures and "no-devices-found" not in error_ids:
         gpus = sorted({event.pci for event in scan.init_failures})
         findings.append(Finding(
             "rm-init-failed", "critical", f"the driver failed to initialise {len(gpus)} GPU(s) (RmInitAdapter)",

@@ -19,11 +19,13 @@ _PREFIXES = (
     re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[,.]?\d*(?:[+-]\d{2}:?\d{2}|Z)?)\s+"),
     re.compile(r"^(?P<ts>[A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)?)\s+\S+\s+kernel:\s?"),
     re.compile(r"^\S+: kern:\s+\w+: \[(?P<ts>[^\]]+)\]:\s?"),  # Talos: "host: kern: warning: [iso]: msg"
-    re.compile(r"^kern\s*:\s*\w+\s*:\s*\[(?P<ts>[^\]]+)\]\s?"),  # dmesg --decode
+    re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*\[(?P<ts>[^\]]+)\]\s?"),  # dmesg --decode
+    re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*(?P<ts>\d{4}-\d{2}-\d{2}T\S+)\s"),  # dmesg -x --time-format iso
     re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]\s?"),
     re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?"),
     re.compile(r"^kernel:\s?"),
 )
+_MICROSECONDS = re.compile(r"\.\d{6}")
 _INNER_MONOTONIC = re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?")
 
 
@@ -34,20 +36,22 @@ class KernelMessage:
     text: str
     timestamp: str | None
     raw: str
+    clock: str | None = None  # the most precise time of the line (dmesg's monotonic one when there are two)
 
 
-def _split_prefix(line: str) -> tuple[str | None, str, bool]:
-    """(timestamp, message, had_prefix) for one physical line."""
+def _split_prefix(line: str) -> tuple[str | None, str | None, str, bool]:
+    """(timestamp, most precise timestamp, message, had_prefix) for one physical line."""
     for pattern in _PREFIXES:
         match = pattern.match(line)
         if match:
-            ts = match.groupdict().get("ts")
+            ts = clock = match.groupdict().get("ts")
             rest = line[match.end():]
             inner = _INNER_MONOTONIC.match(rest)  # "kernel: [ 885.24] NVRM: ..." (syslog of dmesg time)
             if inner:
-                ts, rest = inner.group("ts"), rest[inner.end():]
-            return ts, rest, True
-    return None, line, False
+                clock, rest = inner.group("ts"), rest[inner.end():]
+                ts = ts or clock
+            return ts, clock, rest, True
+    return None, None, line, False
 
 
 def _journal_json(line: str) -> str | None:
@@ -73,29 +77,35 @@ def kernel_messages(text: str) -> list[KernelMessage]:
     for raw in physical:
         if not raw.strip():
             continue
-        ts, body, had_prefix = _split_prefix(raw.strip() if raw[:1] in " \t" else raw)
+        ts, clock, body, had_prefix = _split_prefix(raw.strip() if raw[:1] in " \t" else raw)
         body = body.strip()
         previous = messages[-1] if messages else None
-        if previous is not None and _continues(previous, raw, ts, had_prefix, body):
+        if previous is not None and _continues(previous, raw, clock, had_prefix, body):
             previous.text = f"{previous.text} {_strip_nvrm(body)}".strip()
             previous.raw += "\n" + raw
             continue
-        messages.append(KernelMessage(body, ts, raw))
+        messages.append(KernelMessage(body, ts, raw, clock))
     return messages
 
 
-def _continues(previous: KernelMessage, raw: str, ts: str | None, had_prefix: bool, body: str) -> bool:
-    """An NVRM line continues the previous NVRM message when it has no prefix of its own (indented or bare)
-    or repeats the previous message's timestamp, and the previous message did not end a sentence."""
+def _continues(previous: KernelMessage, raw: str, clock: str | None, had_prefix: bool, body: str) -> bool:
+    """Whether an NVRM line continues the previous NVRM message.
+
+    Indented lines do (the kernel prints continuations that way); a bare "NVRM:" line without a prefix, or
+    one repeating the previous line's microsecond timestamp, does when the previous text did not end a
+    sentence. Lines with second-resolution times (dmesg -T, syslog) are separate messages even in one second.
+    """
     if not body.startswith("NVRM:") or not previous.text.startswith("NVRM:"):
         return False
-    if had_prefix and not (ts is not None and ts == previous.timestamp):
+    if raw[:1] in " \t":
+        return True
+    if _ends_message(previous.text):
         return False
-    return not (_ends_message(previous.text) and raw[:1] not in " \t")
+    return not had_prefix or (clock is not None and clock == previous.clock and _MICROSECONDS.search(clock) is not None)
 
 
 def _ends_message(text: str) -> bool:
-    return text.rstrip().endswith(("!", ".")) and not text.rstrip().endswith("Please")
+    return text.rstrip().endswith(("!", ".", ")", "`"))
 
 
 def _strip_nvrm(body: str) -> str:
