@@ -63,6 +63,16 @@ EXPECTED: dict[str, list[str]] = {
         "nvidia/errors/nvidia-smi__couldnt-communicate__GoogleCloudPlatform-compute-gpu-installation-33.txt",
         "nvidia/errors/docker__nvidia-container-cli-nvml-driver-not-loaded__NVIDIA-nvidia-docker-1629.txt"],
     "xid-119": ["nvidia/dmesg/gpud__dmesg-with-xid-119.log", "captures/dmesg/gpud__dmesg-with-xid-119.log"],
+    "module-unknown-symbol": [
+        "captures/kernel/NVIDIA-gds-nvidia-fs-48__unknown-symbol.txt",
+        "captures/kernel/realsenseai-realsense_mipi_platform_driver-281__nvidia-unknown-symbol-kern-log.txt",
+        "captures/kernel/Mellanox-nv_peer_memory-8__nv_peer_mem-unknown-symbol.txt"],
+    "module-load-rejected": [
+        "captures/kernel/bottlerocket-os-bottlerocket-4218__lockdown-could-not-insert-nvidia.txt",
+        "captures/kernel/RinCat-RTL88x2BU-Linux-Driver-114__lockdown-unsigned-module.txt",
+        "captures/kernel/AdnanHodzic-displaylink-debian-523__lockdown-journal-could-not-insert.txt"],
+    "smi-output-incomplete": ["captures/table/Azure-azhpc-diagnostics-77__table-fragment-err-power.txt",
+                              "nvidia/text_q/gpud__nvidia-smi-query.535.183.01.out.0.invalid"],
     "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
                              "captures/table/gls__RTX3080__nvidia-smi.txt"],
 }

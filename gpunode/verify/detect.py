@@ -9,6 +9,7 @@ from gpunode.verify.kernel_log import has_kernel_markers
 from gpunode.verify.lspci import is_lspci_line
 from gpunode.verify.smi_csv import csv_query_kind
 from gpunode.verify.smi_table import TABLE_ROW
+from gpunode.verify.smi_text import is_gpu_fragment
 
 KINDS = ("smi-xml", "smi-text", "smi-table", "smi-csv", "smi-list", "lspci", "kernel-log", "error-text",
          "unknown")
@@ -37,6 +38,8 @@ def detect_kind(text: str) -> str:
     pci_lines = sum(1 for line in lines if is_lspci_line(line))
     if pci_lines and pci_lines * 2 >= len(lines):
         return "lspci"
+    if is_gpu_fragment(text):
+        return "smi-text"
     if has_user_space_error(text):
         return "error-text"
     if has_kernel_markers(text):

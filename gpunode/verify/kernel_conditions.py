@@ -42,13 +42,14 @@ CONDITIONS: tuple[KernelCondition, ...] = (
         re.compile(r"Lockdown: .*unsigned module|Loading of unsigned module is rejected|Key was rejected by "
                    r"service|could not insert 'nvidia[\w-]*': (?:Operation not permitted|Key was rejected)"
                    r"|module verification failed.*(?:rejected|Operation not permitted)", _I), "critical",
-        "the kernel refused to load the NVIDIA module (Secure Boot / lockdown rejects an unsigned module)",
+        "the kernel refuses unsigned modules (Secure Boot / lockdown): an unsigned NVIDIA module cannot load",
         "Check `mokutil --sb-state`. Either sign the module with an enrolled key (DKMS: enroll "
         "/var/lib/dkms/mok.pub with `mokutil --import` and confirm at the next boot), use the distribution's "
         "signed precompiled modules (e.g. linux-modules-nvidia-*), or disable Secure Boot in firmware."),
     KernelCondition(
         "module-unknown-symbol",
-        re.compile(r"^nvidia[\w-]*: (?:Unknown symbol|disagrees about version of symbol)", _I | re.M),
+        re.compile(r"^(?:nvidia[\w-]*|nv_peer_mem|gdrdrv): (?:Unknown symbol|disagrees about version of symbol)",
+                   _I | re.M),
         "critical",
         "an NVIDIA kernel module does not fit the running kernel (unknown or mismatched symbols)",
         "The module was built for another kernel or against another nvidia.ko: reinstall the headers for "
