@@ -29,6 +29,19 @@ CONDITIONS: tuple[KernelCondition, ...] = (
         "check `lspci -k -d 10de:` shows `Kernel driver in use: nvidia`. Also unbind vfio-pci if the GPU is "
         "reserved for passthrough."),
     KernelCondition(
+        "nvidia-no-adapter",
+        re.compile(r"No NVIDIA graphics adapter found|NVIDIA init module failed", _I), "critical",
+        "the nvidia module found no NVIDIA GPU it can drive and did not load",
+        "Check `lspci -nn | grep -i 10de` shows the GPU (passthrough configured, card seated and powered) and "
+        "that the installed driver branch supports it; on hosts without an NVIDIA GPU, remove the driver or "
+        "stop loading the module."),
+    KernelCondition(
+        "gpu-reset-required",
+        re.compile(r"NV_ERR_RESET_REQUIRED|GPU requires reset|Reset required \[", _I), "critical",
+        "the driver reports that a GPU must be reset before it can be used again",
+        "Drain the GPU, then reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; "
+        "if it recurs, collect `nvidia-bug-report.sh` and follow NVIDIA's Xid guidance for the preceding errors."),
+    KernelCondition(
         "driver-library-mismatch",
         re.compile(r"NVRM: API mismatch: the client .*?has the version \S+, but this kernel module has the "
                    r"version \S+", _I), "critical",
