@@ -62,7 +62,8 @@ EXPECTED: dict[str, list[str]] = {
     "driver-not-loaded": [
         "nvidia/errors/nvidia-smi__couldnt-communicate__GoogleCloudPlatform-compute-gpu-installation-33.txt",
         "nvidia/errors/docker__nvidia-container-cli-nvml-driver-not-loaded__NVIDIA-nvidia-docker-1629.txt"],
-    "xid-48": ["captures/dmesg/gpud__dmesg.0.log", "captures/kernel/NVIDIA-gpu-operator-1146__xid-48-dbe-xid-64-syslog.txt"],
+    "xid-48": ["captures/dmesg/gpud__dmesg.0.log",
+               "captures/kernel/NVIDIA-gpu-operator-1146__xid-48-dbe-xid-64-syslog.txt"],
     "xid-119": ["nvidia/dmesg/gpud__dmesg-with-xid-119.log", "captures/dmesg/gpud__dmesg-with-xid-119.log"],
     "module-unknown-symbol": [
         "captures/kernel/NVIDIA-gds-nvidia-fs-48__unknown-symbol.txt",
