@@ -16,7 +16,9 @@ import pytest
 
 from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
 from gpunode.verify.kernel_lines import kernel_messages
+from gpunode.verify.kernel_log import XID_MEANINGS, xid_info
 from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
+from gpunode.verify.xid_nvidia_catalog import NVIDIA_XID_CATALOG
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS = [p for d in ("nvidia", "captures") for p in sorted((DATA / d).rglob("*"))
@@ -193,3 +195,19 @@ def test_kernel_log_forms_are_all_read():
     journal = ('{"MESSAGE": "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.", '
                '"_TRANSPORT": "kernel"}')  # the shape of one `journalctl -k -o json` record
     assert [e.code for e in scan_kernel_log(journal).xids] == [79]
+
+
+def test_every_xid_of_nvidias_catalog_has_a_meaning_and_an_action():
+    for code, (mnemonic, description, _, _) in NVIDIA_XID_CATALOG.items():
+        info = xid_info(code)
+        assert info.mnemonic and info.remedy and info.severity in ("warning", "critical")
+        assert code in XID_MEANINGS or (info.mnemonic == mnemonic and description in info.meaning)
+    assert len(NVIDIA_XID_CATALOG) >= 170 and xid_info(46).severity == "critical"  # RESET_GPU
+    assert xid_info(31).severity == "warning"  # RESTART_APP: the application's fault
+
+
+def test_nvlink5_xids_follow_their_fatal_flag():
+    nonfatal = diagnose_files([DATA / "captures/kernel/leptonai-gpud-1174__xid-145-rlw-kmsg.txt"]).findings
+    fatal = diagnose_files([DATA / "captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt"]).findings
+    assert [(f.id, f.severity) for f in nonfatal] == [("xid-145", "warning")]
+    assert [(f.id, f.severity) for f in fatal] == [("xid-149", "critical")]

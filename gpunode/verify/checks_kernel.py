@@ -27,8 +27,11 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
         quoted = f"first: {events[0].line!r}"
         if len(events) > 1:
             quoted += f"; last: {events[-1].line!r}"
+        severity = info.severity
+        if 144 <= code <= 150 and all("Nonfatal" in event.message for event in events):
+            severity = "warning"  # NVLink5 Xids say themselves whether the link error was fatal
         findings.append(Finding(
-            f"xid-{code}", info.severity,
+            f"xid-{code}", severity,
             f"Xid {code} ({info.name}): {len(events)} event(s) on {len(gpus)} GPU(s)",
             f"{len(events)} line(s) on PCI {', '.join(gpus)}; {quoted}; meaning: {info.meaning}",
             f"{info.remedy} (NVIDIA Xid catalog: {XID_DOC_URL})",
