@@ -211,3 +211,25 @@ def test_nvlink5_xids_follow_their_fatal_flag():
     fatal = diagnose_files([DATA / "captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt"]).findings
     assert [(f.id, f.severity) for f in nonfatal] == [("xid-145", "warning")]
     assert [(f.id, f.severity) for f in fatal] == [("xid-149", "critical")]
+
+
+def test_old_and_new_generations_of_q_text():
+    old = diagnose_files([DATA / "captures/text_q/paradoxxxzero-gnome-shell-system-monitor-applet-356__q-375-d-memory"
+                                 "-old-bus-id.txt"]).report
+    assert old is not None and old.driver_version == "375.66"
+    assert [(g.pci_bus_id, g.memory_total_mib) for g in old.gpus] == [("0000:01:00.0", 1995)]
+    fragment = diagnose_files([DATA / "captures/text_q/leptonai-gpud-80__q-fragment-remapped-rows-pending.txt"])
+    assert fragment.report is not None and fragment.report.gpus[0].remapped_rows_pending is True
+
+
+def test_headerless_csv_takes_its_fields_from_the_echoed_command(tmp_path: Path):
+    """`--format=csv,noheader` output is read when the command line that produced it is kept above it."""
+    capture = tmp_path / "query.txt"
+    capture.write_text("$ nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total "
+                       "--format=csv,noheader\n0, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, 535.104.05, 81920 MiB\n")
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "smi-csv" and result.report is not None
+    gpu = result.report.gpus[0]
+    assert (gpu.name, gpu.pci_bus_id, gpu.memory_total_mib) == ("NVIDIA A100-SXM4-80GB", "00000000:07:00.0", 81920)
+    capture.write_text("0, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, 535.104.05, 81920 MiB\n")
+    assert diagnose_files([capture]).verdict == "unknown"  # no header and no command: the columns are unknown

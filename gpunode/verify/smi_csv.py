@@ -28,12 +28,20 @@ def field_name(header: str) -> str:
     return _UNIT.sub("", header.strip())
 
 
+_QUERY = re.compile(r"--query-(?:gpu|compute-apps|retired-pages)[= ](?P<fields>\S+)")
+
+
 def csv_body(text: str) -> str:
-    """text without a leading echoed command line (`nvidia-smi --query-gpu=... --format=csv`)."""
+    """text without a leading echoed command line (`nvidia-smi --query-gpu=... --format=csv`); for
+    `--format=csv,noheader` the field list of that command line becomes the header."""
     lines = text.splitlines(keepends=True)
+    header = None
     while lines and ("--query-" in lines[0] or not lines[0].strip()):
+        query = _QUERY.search(lines[0])
+        if query and "noheader" in lines[0]:
+            header = ", ".join(query.group("fields").split(",")) + "\n"
         lines.pop(0)
-    return "".join(lines)
+    return (header or "") + "".join(lines)
 
 
 def csv_query_kind(text: str) -> str | None:
