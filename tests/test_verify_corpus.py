@@ -244,3 +244,16 @@ def test_headerless_csv_takes_its_fields_from_the_echoed_command(tmp_path: Path)
     assert (gpu.name, gpu.pci_bus_id, gpu.memory_total_mib) == ("NVIDIA A100-SXM4-80GB", "00000000:07:00.0", 81920)
     capture.write_text("0, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, 535.104.05, 81920 MiB\n")
     assert diagnose_files([capture]).verdict == "unknown"  # no header and no command: the columns are unknown
+
+
+@pytest.mark.parametrize("text", [
+    "index, name, pci.bus_id, power.draw [W]\n0, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, [GPU requires reset]\n",
+    "index, name, pci.bus_id, temperature.gpu\n0, NVIDIA H100 80GB HBM3, 00000000:1B:00.0, [GPU is lost]\n",
+], ids=["requires-reset", "is-lost"])
+def test_gpu_requires_reset_in_any_column_is_critical(tmp_path: Path, text: str):
+    """NVML's "GPU requires reset" / "GPU is lost" (bracketed in CSV) is not a transient read error."""
+    capture = tmp_path / "query.csv"
+    capture.write_text(text)
+    result = diagnose_files([capture])
+    assert ("gpu-reset-required", "critical") in [(f.id, f.severity) for f in result.findings]
+    assert result.healthy is False

@@ -8,7 +8,7 @@ import re
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, first_token, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
 
 _FIX = "capture it with `nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,... --format=csv`"
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -128,6 +128,7 @@ def _gpu(record: dict[str, str], position: int) -> GpuInfo:
         mig_mode_pending=to_bool(record.get("mig.mode.pending")),
         inforom_ok=None if checksum is None else checksum.lower() == "valid",
         unknown_error_fields=[key for key, value in record.items() if is_unknown_error(value)],
+        lost_fields=[key for key, value in record.items() if is_gpu_lost(value)],
         performance_state=clean(record.get("pstate")),
         utilization_gpu_pct=to_int(record.get("utilization.gpu")),
         fabric_state=clean(record.get("fabric.state")),

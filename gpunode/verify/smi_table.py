@@ -6,7 +6,7 @@ import re
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, is_unknown_error, normalize_bus_id, to_bool, to_float, to_int
+from gpunode.verify.values import clean, is_gpu_lost, is_unknown_error, normalize_bus_id, to_bool, to_float, to_int
 
 _FIX = "capture the complete output again with `nvidia-smi > smi-table.txt`"
 _BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+(?P<smi>\S+)(?P<rest>.*)\|")
@@ -76,6 +76,9 @@ def _gpu_rows(text: str, driver: str | None, cuda: str | None) -> list[GpuInfo]:
             current, row = None, 0
             continue
         cells = _cells(line)
+        if current is not None and any(is_gpu_lost(c.strip()) or c.strip() in ("GPU is lost", "Requires reset")
+                                       for c in cells):
+            current.lost_fields.append(f"table row {row + 1}")
         first = _ROW1_LEFT.match(cells[0]) if len(cells) >= 3 else None
         mid = _ROW1_MID.match(cells[1]) if first else None
         if first and mid:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, first_token, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
 
 _FIX = "capture the complete output again with `nvidia-smi -q > smi.txt`"
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -176,6 +176,7 @@ def _gpu(node: _Node, index: int, driver: str | None, cuda: str | None, warnings
         mig_mode_pending=to_bool(node.get("MIG Mode", "Pending")),
         mig_devices=_mig_devices(node),
         unknown_error_fields=[path for path, child in node.walk() if is_unknown_error(child.value)],
+        lost_fields=[path for path, child in node.walk() if is_gpu_lost(child.value)],
         performance_state=clean(node.get("Performance State")),
         utilization_gpu_pct=to_int(node.get("Utilization", "Gpu")),
         fabric_state=clean(node.get("Fabric", "State")),
