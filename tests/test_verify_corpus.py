@@ -86,6 +86,9 @@ EXPECTED: dict[str, list[str]] = {
                     "captures/text_q/gpud__nvidia-smi-query.535.183.01.out.0.valid"],
     "xid-13": ["nvidia/dmesg/gpud__dmesg.decode.iso.log.0", "captures/dmesg/gpud__memory-dmesg.decode.iso.log"],
     "xid-43": ["nvidia/dmesg/gpud__dmesg.decode.iso.log.0", "captures/dmesg/gpud__memory-dmesg.decode.iso.log"],
+    "container-cli-driver-timeout": [
+        "captures/errors/NVIDIA-nvidia-docker-1691__container-cli-driver-rpc-timed-out.txt",
+        "captures/errors/NVIDIA-nvidia-docker-1484__oci-prestart-hook-driver-error-timed-out.txt"],
     "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt"],
     "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
                              "captures/table/gls__RTX3080__nvidia-smi.txt"],

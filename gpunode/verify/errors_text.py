@@ -129,6 +129,15 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "`sudo systemctl restart docker` and test with `docker run --rm --gpus all ubuntu nvidia-smi`.",
         "critical"),
     ErrorSignature(
+        "container-cli-driver-timeout",
+        re.compile(r"nvidia-container-cli: initialization error: (?:driver rpc error|driver error|nvcgo rpc error)"
+                   r": (?:timed out|failed to process request)[^\n\\\"]*"),
+        "container", "nvidia-container-cli timed out (or failed) talking to the driver while starting the container",
+        "The driver is slow to initialise the GPUs for every new client: enable persistence mode (run "
+        "nvidia-persistenced, or `nvidia-smi -pm 1`) so the driver stays initialised, check the host's "
+        "`nvidia-smi` answers quickly and `dmesg` has no Xid, and retry; a loaded node (many containers starting "
+        "at once) makes the 10 s RPC timeout of libnvidia-container more likely.", "critical"),
+    ErrorSignature(
         "nvidia-runtime-not-registered",
         re.compile(r"unknown or invalid runtime name: nvidia.*|Unknown runtime specified nvidia.*", re.I),
         "container", "the container engine has no `nvidia` runtime registered", _RUNTIME_REMEDY, "critical"),
