@@ -51,8 +51,13 @@ def mount_findings(facts: Facts, expected: list[dict]) -> list[Finding]:
     return findings
 
 
-def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> HostReport:
-    """One exec for facts + evidence, one more for the container test; returns the JSON report."""
+def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> dict:
+    """The JSON report of one host (check_host's HostReport as a dict; image builds read it)."""
+    return check_host(host, options, connect_options).to_dict()
+
+
+def check_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> HostReport:
+    """One exec for facts + evidence, one more for the container test; returns the typed report."""
     conn = connect(host, connect_options)
     try:
         conn.open()
@@ -98,7 +103,7 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
     reports, unreachable = [], False
     for host in selected:
         try:
-            reports.append(verify_host(host, options, connect_options))
+            reports.append(check_host(host, options, connect_options))
         except GpunodeError as exc:
             unreachable = True
             reports.append(HostReport(host.name, error=str(exc)))
