@@ -13,6 +13,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
 from gpunode.verify.kernel_lines import kernel_messages
@@ -295,3 +297,14 @@ def test_the_four_misses_of_the_held_out_set():
     assert lost.findings[0].gpu == "0000:b3:00.0"
     fragment = diagnose_files([DATA / "captures/table/Azure-azhpc-diagnostics-77__table-fragment-err-power.txt"])
     assert fragment.report is not None and fragment.report.gpus[0].unknown_error_fields == ["power_draw"]
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
+def test_arbitrary_input_never_crashes_and_unknown_is_never_healthy(tmp_path: Path, content: bytes):
+    path = tmp_path / "capture"
+    path.write_bytes(content)
+    result = diagnose_files([path])
+    jsonschema.validate(result.to_dict(), SCHEMA)
+    if not result.files[0].ok:
+        assert result.healthy is None and "HEALTHY" not in result.render_text()
