@@ -91,6 +91,9 @@ EXPECTED: dict[str, list[str]] = {
     "container-cli-driver-timeout": [
         "captures/errors/NVIDIA-nvidia-docker-1691__container-cli-driver-rpc-timed-out.txt",
         "captures/errors/NVIDIA-nvidia-docker-1484__oci-prestart-hook-driver-error-timed-out.txt"],
+    "fabricmanager-no-nvswitch": [
+        "captures/kernel/NVIDIA-gpu-operator-610__fabricmanager-nothing-to-do-journal.txt",
+        "captures/kernel/data-infra-cube-studio-29__fabricmanager-nothing-to-do-journal.txt"],
     "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt"],
     "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
                              "captures/table/gls__RTX3080__nvidia-smi.txt"],
@@ -269,7 +272,6 @@ NOT_UNDERSTOOD = {
     "captures/errors/NVIDIA-NVSentinel-1692__gpu-reset-in-use.txt",  # `nvidia-smi -r` refusal, not a state
     "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt",  # an Xorg log line
     "captures/lspci/gpud__lspci.gb200",  # plain `lspci` without -nn: no vendor/device ids
-    "captures/other/gpud__fabricmanager.log",  # fabric manager's own log
 }
 
 

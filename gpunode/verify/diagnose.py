@@ -45,6 +45,8 @@ _NOT_APPLICABLE = (
      "dkms status"),
     ("docker-daemon-json", re.compile(r"^\s*\{[\s\S]*\"(?:runtimes|default-runtime|log-driver|"
                                       r"exec-opts|data-root)\"", re.M), "docker daemon.json"),
+    ("fabricmanager-log", re.compile(r"^\[\w{3} \d{1,2} \d{4} \d{2}:\d{2}:\d{2}\] \[(?:INFO|WARNING|ERROR)\] "
+                                     r"\[tid \d+\]"), "nvidia-fabricmanager's own log"),
     ("collect-note", re.compile(r"^# gpunode-collect: ", re.M), "a note written by `gpunode collect`"),
 )
 

@@ -42,6 +42,22 @@ CONDITIONS: tuple[KernelCondition, ...] = (
         "Drain the GPU, then reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; "
         "if it recurs, collect `nvidia-bug-report.sh` and follow NVIDIA's Xid guidance for the preceding errors."),
     KernelCondition(
+        "fabricmanager-no-nvswitch",
+        re.compile(r"request to query NVSwitch device information from NVSwitch driver failed with "
+                   r"error:WARNING Nothing to do \[NV_WARN_NOTHING_TO_DO\]", _I), "warning",
+        "nvidia-fabricmanager runs on a system without NVSwitch and exits (NV_WARN_NOTHING_TO_DO)",
+        "Fabric manager is only for NVSwitch systems (HGX/DGX A100/H100/B200 baseboards); PCIe GPUs and "
+        "NVLink-bridged pairs (A40, 4090, ...) do not use it: `systemctl disable --now nvidia-fabricmanager`. "
+        "On a real NVSwitch system, check the nvidia-nvswitch module is loaded and the driver and "
+        "fabricmanager versions match."),
+    KernelCondition(
+        "nvswitch-sxid",
+        re.compile(r"nvidia-nvswitch\d*: SXid \(PCI:[^)]*\): \d+", _I), "warning",
+        "an NVSwitch reported an SXid error (NVLink fabric)",
+        "Look the SXid up in NVIDIA's SXid catalog (Fabric Manager user guide): fatal SXids stall NVLink "
+        "traffic (GPUs then log Xid 45/74) and need the GPUs/NVSwitches reset (reboot the node); repeated "
+        "non-fatal ones on one port point at the link (reseat / RMA the baseboard)."),
+    KernelCondition(
         "driver-library-mismatch",
         re.compile(r"NVRM: API mismatch: the client .*?has the version \S+, but this kernel module has the "
                    r"version \S+", _I), "critical",
