@@ -310,3 +310,16 @@ def test_arbitrary_input_never_crashes_and_unknown_is_never_healthy(tmp_path: Pa
     jsonschema.validate(result.to_dict(), SCHEMA)
     if not result.files[0].ok:
         assert result.healthy is None and "HEALTHY" not in result.render_text()
+
+
+@pytest.mark.parametrize("line", [
+    'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+    "docker: Error response from daemon: could not select device driver  with capabilities: [[gpu]].",
+    "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].",
+    'Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]',
+], ids=["quoted-empty", "unquoted-empty", "no-driver-word", "quoted-nvidia"])
+def test_docker_could_not_select_device_driver_in_every_spelling(tmp_path: Path, line: str):
+    """docker versions print the empty driver name quoted, unquoted (two spaces) or not at all."""
+    capture = tmp_path / "docker.txt"
+    capture.write_text(line + "\n")
+    assert [f.id for f in diagnose_files([capture]).findings] == ["container-runtime-missing"]

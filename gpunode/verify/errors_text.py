@@ -123,7 +123,7 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "reset/reboot.", "critical"),
     ErrorSignature(
         "container-runtime-missing",
-        re.compile(r"could not select device driver (?:\"[^\"]*\" |\S+ )?with capabilities: \[\[gpu\]\].*"),
+        re.compile(r"could not select device driver\s+(?:\"[^\"]*\"\s+|\S+\s+)?with capabilities:\s*\[\[gpu\]\].*"),
         "container", "docker has no GPU device driver: NVIDIA Container Toolkit missing or not configured",
         "Install nvidia-container-toolkit, run `sudo nvidia-ctk runtime configure --runtime=docker`, then "
         "`sudo systemctl restart docker` and test with `docker run --rm --gpus all ubuntu nvidia-smi`.",
