@@ -223,11 +223,12 @@ def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, m
 
 
 @gtask(iterable=["file"], help={
-    "file": "a saved output (nvidia-smi -q -x / -q / table / csv, lspci -nn, dmesg, error text) or a folder; "
-            "repeatable", "json": "print JSON", "expect_gpus": "expected GPU count", "expect_model": "expected model",
+    "file": "a saved output (nvidia-smi -q -x / -q / table / csv, lspci -nn, dmesg, error text), a folder or a "
+            "`gpunode collect` bundle; repeatable, or give files as positional arguments", "json": "print JSON",
+    "expect_gpus": "expected GPU count", "expect_model": "expected model",
 })
 def diagnose(c, file=None, json=False, expect_gpus=None, expect_model=None):
-    """Analyse saved outputs offline, recognising each file's kind from its content."""
+    """Analyse saved outputs offline (`gpunode diagnose FILE...` or --file): exit 0 healthy, 1 unhealthy, 2 unknown."""
     from gpunode.commands.verify_cmd import diagnose as run
     from gpunode.verify import Expectations
 
@@ -399,4 +400,19 @@ def main() -> None:
 
     from gpunode import __version__
 
-    Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)
+    Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+
+
+def diagnose_argv(argv: list[str]) -> list[str]:
+    """`gpunode diagnose A B --json` -> `gpunode diagnose --file A --file B --json` (invoke has no variadic
+    positional arguments); other commands are passed through unchanged."""
+    if len(argv) < 2 or argv[1] != "diagnose":
+        return argv
+    out, expects_value = argv[:2], False
+    for arg in argv[2:]:
+        if expects_value or arg.startswith("-"):
+            out.append(arg)
+            expects_value = arg in ("-f", "--file", "--expect-gpus", "--expect-model", "-e")
+        else:
+            out += ["--file", arg]
+    return out
