@@ -11,7 +11,7 @@ import yaml
 
 from gpunode.inventory import load_inventory
 from gpunode.playbook import builtin_path, load_playbook
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 FILES = ["inventory/hosts", "inventory/group_vars/all.yml", "inventory/host_vars/gpu-1.yml", "site.yml",
          "README.md", "tasks.py", ".gitignore"]
@@ -30,6 +30,9 @@ def test_init_writes_a_project_and_refuses_to_overwrite_it(tmp_path):
     assert (project / "site.yml").read_text().startswith("# mine")
     assert run_cli("init", str(project), "--force").code == 0
     assert (project / "site.yml").read_text() == before
+    asked_for_help = run_cli("init", "--help")  # invoke hands "--help" to the positional argument
+    assert asked_for_help.code == 2 and "gpunode --help init" in asked_for_help.stderr
+    assert not (Path(REPO) / "--help").exists()
 
 
 def test_the_inventory_loads_and_every_documented_default_is_the_playbooks_own(tmp_path):

@@ -134,6 +134,9 @@ def _value(var) -> str:
 
 def init_project(directory: str, force: bool = False) -> str:
     """Write the project files; refuses to overwrite any of them unless `force`. Returns what to do next."""
+    if directory.startswith("-"):
+        raise UsageError(f"{directory!r} is an option, not a folder name",
+                         fix="help: gpunode --help init; a folder starting with '-': gpunode init ./-name")
     root = Path(directory).expanduser()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{directory} exists and is not a folder",

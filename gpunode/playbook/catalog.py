@@ -78,10 +78,12 @@ def used_variables(book: Playbook) -> set[str]:
     names: set[str] = set()
     specs: list[StepSpec] = [*book.steps, *book.handlers.values()]
     for spec in specs:
+        found: set[str] = set()
         for text in _strings(spec.args):
-            names |= meta.find_undeclared_variables(_ENV.parse(text))
+            found |= meta.find_undeclared_variables(_ENV.parse(text))
         if spec.when is not None:
-            names |= meta.find_undeclared_variables(_ENV.parse("{{ " + str(spec.when) + " }}"))
+            found |= meta.find_undeclared_variables(_ENV.parse("{{ " + str(spec.when) + " }}"))
+        names |= found - set(spec.vars)  # an included step's defaults come with it
     return names
 
 
