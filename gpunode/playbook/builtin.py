@@ -47,7 +47,8 @@ def resolve_playbook(ref: str | Path, base: Path | None = None) -> Path:
     if not path.exists() and Path(text).stem in builtin_names() and Path(text).name == Path(text).stem + ".yml" \
             and len(Path(text).parts) == 1:
         raise UsageError("no such file here", source=text,
-                         fix=f"for the built-in playbook write its bare name: --playbook {Path(text).stem}")
+                         fix=f"a built-in playbook is named without .yml: --playbook {Path(text).stem} "
+                         f"(or `- include: {Path(text).stem}`)")
     return path
 
 
