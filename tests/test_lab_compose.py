@@ -92,7 +92,7 @@ def test_include_vars_are_defaults_that_inventory_and_cli_override(lab, fresh_ho
 
 @pytest.mark.slow
 def test_site_including_all_of_gpu_node_runs_and_second_run_changes_nothing(lab, fresh_host, tmp_path):
-    """About 6 minutes: the whole gpu-node (a real Debian kernel + headers, the NVIDIA driver built with DKMS)."""
+    """Minutes: the whole gpu-node (a real Debian kernel + headers, the NVIDIA driver built with DKMS)."""
     site = tmp_path / "site.yml"
     site.write_text(SITE)
     inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
