@@ -34,22 +34,29 @@ CONN_HELP = {
 KEYS_HELP = {"accept_new_host_keys": "trust unknown host keys on first use (recorded in gpunode's known_hosts)"}
 
 
-@gtask(iterable=["inventory", "var"], help={
-    **CONN_HELP, **KEYS_HELP, "playbook": "playbook YAML (default playbooks/base.yml)",
+PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode playbooks`) or your own file as a path "
+                 "(site.yml, ./base.yml)")
+
+
+@gtask(iterable=["inventory", "var", "tags", "skip_tags"], help={
+    **CONN_HELP, **KEYS_HELP, "playbook": f"{PLAYBOOK_HELP}; default base",
+    "tags": "run only the steps with one of these tags (and those tagged always); comma-separated or repeated",
+    "skip_tags": "skip the steps with one of these tags",
     "check": "show what would change, with diffs; change nothing",
     "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable",
     "json_report": "write a JSON report here", "junit": "write JUnit XML here",
     "verbose": "plain log lines with command output",
     "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
 })
-def provision(c, inventory=None, hosts=None, playbook="playbooks/base.yml", limit=None, check=False, forks=10,
-              var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None):
+def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=False, forks=10,
+              var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
+              tags=None, skip_tags=None):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
         code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir)
+                   accept_new_host_keys, verbose, log_dir, tags, skip_tags)
     if code:
         raise Exit(code=code)
 
@@ -250,14 +257,36 @@ def collect(c, target, inventory=None, output=None, accept_new_host_keys=False):
         for path in run(inventory or [], target, output, accept_new_host_keys):
             print(path)
 
-ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect)
+
+@gtask(help={"json": "print JSON", "show": "print one built-in playbook's YAML (to read it or start your own)"})
+def playbooks(c, json=False, show=None):
+    """List the built-in playbooks with their tags, variables and defaults (read from the playbooks themselves)."""
+    from gpunode.commands.playbooks_cmd import list_playbooks
+
+    with cli_errors():
+        print(list_playbooks(json, show), end="")
+
+
+@gtask(positional=["directory"], help={
+    "directory": "the project folder to create (it may exist, but none of the files gpunode writes may)",
+    "force": "overwrite files that exist",
+})
+def init(c, directory, force=False):
+    """Start a project of your own: an inventory (hosts, group_vars, host_vars), site.yml, README, tasks.py."""
+    from gpunode.commands.init_cmd import init_project
+
+    with cli_errors():
+        print(init_project(directory, force), end="")
+
+
+ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, init)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
 
 
 IMAGE_HELP = {
-    "playbook": "playbook run on the build instance (default playbooks/gpu-node.yml)",
+    "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
     "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
     "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, al2023 (AWS), debian-12",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
@@ -291,7 +320,7 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
-              playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_ami=None,
+              playbook="gpu-node", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
               launch_template=None, batch=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
@@ -312,7 +341,7 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
                     "family of --base)",
 })
 def build_image(c, builder="qemu", region=None, instance_type=None, base="ubuntu-22.04", driver_branch=None,
-                playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_image=None,
+                playbook="gpu-node", var=None, validate_only=False, name=None, source_image=None,
                 packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None):
     """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""
     from gpunode.commands.image_cmd import build

@@ -31,7 +31,7 @@ class BuildRequest:
     """Everything `build-ami` / `build-image` was asked for."""
 
     builder: str = "aws"
-    playbook: str = "playbooks/gpu-node.yml"
+    playbook: str = "gpu-node"  # a built-in name or a path
     variables: list[str] = field(default_factory=list)     # playbook variables, KEY=VALUE
     base: str = "ubuntu-22.04"
     region: str | None = None

@@ -19,8 +19,9 @@ from typing import Any
 
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image.machine import Artifacts, MachineLine, parse_line
+from gpunode.playbook.builtin import PACKER_DIR
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "packer"
+TEMPLATES_DIR = PACKER_DIR  # packer/ in the repo, shipped in the wheel as gpunode/_packer
 TEMPLATES = {"aws": "aws.pkr.hcl", "alicloud": "alicloud.pkr.hcl", "tencent": "tencent.pkr.hcl", "qemu": "qemu.pkr.hcl"}
 # Packer 1.7+ needs these plugins (packer/plugins.pkr.hcl lists them all for `packer init`).
 PLUGINS = {

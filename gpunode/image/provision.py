@@ -21,7 +21,7 @@ from gpunode.image.poweroff import wait_until_powered_off
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.inventory import Host
-from gpunode.playbook import Playbook, load_playbook
+from gpunode.playbook import Playbook, builtin_path, load_playbook
 from gpunode.report.live import PlainEvents
 from gpunode.report.model import RunResult
 from gpunode.report.summary import print_summary
@@ -29,7 +29,7 @@ from gpunode.runner import RunOptions, run_playbook
 from gpunode.steps.image import ALL
 from gpunode.verify import Expectations
 
-FINALIZE = Path(__file__).resolve().parents[2] / "playbooks" / "image-finalize.yml"
+FINALIZE = builtin_path("image-finalize")  # playbooks/image-finalize.yml, shipped in the wheel
 
 
 def build_host(spec: BuildSpec, address: str, port: int, user: str) -> Host:

@@ -95,15 +95,15 @@ class HostRun:
         self.conn.transcript.note(f"FAILED ({status}): {exc}")
 
     # ---- steps -----------------------------------------------------------------------------------
-    def _variables(self, facts: Facts) -> dict[str, Any]:
-        """Playbook vars are defaults; inventory vars override them; --var overrides both."""
-        return {**self.playbook.vars, **self.host.vars, **self.extra_vars,
+    def _variables(self, facts: Facts, scope: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Playbook vars (and an included step's scope) are defaults; inventory vars override them; --var both."""
+        return {**self.playbook.vars, **(scope or {}), **self.host.vars, **self.extra_vars,
                 "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check}
 
     def _prepare(self, specs: list[StepSpec], facts: Facts) -> list[PlannedStep]:
-        variables = self._variables(facts)
         planned = []
         for spec in specs:
+            variables = self._variables(facts, spec.vars)
             try:
                 if spec.when is not None and not evaluate(str(spec.when), variables):
                     planned.append(PlannedStep(spec, None))
