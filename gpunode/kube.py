@@ -7,6 +7,10 @@ from typing import Any
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 _HANDLER = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")  # a DNS label: the CRI runtime handler name
+# Label keys: an optional DNS-subdomain prefix and "/", then a name; values: empty or a name (63 characters at most).
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}\Z")
+_LABEL_VALUE = re.compile(rf"^({_LABEL_NAME})?\Z")
 
 
 def runtime_class(name: str = "nvidia", handler: str = "nvidia",
@@ -23,6 +27,10 @@ def runtime_class(name: str = "nvidia", handler: str = "nvidia",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpunode"}},
         "handler": handler,
     }
+    for key, value in (node_selector or {}).items():
+        if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
+            raise ValueError(f"node selector {key}={value} is not a Kubernetes label (keys like "
+                             "nvidia.com/gpu.present, values of letters, digits, - _ . and at most 63 characters)")
     if node_selector:
         manifest["scheduling"] = {"nodeSelector": dict(node_selector)}
     return manifest

@@ -99,7 +99,7 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=Fals
     lab = Lab(tag, subnet, mirror)
     started = lab.up(int(hosts), suite=suite)
     for host in started:
-        print(f"{host.name}  {host.address}")
+        print(f"{host.name}  {host.address}  {host.suite}")
     print(f"inventory: {lab.inventory_path}")
     if nfs:
         from gpunode.lab.nfs import LabNfsServer
@@ -203,7 +203,7 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
         try:
             print(manifests_yaml([make(name, handler, selector)]), end="")
         except ValueError as exc:
-            raise UsageError(str(exc), fix="use lowercase letters, digits and -") from None
+            raise UsageError(str(exc), fix="see gpunode --help runtime-class") from None
 
 
 @gtask(positional=["target"], iterable=["inventory"], help={

@@ -50,3 +50,6 @@ def test_runtime_class_refuses_bad_names():
     assert result.code == 2 and "handler must be a DNS label" in result.output
     result = run_cli("runtime-class", "--node-selector", "novalue")
     assert result.code == 2 and "KEY=VALUE" in result.output
+    for bad in ("a b=c", "x=b=c", "gpu=has space", "-gpu=true"):
+        result = run_cli("runtime-class", "--node-selector", bad)
+        assert result.code == 2 and "is not a Kubernetes label" in result.output, bad

@@ -222,3 +222,23 @@ def test_upgrade_from_the_old_drop_in_restores_the_cri_settings(lab, new_host, t
     assert differences(after, original) == []
     runc_options = cri_runtimes(original)[1]["runc"]["options"]
     assert nvidia["options"] == {**runc_options, "BinaryName": "nvidia-container-runtime"}
+
+
+def test_a_cri_section_in_an_imported_file_is_found_before_anything_is_written(lab, new_host, tmp_path):
+    """containerd 1.x: an imported drop-in's CRI section replaces the main file's, so a runtime added to
+    config.toml would silently not load. containerd itself validates the new file: the step fails, nothing changes."""
+    host = new_host("bookworm")
+    install(host, "containerd")
+    config = host.root / "etc/containerd/config.toml"
+    config.write_text('imports = ["/etc/containerd/conf.d/*.toml"]\n' + config.read_text())
+    (host.root / "etc/containerd/conf.d").mkdir()
+    (host.root / "etc/containerd/conf.d/10-kubeadm.toml").write_text(
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "' + PAUSE + '"\n')
+    inside(host, "systemctl restart containerd")
+    original = config.read_bytes()
+    playbook = runtime_playbook(tmp_path / "containerd.yml", CONTAINERD_STEPS)
+    result, report = provision(lab, host, playbook, tmp_path)
+    assert result.code == 1, result.output
+    assert "failed validation" in report["error"] and "imported file" in report["fix"]
+    assert config.read_bytes() == original
+    assert "nvidia" not in json.dumps(loaded(host))

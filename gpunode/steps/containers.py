@@ -19,7 +19,7 @@ from gpunode.gpu.distro import (
     toolkit_repo_file,
 )
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
-from gpunode.steps.containerd_config import ConfigError, add_nvidia_runtime, loaded_runtimes
+from gpunode.steps.containerd_config import ConfigError, LayoutError, Loaded, add_nvidia_runtime, loaded_config
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 
@@ -152,9 +152,9 @@ class ContainerRuntimeStep(Step):
             actions += self._docker(parse_file_probe(sections.get("daemon", "")))
         version = sections.get("version", "")
         if self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
-            actions += self._containerd(parse_file_probe(sections.get("main", "")),
+            actions += self._containerd(ctx, parse_file_probe(sections.get("main", "")),
                                         parse_file_probe(sections.get("dropin", "")), version,
-                                        loaded_runtimes(sections.get("dump", ""), sections.get("default", "")))
+                                        loaded_config(sections.get("dump", ""), sections.get("default", "")))
         if self.cdi:
             actions += self._cdi(sections.get("ctk", ""), sections.get("cdi", ""))
         return actions
@@ -168,17 +168,31 @@ class ContainerRuntimeStep(Step):
                              "run again") from None
         if not isinstance(config, dict):
             raise StepFailed(f"{DAEMON_JSON} is not a JSON object; it was left untouched", fix=f"fix {DAEMON_JSON}")
+        runtimes = config.get("runtimes", {})
+        if runtimes is not None and not isinstance(runtimes, dict):
+            raise StepFailed(f'{DAEMON_JSON}: "runtimes" is a {type(runtimes).__name__}, Docker wants an object; '
+                             "it was left untouched", fix=f'make "runtimes" an object (or remove it) in {DAEMON_JSON}')
         merged = json.loads(json.dumps(config))
-        merged.setdefault("runtimes", {})["nvidia"] = {"path": self.runtime_path, "args": []}
+        runtimes = merged.get("runtimes") or {}
+        nvidia = runtimes.get("nvidia") if isinstance(runtimes.get("nvidia"), dict) else {}
+        nvidia = {**nvidia, "path": self.runtime_path}  # the user's runtimeArgs (or args) stay
+        if "args" not in nvidia and "runtimeArgs" not in nvidia:
+            nvidia["args"] = []  # as nvidia-ctk writes it
+        merged["runtimes"] = {**runtimes, "nvidia": nvidia}
         if self.default_runtime:
             merged["default-runtime"] = "nvidia"
         if merged == config:
             return []
-        text = json.dumps(merged, indent=4) + "\n"
+        text = json.dumps(merged, indent=_json_indent(state.content)) + "\n"
         return [write_action(DAEMON_JSON, state, text, reason="nvidia runtime missing from Docker's config")]
 
-    def _containerd(self, main: FileState, dropin: FileState, version: str,
-                    loaded: dict[str, dict]) -> list[Action]:
+    def _containerd(self, ctx: StepContext, main: FileState, dropin: FileState, version: str,
+                    loaded: Loaded) -> list[Action]:
+        if not version.strip():
+            raise StepFailed("containerd: yes, but containerd is not installed: a config.toml written now would "
+                             "hold only the nvidia runtime, and containerd's package would keep it (no runc: the CRI "
+                             "plugin fails)", fix="install containerd before this step (its package ships "
+                             "config.toml), or use containerd: auto")
         major = containerd_major(version)
         actions = []
         if dropin.exists and dropin.content.startswith(OLD_DROPIN_HEADER):
@@ -194,10 +208,22 @@ class ContainerRuntimeStep(Step):
             raise StepFailed(f"{CONTAINERD_CONFIG} is {exc}{where}; it was left untouched and containerd was not "
                              "restarted", fix=f"fix {CONTAINERD_CONFIG} by hand (or restore a backup; check it with "
                              "`containerd config dump`), then run again") from None
+        except LayoutError as exc:
+            raise StepFailed(f"{CONTAINERD_CONFIG} is valid, but {exc}; it was left untouched and containerd was not "
+                             "restarted", fix=f"write the runtimes in {CONTAINERD_CONFIG} as section tables "
+                             "([plugins.\"...\".containerd.runtimes.runc], as `containerd config default` does), "
+                             "then run again; or add the nvidia runtime by hand") from None
+        if edit.note:
+            ctx.notes.append(edit.note)
         if edit.changes:
-            validate = 'containerd --config "$1" config dump >/dev/null' if version.strip() else ""
-            actions.append(write_action(CONTAINERD_CONFIG, main, edit.text, validate=validate,
-                                        reason="; ".join(edit.changes)))
+            # containerd itself must load the new file with the runtime in it; on containerd 1.x an imported file
+            # that holds a CRI section replaces the main file's, and the runtime would silently not load.
+            validate = 'containerd --config "$1" config dump | grep -q "runtimes\\.nvidia\\]"'
+            write = write_action(CONTAINERD_CONFIG, main, edit.text, validate=validate, reason="; ".join(edit.changes))
+            write.fix = ("if containerd did not load the runtime: an imported file (see `imports` in "
+                         f"{CONTAINERD_CONFIG}) holds a CRI section and replaces the main file's on containerd 1.x; "
+                         "add the nvidia runtime to that file, or move its settings into config.toml")
+            actions.append(write)
         return actions
 
     def _cdi(self, ctk: str, present: str) -> list[Action]:
@@ -216,6 +242,16 @@ class ContainerRuntimeStep(Step):
                        f"nvidia-ctk cdi generate --output={CDI_STATIC}",
                        fix="install the container toolkit; the driver must be loaded (reboot first if it was just "
                        "installed)")]
+
+
+def _json_indent(text: str) -> int | str:
+    """The indentation a JSON file already uses (so a merge does not reformat every line); 4 for a new file."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            return line[: len(line) - len(stripped)] if "\t" in line[: len(line) - len(stripped)] \
+                else len(line) - len(stripped)
+    return 4
 
 
 def containerd_major(version: str) -> int:
