@@ -12,6 +12,7 @@ from invoke.exceptions import Exit
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.inventory import Host, Inventory, adhoc_inventory, load_inventory
 from gpunode.report.console import make_console
+from gpunode.report.text import line
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 err_console = make_console(stderr=True)
@@ -31,9 +32,9 @@ def cli_errors() -> Iterator[None]:
 
 
 def _print_error(exc: GpunodeError) -> None:
-    err_console.print(f"[bold red]error:[/] {exc.cause if not exc.host else exc}", markup=True)
+    err_console.print(line(("error:", "bold red"), " ", exc.cause if not exc.host else str(exc)))
     if exc.fix and not exc.host:
-        err_console.print(f"  [bold]fix:[/] {exc.fix}")
+        err_console.print(line("  ", ("fix:", "bold"), " ", exc.fix))
 
 
 def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None) -> tuple[Inventory, list[Host]]:

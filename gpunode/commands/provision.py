@@ -9,6 +9,7 @@ from typing import Any
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, is_tty, load_hosts, parse_vars
 from gpunode.connection import ConnectOptions
 from gpunode.inventory import Host
+from gpunode.inventory.connvars import with_extra_vars
 from gpunode.playbook import Playbook, load_playbook
 from gpunode.report.junit import junit_xml
 from gpunode.report.live import LiveEvents, PlainEvents
@@ -23,7 +24,9 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
     """Returns the exit code: 0 all hosts ok, 1 some host failed."""
     book = load_playbook(playbook)
     _, selected = load_hosts(inventory, hosts, limit or book.hosts)
-    return run_and_report(book, selected, check, forks, parse_vars(variables), json_report, junit,
+    extra = parse_vars(variables)
+    selected = [with_extra_vars(h, extra) for h in selected]
+    return run_and_report(book, selected, check, forks, extra, json_report, junit,
                           accept_new_host_keys, verbose, log_dir)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -12,6 +13,11 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
+from gpunode.values import as_bool, file_mode
+
+
+class Mode(str):
+    """A step argument holding a permission mode: normalised to octal digits by `coerce` (see values.file_mode)."""
 
 
 @dataclass
@@ -41,6 +47,7 @@ class StepContext:
     reboot_required: bool = False
     notes: list[str] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)   # what steps tell later steps (target kernel...)
+    on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
 
     def require_reboot(self, reason: str) -> None:
         """Ask for a reboot (done by a later `reboot` step) and say why."""
@@ -55,6 +62,7 @@ class StepContext:
         return str(self.shared.get("target_kernel") or self.facts.kernel.running)
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
+        kwargs.setdefault("on_output", self.on_output)
         return self.conn.run(command, **kwargs)
 
 
@@ -166,11 +174,12 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
             raise ValueError(f"{where} must be a mapping, got {type(value).__name__}")
         return dict(value)
     if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "yes", "on", "false", "no", "off"):
-            return value.lower() in ("true", "yes", "on")
-        raise ValueError(f"{where} must be true or false, got {value!r}")
+        flag = as_bool(value)
+        if flag is None:
+            raise ValueError(f"{where} must be true or false, got {value!r}")
+        return flag
+    if hint is Mode:
+        return Mode(file_mode(value, where))
     if hint in (int, float):
         if isinstance(value, bool):
             raise ValueError(f"{where} must be a number, got {value!r}")
