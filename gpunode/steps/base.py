@@ -33,6 +33,7 @@ class Action:
     changes: bool = True          # False for waits and checks that alter nothing
     reboot: bool = False          # the runner performs reboots (reconnect, boot-id check)
     fix: str = ""                 # what to tell the user if this action fails
+    writes: str = ""              # the file this action creates, changes or removes (see StepContext.wrote)
 
 
 @dataclass
@@ -49,6 +50,17 @@ class StepContext:
     shared: dict[str, Any] = field(default_factory=dict)   # what steps tell later steps (target kernel...)
     on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
 
+    def wrote(self, path: str) -> None:
+        """Record a file changed in this run; what later steps must do about it is decided here, once.
+
+        A systemd unit or drop-in -> `daemon_reload_pending` (the `service` step reloads before it acts);
+        a package source or keyring -> `package_sources_changed` (the `packages` step refreshes the lists).
+        """
+        if any(path.startswith(d) for d in SYSTEMD_DIRS) and (path.endswith(UNIT_SUFFIXES) or ".d/" in path):
+            self.shared["daemon_reload_pending"] = True
+        if path.startswith(PACKAGE_SOURCE_PATHS):
+            self.shared["package_sources_changed"] = True
+
     def require_reboot(self, reason: str) -> None:
         """Ask for a reboot (done by a later `reboot` step) and say why."""
         self.reboot_required = True
@@ -64,6 +76,22 @@ class StepContext:
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)
         return self.conn.run(command, **kwargs)
+
+
+SYSTEMD_DIRS = ("/etc/systemd/", "/run/systemd/", "/lib/systemd/", "/usr/lib/systemd/", "/usr/local/lib/systemd/")
+UNIT_SUFFIXES = (".service", ".socket", ".timer", ".mount", ".automount", ".path", ".target", ".slice", ".conf")
+PACKAGE_SOURCE_PATHS = ("/etc/apt/sources.list", "/etc/apt/trusted.gpg", "/etc/apt/keyrings/",
+                        "/usr/share/keyrings/", "/etc/yum.repos.d/", "/etc/dnf/")
+DISK_FULL = ("No space left on device", "You don't have enough free space", "not enough free space",
+             "Disk quota exceeded")
+
+
+def failure_fix(output: str) -> str:
+    """A fix that the output itself points at (a full disk), whatever the command was; "" when none."""
+    if any(marker in output for marker in DISK_FULL):
+        return ("the host is out of disk space: see `df -h / /var` on it, free space (`apt-get clean` or "
+                "`dnf clean all`, old logs with `journalctl --vacuum-size=200M`) or grow the disk, then run again")
+    return ""
 
 
 class StepFailed(GpunodeError):
@@ -100,8 +128,11 @@ class Step:
             if not result.ok:
                 raise StepFailed(
                     f"{action.summary} failed (exit {result.exit_code}):\n{_indent(result.tail())}",
-                    fix=action.fix or "read the output above and the host's log; fix the cause and run again",
+                    fix=failure_fix(result.stdout + result.stderr) or action.fix
+                    or "read the output above and the host's log; fix the cause and run again",
                 )
+            if action.writes:
+                ctx.wrote(action.writes)
             self.after_action(ctx, action, result)
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:

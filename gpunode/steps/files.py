@@ -43,7 +43,7 @@ class FileStep(Step):
             if not state.exists:
                 return []
             return [Action(f"remove {self.path}", "file exists", f"rm -f -- {q(self.path)}",
-                           diff=f"--- {self.path}\n+++ /dev/null\n")]
+                           diff=f"--- {self.path}\n+++ /dev/null\n", writes=self.path)]
         mode = self.mode or ""
         if self.content is not None and (not state.exists or state.content != self.content):
             return [write_action(self.path, state, self.content, mode=mode, owner=self.owner or "",
@@ -53,11 +53,11 @@ class FileStep(Step):
         actions = []
         if mode and state.mode != mode:
             actions.append(Action(f"chmod {mode} {self.path}", f"mode is {state.mode}",
-                                  f"chmod {q(mode)} -- {q(self.path)}"))
+                                  f"chmod {q(mode)} -- {q(self.path)}", writes=self.path))
         if (self.owner and state.owner != self.owner) or (self.group and state.group != self.group):
             who = f"{self.owner or state.owner}:{self.group or state.group}"
             actions.append(Action(f"chown {who} {self.path}", f"owned by {state.owner}:{state.group}",
-                                  f"chown {q(who)} -- {q(self.path)}"))
+                                  f"chown {q(who)} -- {q(self.path)}", writes=self.path))
         return actions
 
 
