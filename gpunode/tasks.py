@@ -149,7 +149,7 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         args = nfs_args(server, export, path, vendor, nfs_version, options, automount=automount or None,
                         state="absent" if absent else None, fstab_only=fstab_only or None,
                         write_test=write_test or None, preflight=False if no_preflight else None)
-        code = run(inventory or [], hosts, limit, args, check, int(forks), json_report, junit,
+        code = run(inventory or [], hosts, limit, args, check, forks, json_report, junit,
                    accept_new_host_keys, verbose, log_dir)
     if code:
         raise Exit(code=code)
@@ -373,4 +373,11 @@ def main() -> None:
 
     from gpunode import __version__
 
-    Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)
+    try:
+        Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe

@@ -46,9 +46,25 @@ def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None
     inv = adhoc_inventory(hosts, base) if hosts else base
     assert inv is not None
     selected = inv.select(limit)
-    if not selected:
+    if not selected and limit:
         raise UsageError("no hosts selected", source="--limit", fix="check --limit and the inventory")
+    if not selected:
+        empty = [g for g in inv.groups if g not in ("all", "ungrouped") and not inv.group_hosts(g)]
+        listed = f"; groups without hosts: {', '.join(empty)}" if empty else ""
+        raise UsageError(f"the inventory has no hosts{listed}",
+                         source=", ".join(inventory or []) or "-H",
+                         fix="add hosts under a group; a [group:children] entry must name a group defined with its "
+                         "own [name] section (or children:/hosts: in YAML)")
     return inv, selected
+
+
+def check_forks(forks: object) -> int:
+    """--forks/-f: a whole number of hosts in parallel, at least 1."""
+    text = str(forks).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--forks {forks!r} is not a number of hosts in parallel", source="--forks",
+                         fix="give 1 or more, e.g. -f 10")
+    return int(text)
 
 
 def parse_vars(pairs: list[str]) -> dict[str, Any]:

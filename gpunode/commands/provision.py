@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpunode.commands.common import EXIT_FAILED, EXIT_OK, is_tty, load_hosts, parse_vars
+from gpunode.commands.common import EXIT_FAILED, EXIT_OK, check_forks, is_tty, load_hosts, parse_vars
 from gpunode.connection import ConnectOptions
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
@@ -22,6 +22,7 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
               forks: int, variables: list[str], json_report: str | None, junit: str | None,
               accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None) -> int:
     """Returns the exit code: 0 all hosts ok, 1 some host failed."""
+    forks = check_forks(forks)
     book = load_playbook(playbook)
     _, selected = load_hosts(inventory, hosts, limit or book.hosts)
     extra = parse_vars(variables)

@@ -82,6 +82,7 @@ def connection_settings(host: str, resolved: Resolved) -> dict[str, Any]:
         "proxy_command": proxy_command,
         "known_hosts": _path(_text(pick(resolved, ("known_hosts",)))),
         "local": _is_local(host, address, pick(resolved, CONNECTION)),
+        "accept_new_host_keys": _accept_new_keys(host, resolved, ssh),
     }
 
 
@@ -139,6 +140,15 @@ def _bool(host: str, picked: Picked | None) -> bool:
         f"host {host!r}: {picked.name} must be true or false, got {value!r}",
         f"set {picked.name}: true (or false)",
     )
+
+
+def _accept_new_keys(host: str, resolved: Resolved, ssh: SshOptions) -> bool:
+    """Trust unknown host keys on first use when the inventory turns host key checking off the Ansible way
+    (`-o StrictHostKeyChecking=no|accept-new`, `ansible_host_key_checking: false`). A changed key is still refused."""
+    checking = pick(resolved, ("host_key_checking", "ansible_host_key_checking"))
+    if checking is not None and _bool(host, checking) is False:
+        return True
+    return ssh.strict_host_keys in ("no", "off", "accept-new")
 
 
 def _is_local(host: str, address: str | None, connection: Picked | None) -> bool:
