@@ -373,8 +373,17 @@ def main() -> None:
 
     from gpunode import __version__
 
+    class GProgram(Program):
+        def parse_tasks(self) -> None:  # an option value of the wrong type (`-f x`): exit 2, no traceback
+            try:
+                super().parse_tasks()
+            except ValueError as exc:
+                print(f"error: bad option value: {exc}\n  fix: see `gpunode {' '.join(self.core.unparsed[:1])} "
+                      "--help` for the option's type", file=sys.stderr)
+                raise Exit(code=2) from None
+
     try:
-        Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)
+        GProgram(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)
         sys.stdout.flush()
     except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
         import os

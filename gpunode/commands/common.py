@@ -37,8 +37,9 @@ def _print_error(exc: GpunodeError) -> None:
         err_console.print(line("  ", ("fix:", "bold"), " ", exc.fix))
 
 
-def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None) -> tuple[Inventory, list[Host]]:
-    """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit`."""
+def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None,
+               limit_source: str = "--limit") -> tuple[Inventory, list[Host]]:
+    """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit` (or a playbook's `hosts:`)."""
     if not inventory and not hosts:
         raise UsageError("no hosts: give an inventory (-i FILE) or hosts (-H host1,host2)",
                          fix="e.g. gpunode provision -i inventory/aws-gpu.yml, or -H ubuntu@10.0.1.5")
@@ -46,8 +47,8 @@ def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None
     inv = adhoc_inventory(hosts, base) if hosts else base
     assert inv is not None
     selected = inv.select(limit)
-    if not selected and limit:
-        raise UsageError("no hosts selected", source="--limit", fix="check --limit and the inventory")
+    if not selected and limit and inv.hosts:
+        raise UsageError("no hosts selected", source=limit_source, fix=f"check {limit_source} and the inventory")
     if not selected:
         empty = [g for g in inv.groups if g not in ("all", "ungrouped") and not inv.group_hosts(g)]
         listed = f"; groups without hosts: {', '.join(empty)}" if empty else ""

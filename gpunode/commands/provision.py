@@ -24,7 +24,8 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
     """Returns the exit code: 0 all hosts ok, 1 some host failed."""
     forks = check_forks(forks)
     book = load_playbook(playbook)
-    _, selected = load_hosts(inventory, hosts, limit or book.hosts)
+    _, selected = load_hosts(inventory, hosts, limit or book.hosts,
+                             "--limit" if limit or not book.hosts else f"hosts: in {playbook}")
     extra = parse_vars(variables)
     selected = [with_extra_vars(h, extra) for h in selected]
     return run_and_report(book, selected, check, forks, extra, json_report, junit,
