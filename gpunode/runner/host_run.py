@@ -140,10 +140,9 @@ class HostRun:
 
     def _run_handlers(self, facts: Facts) -> None:
         """Run the notified handlers once each, in the order they were notified."""
-        todo = [n for n in self.notified if n not in self.handlers_ran]
-        handlers = self._prepare([self.playbook.handlers[n] for n in todo], facts)
-        self._probe(handlers)
-        for name, item in zip(todo, handlers, strict=True):
+        for name in [n for n in self.notified if n not in self.handlers_ran]:
+            (item,) = self._prepare([self.playbook.handlers[name]], facts)  # one by one: a broken one stops only
+            self._probe([item])                                              # itself and those after it
             self.handlers_ran.add(name)
             facts = self.facts = self._run_one(item, facts)
 
