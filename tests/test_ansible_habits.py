@@ -17,17 +17,14 @@ import pytest
 from conftest import REPO, run_cli
 from rich.console import Console
 
-from gpunode.connection.failures import classify, key_file_failure
 from gpunode.errors import UsageError
-from gpunode.inventory import Host, load_inventory
-from gpunode.inventory.connvars import with_extra_vars
+from gpunode.inventory import load_inventory
 from gpunode.playbook import evaluate, load_playbook
 from gpunode.report.junit import junit_xml
 from gpunode.report.live import LiveEvents
 from gpunode.report.model import HostOutcome, RunResult, StepOutcome
 from gpunode.report.summary import print_summary
 from gpunode.steps import build_step
-from gpunode.steps.base import failure_fix
 
 NASTY = "[/etc/foo] :end: \x1b[31m"
 SHOWN = "[/etc/foo] :end: \\x1b[31m"   # control bytes are shown as escapes, everything else as written
@@ -92,6 +89,8 @@ def test_line_does_not_create_missing_files_by_default():
 
 # ---- item 3 -----------------------------------------------------------------------------------------------------
 def test_var_ansible_user_changes_the_login(tmp_path):
+    from gpunode.inventory.connvars import with_extra_vars
+
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("[app]\nweb1 ansible_host=192.0.2.1 ansible_user=ubuntu user=postgres\n")
     host = load_inventory(inventory).hosts["web1"]
@@ -150,6 +149,8 @@ def test_junit_is_well_formed_and_its_counts_match_its_elements():
 
 # ---- item 8: disk space -----------------------------------------------------------------------------------------
 def test_a_full_disk_gets_a_disk_space_fix():
+    from gpunode.steps.base import failure_fix
+
     output = "E: You don't have enough free space in /var/cache/apt/archives/."
     assert "out of disk space" in failure_fix(output) and "apt-get clean" in failure_fix(output)
     assert failure_fix("E: Unable to locate package nope") == ""
@@ -157,6 +158,8 @@ def test_a_full_disk_gets_a_disk_space_fix():
 
 # ---- item 16: one classification --------------------------------------------------------------------------------
 def test_connection_failures_are_told_apart(tmp_path):
+    from gpunode.connection.failures import classify, key_file_failure
+
     missing = key_file_failure(str(tmp_path / "nope.pem"))
     assert missing and missing.kind == "key-file" and not missing.retry and "does not exist" in missing.cause
     refused = paramiko.ssh_exception.NoValidConnectionsError(
@@ -218,5 +221,20 @@ def test_check_mode_summary_lists_handlers_that_would_run():
     assert "a: handlers that would run: restart docker" in console.file.getvalue()
 
 
-def test_unused_host_is_a_plain_host():
-    assert Host("x", "192.0.2.1").accept_new_host_keys is False
+
+# ---- items 5 and 8: what a written file means for later steps ---------------------------------------------------
+@pytest.mark.parametrize(("path", "reload", "refresh"), [
+    ("/etc/systemd/system/app.service", True, False),
+    ("/etc/systemd/system/docker.service.d/override.conf", True, False),
+    ("/etc/systemd/journald.conf", False, False),         # a daemon's config, not a unit
+    ("/etc/apt/sources.list.d/nvidia.list", False, True),
+    ("/usr/share/keyrings/nvidia.gpg", False, True),
+    ("/etc/docker/daemon.json", False, False),
+])
+def test_written_files_mark_what_later_steps_must_do(path, reload, refresh):
+    from gpunode.steps.base import StepContext
+
+    ctx = StepContext(None, None, None, False)  # type: ignore[arg-type]
+    ctx.wrote(path)
+    assert bool(ctx.shared.get("daemon_reload_pending")) is reload
+    assert bool(ctx.shared.get("package_sources_changed")) is refresh

@@ -69,8 +69,10 @@ def test_remote_text_is_shown_verbatim_and_junit_is_well_formed(lab, tmp_path):
     result = run_cli("provision", "-i", str(inventory), "--playbook", str(book), "--junit", str(junit),
                      "--log-dir", str(tmp_path / "logs"))
     assert result.code == 1, result.output
-    assert f"{first.name} at step 'install [bold]x :end:': install [bold]x :end: failed (exit 3):" in result.stdout
-    assert SHOWN in result.stdout and "\x1b" not in result.stdout
+    failure = next(line for line in result.stdout.splitlines() if line.startswith(f"{first.name} at step "))
+    assert failure.startswith(f"{first.name} at step 'install [bold]x :end:': run: printf ")
+    assert f"    {SHOWN}" in result.stdout.split(failure, 1)[1]  # the remote line, verbatim, in the summary
+    assert "\x1b" not in result.stdout
     assert "fix:" in result.stdout and "log:" in result.stdout
     root = ET.parse(junit).getroot()  # Python's XML parser: well-formed
     for suite in root:
@@ -103,7 +105,8 @@ def test_undefined_variable_is_a_failed_step_everywhere(lab, tmp_path):
 # ---- item 3 ------------------------------------------------------------------------------------------------------
 def test_app_variables_named_user_and_port_do_not_change_the_login(lab, tmp_path):
     host = lab.hosts[sorted(lab.hosts)[0]]
-    result, _ = provision(lab, [host], tmp_path, "steps:\n  - command: {cmd: 'true'}\n", user="postgres", port=5432)
+    result, _ = provision(lab, [host], tmp_path, "steps:\n  - command: {cmd: 'true'}\n", user="postgres", port=5432,
+                          ansible_port=22)
     assert result.code == 0, result.output
 
 

@@ -36,7 +36,7 @@ def test_verify_gpu_on_a_host_without_gpu_is_honest(lab, tmp_path):
 def test_verify_gpu_unreachable_exits_2(lab):
     result = run_cli("verify-gpu", f"gpunode@{lab.network.address(201)}", "--json")
     assert result.code == 2
-    assert "cannot reach" in json.loads(result.stdout)["error"]
+    assert "no route to" in json.loads(result.stdout)["error"]
 
 
 @pytest.mark.lab

@@ -56,7 +56,8 @@ class StepContext:
         A systemd unit or drop-in -> `daemon_reload_pending` (the `service` step reloads before it acts);
         a package source or keyring -> `package_sources_changed` (the `packages` step refreshes the lists).
         """
-        if any(path.startswith(d) for d in SYSTEMD_DIRS) and (path.endswith(UNIT_SUFFIXES) or ".d/" in path):
+        drop_in = ".d/" in path and path.endswith(".conf")
+        if path.startswith(SYSTEMD_DIRS) and (path.endswith(UNIT_SUFFIXES) or drop_in):
             self.shared["daemon_reload_pending"] = True
         if path.startswith(PACKAGE_SOURCE_PATHS):
             self.shared["package_sources_changed"] = True
@@ -78,8 +79,9 @@ class StepContext:
         return self.conn.run(command, **kwargs)
 
 
-SYSTEMD_DIRS = ("/etc/systemd/", "/run/systemd/", "/lib/systemd/", "/usr/lib/systemd/", "/usr/local/lib/systemd/")
-UNIT_SUFFIXES = (".service", ".socket", ".timer", ".mount", ".automount", ".path", ".target", ".slice", ".conf")
+SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/lib/systemd/system/", "/usr/lib/systemd/system/",
+                "/usr/local/lib/systemd/system/")
+UNIT_SUFFIXES = (".service", ".socket", ".timer", ".mount", ".automount", ".path", ".target", ".slice", ".swap")
 PACKAGE_SOURCE_PATHS = ("/etc/apt/sources.list", "/etc/apt/trusted.gpg", "/etc/apt/keyrings/",
                         "/usr/share/keyrings/", "/etc/yum.repos.d/", "/etc/dnf/")
 DISK_FULL = ("No space left on device", "You don't have enough free space", "not enough free space",
