@@ -130,8 +130,7 @@ class Step:
             if not result.ok:
                 raise StepFailed(
                     f"{action.summary} failed (exit {result.exit_code}):\n{_indent(result.tail())}",
-                    fix=failure_fix(result.stdout + result.stderr) or action.fix
-                    or "read the output above and the host's log; fix the cause and run again",
+                    fix=_fix(action, result),
                 )
             if action.writes:
                 ctx.wrote(action.writes)
@@ -225,6 +224,15 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
             return str(value)
         raise ValueError(f"{where} must be a string, got {type(value).__name__}")
     return value
+
+
+def _fix(action: Action, result: ExecResult) -> str:
+    """What to tell the user: what the output points at (a full disk) first; for a file write, that the old file
+    was kept; else the action's own fix."""
+    pointed = failure_fix(result.stdout + result.stderr)
+    if pointed:
+        return f"{pointed}; {action.fix}" if action.writes and action.fix else pointed
+    return action.fix or "read the output above and the host's log; fix the cause and run again"
 
 
 def _indent(text: str) -> str:
