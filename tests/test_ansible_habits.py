@@ -238,3 +238,11 @@ def test_written_files_mark_what_later_steps_must_do(path, reload, refresh):
     ctx.wrote(path)
     assert bool(ctx.shared.get("daemon_reload_pending")) is reload
     assert bool(ctx.shared.get("package_sources_changed")) is refresh
+
+
+def test_inventory_hints_keep_their_brackets(tmp_path):
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[gpu nodes]\nnode1\n")
+    result = run_cli("inventory", "-i", str(inventory), "--list")
+    assert result.code == 2
+    assert "write [group], [group:vars] or [group:children] with no spaces inside the brackets" in result.stderr

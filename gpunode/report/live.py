@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from gpunode.report.console import make_console
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.report.text import literal, visible
 
@@ -57,7 +58,7 @@ class LiveEvents:
     """A table with one row per host, refreshed in place."""
 
     def __init__(self, hosts: list[str], console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or make_console(stderr=True)
         self.rows = {h: {"status": "waiting", "step": "", "changed": 0, "started": 0.0, "done": 0.0} for h in hosts}
         self.lock = threading.Lock()
         # get_renderable: the table is rebuilt on every refresh, so a long step's time ticks while it runs
