@@ -7,11 +7,16 @@ a missing or unreadable key file, an unknown host name or a rejected login fail 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
 from dataclasses import dataclass
 
 import paramiko
+
+# paramiko's transport thread logs a failed handshake with a traceback on stderr when no logging is set up;
+# the failure is classified and reported here instead (and in the host log)
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class Transcript:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._streamed = 0
+        self._running = ""
         self._file: TextIO | None = None
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,11 +54,12 @@ class Transcript:
 
     def begin(self, label: str) -> None:
         """A command starts: its stdout lines follow in the log as they arrive (`stream`)."""
-        self._streamed = 0
-        self._write(f"{time.strftime('%H:%M:%S')} $ {self.redact(label)}  (running)\n  [stdout]\n")
+        self._streamed, self._running = 0, label
 
     def stream(self, line: str) -> None:
         """One stdout line of the running command, written (masked) the moment it arrives."""
+        if self._streamed == 0:  # the first line: say which command it comes from
+            self._write(f"{time.strftime('%H:%M:%S')} $ {self.redact(self._running)}  (running)\n  [stdout]\n")
         self._streamed += len(line) + 1
         if self._streamed <= LOG_OUTPUT_LIMIT:
             self._write(f"  | {_elide(self.redact(line))}\n")
