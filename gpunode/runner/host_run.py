@@ -142,7 +142,8 @@ class HostRun:
         """Run the notified handlers once each, in the order they were notified."""
         for name in [n for n in self.notified if n not in self.handlers_ran]:
             (item,) = self._prepare([self.playbook.handlers[name]], facts)  # one by one: a broken one stops only
-            self._probe([item])                                              # itself and those after it
+            if not self.changed_something:                                   # itself and those after it
+                self._probe([item])  # (after a change, _run_one probes it afresh anyway)
             self.handlers_ran.add(name)
             facts = self.facts = self._run_one(item, facts)
 
