@@ -160,6 +160,17 @@ def test_a_changed_unit_is_reloaded_before_its_restart(lab, tmp_path):
         shown = host.run_inside("systemctl show -p Environment -p ActiveState -p NeedDaemonReload t15-echo")
         assert f"Environment=T15={value}" in shown.stdout  # what systemd itself runs
         assert "ActiveState=active" in shown.stdout and "NeedDaemonReload=no" in shown.stdout
+    dropin, _ = provision(lab, [host], tmp_path, """steps:
+  - file:
+      path: /etc/systemd/system/t15-echo.service.d/t15.conf
+      content: "[Service]\\nEnvironment=T15=drop-in\\n"
+    notify: restart
+handlers:
+  - name: restart
+    service: {name: t15-echo, state: restarted}
+""")
+    assert dropin.code == 0, dropin.output
+    assert "Environment=T15=drop-in" in host.run_inside("systemctl show -p Environment t15-echo").stdout
     reload, _ = provision(lab, [host], tmp_path, "steps:\n  - service: {name: t15-echo, daemon_reload: true}\n")
     assert reload.code == 0, reload.output
 
