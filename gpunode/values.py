@@ -34,6 +34,11 @@ def truthy(value: Any) -> bool:
     return word if word is not None else bool(value)
 
 
+def bool_filter(value: Any) -> bool:
+    """Ansible's `| bool` filter: true only for true, "yes", "on", "1", "true" (any case) and 1."""
+    return as_bool(value) is True
+
+
 def file_mode(value: Any, where: str) -> str:
     """A permission mode as octal digits ("644").
 

@@ -246,3 +246,9 @@ def test_inventory_hints_keep_their_brackets(tmp_path):
     result = run_cli("inventory", "-i", str(inventory), "--list")
     assert result.code == 2
     assert "write [group], [group:vars] or [group:children] with no spaces inside the brackets" in result.stderr
+
+
+def test_the_bool_filter_reads_words_like_ansible():
+    assert evaluate("flag | bool and other", {"flag": "false", "other": True}) is False
+    assert evaluate("flag | bool and other", {"flag": "yes", "other": True}) is True
+    assert evaluate("name | bool", {"name": "gpu-1"}) is False  # as Ansible: only true words are true

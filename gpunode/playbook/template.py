@@ -8,9 +8,10 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from gpunode.values import truthy
+from gpunode.values import bool_filter, truthy
 
 _ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_ENV.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
 _WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
 
 
