@@ -157,7 +157,7 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         args = nfs_args(server, export, path, vendor, nfs_version, options, automount=automount or None,
                         state="absent" if absent else None, fstab_only=fstab_only or None,
                         write_test=write_test or None, preflight=False if no_preflight else None)
-        code = run(inventory or [], hosts, limit, args, check, int(forks), json_report, junit,
+        code = run(inventory or [], hosts, limit, args, check, forks, json_report, junit,
                    accept_new_host_keys, verbose, log_dir)
     if code:
         raise Exit(code=code)
@@ -429,7 +429,23 @@ def main() -> None:
 
     from gpunode import __version__
 
-    Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+    class GProgram(Program):
+        def parse_tasks(self) -> None:  # an option value of the wrong type (`-f x`): exit 2, no traceback
+            try:
+                super().parse_tasks()
+            except ValueError as exc:
+                print(f"error: bad option value: {exc}\n  fix: see `gpunode {' '.join(self.core.unparsed[:1])} "
+                      "--help` for the option's type", file=sys.stderr)
+                raise Exit(code=2) from None
+
+    try:
+        GProgram(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
 
 
 def diagnose_argv(argv: list[str]) -> list[str]:

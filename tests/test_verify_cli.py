@@ -46,9 +46,9 @@ def test_verify_gpu_unreachable_exits_2(lab):
     assert result.code == 2
     report = json.loads(result.stdout)
     jsonschema.validate(report, SCHEMA)
-    assert "cannot reach" in report["error"] and report["healthy"] is None and report["verdict"] == "unreachable"
+    assert "no route to" in report["error"] and report["healthy"] is None and report["verdict"] == "unreachable"
     human = run_cli("verify-gpu", f"gpunode@{lab.network.address(201)}")
-    assert "unreachable" in human.stdout and "NOT healthy" not in human.stdout
+    assert "UNREACHABLE" in human.stdout and "NOT healthy" not in human.stdout
 
 
 @pytest.mark.lab

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpunode.commands.common import load_hosts
+from gpunode.commands.common import check_forks, load_hosts
 from gpunode.commands.provision import run_and_report
 from gpunode.errors import UsageError
 from gpunode.playbook import Playbook, StepSpec
@@ -54,6 +54,7 @@ def mount_nfs(inventory: list[str], hosts: str | None, limit: str | None, args: 
               forks: int, json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
               log_dir: str | None = None) -> int:
     """Run nfs_mount on the selected hosts with provision's reporting; returns the exit code."""
+    forks = check_forks(forks)
     book = mount_playbook(args)
     _, selected = load_hosts(inventory, hosts, limit)
     return run_and_report(book, selected, check, forks, {}, json_report, junit, accept_new_host_keys, verbose,

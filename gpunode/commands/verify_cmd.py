@@ -13,6 +13,7 @@ from gpunode.errors import GpunodeError, UsageError
 from gpunode.facts import Facts, facts_subshell, parse_facts
 from gpunode.inventory import Host
 from gpunode.report.console import make_console
+from gpunode.report.text import line
 from gpunode.scripts import script_text
 from gpunode.steps.nfs_check import check_mounts
 from gpunode.verify import (
@@ -130,22 +131,23 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}
 def _print_reports(reports: list[dict]) -> None:
     console = make_console()
     for report in reports:
-        state = {True: "[green]healthy[/]", False: "[bold red]NOT healthy[/]"}.get(
-            report["healthy"], "[bold red]unreachable[/]")
-        console.print(f"[bold]{report['host']}[/]: {state}")
-        if "error" in report:
-            console.print(f"  {report['error']}")
+        if "error" in report:  # never reached: no health verdict
+            console.print(line((report["host"], "bold"), ": ", ("UNREACHABLE", "bold red")))
+            console.print(line("  ", report["error"]))
             continue
+        state = {True: ("healthy", "green"), False: ("NOT healthy", "bold red")}.get(
+            report["healthy"], ("verdict unknown", "bold red"))
+        console.print(line((report["host"], "bold"), ": ", state))
         for gpu in report["gpus"]:
-            console.print(f"  GPU {gpu.get('index')}: {gpu.get('name')} {gpu.get('pci_bus_id')} "
-                          f"driver {gpu.get('driver_version')} CUDA {gpu.get('cuda_version')}")
+            console.print(line(f"  GPU {gpu.get('index')}: {gpu.get('name')} {gpu.get('pci_bus_id')} "
+                               f"driver {gpu.get('driver_version')} CUDA {gpu.get('cuda_version')}"))
         for finding in report["findings"]:
             style = SEVERITY_STYLE.get(finding["severity"], "")
-            console.print(f"  [{style}]{finding['severity']:8}[/] {finding['id']}: {finding['summary']}")
+            console.print(line("  ", (f"{finding['severity']:8}", style), f" {finding['id']}: {finding['summary']}"))
             if finding.get("evidence"):
-                console.print(f"           evidence: {finding['evidence'].splitlines()[0][:200]}")
+                console.print(line(f"           evidence: {finding['evidence'].splitlines()[0][:200]}"))
             if finding.get("remedy") and finding["severity"] != "ok":
-                console.print(f"           remedy: {finding['remedy']}")
+                console.print(line(f"           remedy: {finding['remedy']}"))
 
 
 def diagnose(paths: list[str], as_json: bool, expectations: Expectations) -> int:

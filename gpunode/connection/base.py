@@ -116,10 +116,17 @@ class Connection(ABC):
         wrapped, prefix = self.wrap(command, sudo)
         data = prefix + (stdin.encode() if isinstance(stdin, str) else stdin)
         started = time.monotonic()
-        code, out, err = self._exec(wrapped, data, timeout, on_output)
+        self.transcript.begin(label or command)
+
+        def each_line(line: str) -> None:  # the log and the caller get output lines as they arrive
+            self.transcript.stream(line)
+            if on_output:
+                on_output(line)
+
+        code, out, err = self._exec(wrapped, data, timeout, each_line)
         seconds = time.monotonic() - started
         err = _strip_sudo_noise(err)
-        self.transcript.record(label or command, code, seconds, out, err)
+        self.transcript.record(label or command, code, seconds, out, err, streamed=True)
         if code == 1 and "sudo: a password is required" in err:
             raise GpunodeError(
                 "sudo needs a password on this host",

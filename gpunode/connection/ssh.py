@@ -12,6 +12,7 @@ import fabric
 import paramiko
 
 from gpunode.connection.base import Connection, ConnectOptions, OutputCallback, RemoteProcess
+from gpunode.connection.failures import classify, key_file_failure
 from gpunode.connection.hostkeys import VerifyPolicy, changed_key_error, load_known_hosts
 from gpunode.connection.transcript import Transcript
 from gpunode.errors import ConnectError, HostKeyError
@@ -67,13 +68,17 @@ class SshConnection(Connection):
     def _secured(self, conn: fabric.Connection) -> fabric.Connection:
         """Replace Fabric's default auto-add policy with verification against known_hosts."""
         load_known_hosts(conn.client, [self.host.known_hosts] if self.host.known_hosts else [])
-        conn.client.set_missing_host_key_policy(VerifyPolicy(self.options.accept_new_host_keys, self.name))
+        accept_new = self.options.accept_new_host_keys or self.host.accept_new_host_keys  # inventory: Strict...=no
+        conn.client.set_missing_host_key_policy(VerifyPolicy(accept_new, self.name))
         return conn
 
     def open(self) -> None:
         """Connect, retrying transient network errors with backoff; key and auth problems fail at once."""
         if self._fabric and self._fabric.is_connected:
             return
+        problem = key_file_failure(self.host.key_file)
+        if problem:
+            raise ConnectError(problem.cause, fix=problem.fix, host=self.name, step="connect")
         delay = self.options.backoff
         for attempt in range(1, self.options.retries + 1):
             self._fabric = self._build()
@@ -96,14 +101,11 @@ class SshConnection(Connection):
                     host=self.name, step="connect",
                 ) from None
             except (OSError, paramiko.SSHException, EOFError) as exc:
-                if attempt == self.options.retries:
-                    raise ConnectError(
-                        f"cannot reach {self.host.address}:{self.host.port} after {attempt} attempts: "
-                        f"{exc or type(exc).__name__}",
-                        fix="check that the instance is running, the address and port are right, and the security "
-                        "group / firewall allows SSH from here (or through the bastion)",
-                        host=self.name, step="connect",
-                    ) from None
+                failure = classify(exc, self.host.address, self.host.port, self.options.connect_timeout)
+                if not failure.retry or attempt == self.options.retries:
+                    tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+                    raise ConnectError(failure.cause + tries, fix=failure.fix, host=self.name,
+                                       step="connect") from None
                 time.sleep(delay)
                 delay *= 2
 

@@ -8,7 +8,10 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from gpunode.values import bool_filter, truthy
+
 _ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_ENV.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
 _WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
 
 
@@ -56,4 +59,4 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
     if isinstance(result, jinja2.Undefined):
         raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
-    return bool(result)
+    return truthy(result)  # Ansible's truthiness: an INI "false" is false

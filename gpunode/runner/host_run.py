@@ -51,6 +51,9 @@ class HostRun:
         self.reboot_required = False
         self.changed_something = False
         self.shared: dict[str, Any] = {}
+        self.facts: Facts | None = None
+        self.notified: list[str] = []        # handlers notified by changed steps, in order
+        self.handlers_ran: set[str] = set()
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -66,10 +69,14 @@ class HostRun:
             self._fail(exc, "cancelled")
         except GpunodeError as exc:
             self._fail(exc, "failed")
+            self._handlers_after_failure()
         except Exception as exc:  # noqa: BLE001 - one host's bug must never stop the others
             self._fail(GpunodeError(f"internal error: {type(exc).__name__}: {exc}",
                                     fix="please report this with the host log"), "failed")
         finally:
+            pending = [n for n in self.notified if n not in self.handlers_ran]
+            if pending and not self.check:
+                self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
             if self.lock:
                 self.lock.release()
             self.conn.close()
@@ -111,26 +118,46 @@ class HostRun:
                 step = build_step(spec.kind, render(spec.args, variables))
             except (TemplateError, ValueError) as exc:
                 self.outcome.failed_step = spec.name
+                failed = StepOutcome(spec.name, spec.kind, "failed", message=f"{spec.where}: {exc}", where=spec.where)
+                self._finish(failed, time.monotonic(), facts)  # a failed step in every report, not a host error
                 raise GpunodeError(f"{spec.where}: {exc}", step=spec.name,
                                    fix="fix the playbook or the variable it uses") from None
             planned.append(PlannedStep(spec, step, step.probe(facts)))
         return planned
 
     def _run_steps(self, facts: Facts) -> None:
+        self.facts = facts
         planned = self._prepare(self.playbook.steps, facts)
         self._probe(planned)
-        notified: list[str] = []
         for item in planned:
-            facts = self._run_one(item, facts)
-            if self.outcome.steps[-1].status == "changed":
-                notified += [n for n in item.spec.notify if n not in notified]
-        if notified and not self.check:
-            handlers = self._prepare([self.playbook.handlers[n] for n in notified], facts)
-            self._probe(handlers)
-            for item in handlers:
-                facts = self._run_one(item, facts)
-        elif notified:
-            self.outcome.notes.append(f"handlers that would run: {', '.join(notified)}")
+            facts = self.facts = self._run_one(item, facts)
+            if self.outcome.steps[-1].status in ("changed", "would-change"):
+                self.notified += [n for n in item.spec.notify if n not in self.notified]
+        if self.notified and self.check:
+            self.outcome.notes.append(f"handlers that would run: {', '.join(self.notified)}")
+        elif self.notified:
+            self._run_handlers(facts)
+
+    def _run_handlers(self, facts: Facts) -> None:
+        """Run the notified handlers once each, in the order they were notified."""
+        for name in [n for n in self.notified if n not in self.handlers_ran]:
+            (item,) = self._prepare([self.playbook.handlers[name]], facts)  # one by one: a broken one stops only
+            if not self.changed_something:                                   # itself and those after it
+                self._probe([item])  # (after a change, _run_one probes it afresh anyway)
+            self.handlers_ran.add(name)
+            facts = self.facts = self._run_one(item, facts)
+
+    def _handlers_after_failure(self) -> None:
+        """Like Ansible's --force-handlers: a step failed, but the changes already made still get their handlers."""
+        if self.check or self.cancel.is_set() or self.facts is None or not self.notified:
+            return
+        error, fix, failed_step = self.outcome.error, self.outcome.fix, self.outcome.failed_step
+        try:
+            self._run_handlers(self.facts)
+        except GpunodeError as exc:
+            self.outcome.notes.append(f"handler {exc.step or '?'} failed too: {self.conn.transcript.redact(exc.cause)}")
+        finally:  # the host's failure stays the step that failed first
+            self.outcome.error, self.outcome.fix, self.outcome.failed_step = error, fix, failed_step
 
     def _probe(self, planned: list[PlannedStep]) -> None:
         """All probes in one exec, each output split back to its step."""
@@ -163,7 +190,7 @@ class HostRun:
         if self.changed_something and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
         ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.reboot_required,
-                          shared=self.shared)
+                          shared=self.shared, on_output=lambda line: self.events.output(self.host.name, line))
         try:
             actions = item.step.plan(ctx)
             outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]

@@ -31,9 +31,35 @@ rm -f "$lock.owner"
 """
 
 
-def owner_label() -> str:
-    """Who holds the lock: user@controller, pid and start time."""
-    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+def this_run() -> str:
+    """This controller process: user@controller and pid (the start of every lock label it writes)."""
+    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def owner_label(host_name: str = "") -> str:
+    """Who holds the lock: user@controller, pid, start time and the inventory name it reached the host by."""
+    return f"{this_run()} since {time.strftime('%Y-%m-%d %H:%M:%S')}" + (f" as {host_name}" if host_name else "")
+
+
+def refusal(conn: Connection, holder: str) -> GpunodeError:
+    """Why the lock was not taken: a lock file this user may not open, this very run, or another run."""
+    if holder.startswith("cannot open"):
+        return GpunodeError(
+            f"{holder}: the lock file belongs to another user (an earlier run as root?), not to another run",
+            fix="run with become (ansible_become: true) like the earlier runs, or remove the file on the host "
+            "when no gpunode run is active",
+            host=conn.name, step="lock")
+    if holder.startswith(this_run() + " "):
+        other = holder.rpartition(" as ")[2] if " as " in holder else "another inventory name"
+        return GpunodeError(
+            f"this machine is already being provisioned by this same run as {other}: two inventory names point at "
+            "one machine",
+            fix="remove the duplicate entry (same address and port) from the inventory, or narrow --limit",
+            host=conn.name, step="lock")
+    return GpunodeError(
+        f"another gpunode run holds this host's lock ({holder})",
+        fix="wait for that run to finish; the lock is released automatically when it ends or disconnects",
+        host=conn.name, step="lock")
 
 
 class RunLock:
@@ -49,16 +75,11 @@ class RunLock:
 
 def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
     """Take the lock and gather facts in one exec; refuse if another run holds the lock."""
-    process = conn.start("bash -s", stdin=_script(owner_label()), label="lock + facts (facts.sh)")
+    process = conn.start("bash -s", stdin=_script(owner_label(conn.name)), label="lock + facts (facts.sh)")
     output = process.read_until(FACTS_END, timeout)
     if output.startswith(LOCKED):
         process.close()
-        holder = output[len(LOCKED):].strip() or "unknown"
-        raise GpunodeError(
-            f"another gpunode run holds this host's lock ({holder})",
-            fix="wait for that run to finish; the lock is released automatically when it ends or disconnects",
-            host=conn.name, step="lock",
-        )
+        raise refusal(conn, output[len(LOCKED):].strip() or "unknown")
     try:
         facts = parse_facts(output)
     except ValueError as exc:

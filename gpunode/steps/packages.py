@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
@@ -51,13 +52,16 @@ class PackagesStep(Step):
         missing = [w for w in wanted if not w.satisfied_by(state.installed.get(w.name))]
         if not missing:
             return []
-        stale = state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
+        sources_changed = bool(ctx.shared.get("package_sources_changed"))  # a repository added earlier in this run
+        stale = sources_changed or state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
         reasons = [
             f"{w.name} is {state.installed[w.name]}, wanted {w.version}" if w.name in state.installed
             else f"{w.name} is not installed"
             for w in missing
         ]
         refresh_note = " (after refreshing the package lists)" if stale and manager.name == "apt" else ""
+        if sources_changed:
+            reasons.append("package sources changed in this run: lists refreshed first")
         return [Action(
             f"install packages: {', '.join(w.name for w in missing)}{refresh_note}",
             "; ".join(reasons),
@@ -66,3 +70,8 @@ class PackagesStep(Step):
             fix="check the package names for this distro, the repositories (apt-get update / dnf repolist) and "
             "network access to the mirror",
         )]
+
+    def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
+        command = action.command or ""
+        if " update && " in command or "--refresh" in command:
+            ctx.shared.pop("package_sources_changed", None)  # the lists now know the new sources

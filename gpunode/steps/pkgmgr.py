@@ -107,6 +107,7 @@ class DnfManager(PackageManager):
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
         weak = [] if recommends else ["--setopt=install_weak_deps=False"]
+        weak += ["--refresh"] if refresh and self.name == "dnf" else []  # new repositories: fresh metadata
         return f"{self.name} -y {join(weak)} install -- {join(specs)}".replace("  ", " ")
 
     def remove(self, names: list[str]) -> str:

@@ -163,10 +163,15 @@ def test_command_guards_test_the_named_paths_and_nothing_else(tmp_path, creates,
 def test_service_commands_keep_the_unit_name_whole(name):
     step = build_step("service", {"name": name, "state": "started", "enabled": True})
     probe = shlex.split(step.probe(None))
-    assert probe[:7] == ["systemctl", "show", "-p", "LoadState", "-p", "ActiveState", "-p"] and probe[9] == name
+    assert probe[:4] == ["systemctl", "show", "-p", "LoadState"] and probe[probe.index("--") + 1] == name
     actions = step.plan(ctx("LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n"))
-    assert [shlex.split(a.command) for a in actions] == [["systemctl", "enable", "--", name],
-                                                          ["systemctl", "start", "--", name]]
+    enable, start = (shlex.split(a.command) for a in actions)
+    assert enable == ["systemctl", "enable", "--", name]
+    assert start[:4] == ["systemctl", "start", "--", name]  # then checked active: every use of the name is whole
+    # then checked active: the name enters that script only quoted, exactly where a plain name would
+    plain = build_step("service", {"name": "unit x", "state": "started"}).plan(
+        ctx("LoadState=loaded\nActiveState=inactive\n"))[0].command
+    assert actions[1].command == plain.replace(q("unit x"), q(name))
 
 
 @SETTINGS
