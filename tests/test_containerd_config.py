@@ -140,3 +140,12 @@ def test_crlf_files_keep_crlf():
     edit = add_nvidia_runtime(text, 1, "x", False)
     assert edit.text.count("\n") == edit.text.count("\r\n") > text.count("\n")
     assert edit.text.replace("\r\n", "\n") == add_nvidia_runtime(KUBEADM, 1, "x", False).text
+
+
+def test_unquoted_yes_and_no_reach_the_tri_state_arguments():
+    """`containerd: no` unquoted is YAML's false; for a yes/no/auto argument it means "no" (found by a new user)."""
+    from gpunode.steps import build_step
+
+    assert build_step("container_runtime", {"containerd": False}).containerd == "no"
+    assert build_step("container_runtime", {"containerd": True}).containerd == "yes"
+    assert build_step("nvidia_driver", {"fabricmanager": False}).fabricmanager == "no"

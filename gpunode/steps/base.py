@@ -191,6 +191,8 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         raise ValueError(errors[0] if errors else f"{where}: bad value {value!r}")
     if origin is Literal:
         allowed = typing.get_args(hint)
+        if isinstance(value, bool) and ("yes" if value else "no") in allowed:
+            return "yes" if value else "no"  # YAML reads an unquoted `containerd: yes` as true
         if value not in allowed:
             raise ValueError(f"{where} must be one of {', '.join(map(str, allowed))}, got {value!r}")
         return value

@@ -148,6 +148,8 @@ class ContainerRuntimeStep(Step):
     def plan(self, ctx: StepContext) -> list[Action]:
         sections = _sections(ctx.probe_output)
         actions = []
+        if self.cdi:  # first: it fails without the toolkit, and then nothing else is half-done
+            actions += self._cdi(sections.get("ctk", ""), sections.get("cdi", ""))
         if self.docker:
             actions += self._docker(parse_file_probe(sections.get("daemon", "")))
         version = sections.get("version", "")
@@ -155,8 +157,6 @@ class ContainerRuntimeStep(Step):
             actions += self._containerd(ctx, parse_file_probe(sections.get("main", "")),
                                         parse_file_probe(sections.get("dropin", "")), version,
                                         loaded_config(sections.get("dump", ""), sections.get("default", "")))
-        if self.cdi:
-            actions += self._cdi(sections.get("ctk", ""), sections.get("cdi", ""))
         return actions
 
     def _docker(self, state: FileState) -> list[Action]:
