@@ -70,8 +70,13 @@ class HostRun:
             self._fail(GpunodeError(f"internal error: {type(exc).__name__}: {exc}",
                                     fix="please report this with the host log"), "failed")
         finally:
+            self.conn.activity = "release"
             if self.lock:
                 self.lock.release()
+                if self.lock.still_running:
+                    self.outcome.notes.append(
+                        f"still running on the host (a package transaction is never killed; the host's lock is "
+                        f"held until it ends): {self.lock.still_running}")
             self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.seconds = time.monotonic() - started
@@ -137,6 +142,7 @@ class HostRun:
         todo = [p for p in planned if p.step is not None and p.probe]
         if not todo:
             return
+        self.conn.activity = "probe"
         nonce = secrets.token_hex(4)
         script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
         script += "true\n"  # a probe's own exit status is data for its step, not a failure of the probe
@@ -154,6 +160,7 @@ class HostRun:
         if self.cancel.is_set():
             raise Cancelled("cancelled by the user before this step", step=spec.name)
         self.events.step_started(self.host.name, spec.name)
+        self.conn.activity = spec.name
         started = time.monotonic()
         outcome = StepOutcome(spec.name, spec.kind, "ok", where=spec.where)
         self.conn.transcript.note(f"step {spec.name} ({spec.kind}) at {spec.where}")
