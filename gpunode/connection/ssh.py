@@ -43,6 +43,7 @@ class SshConnection(Connection):
         self._fabric: fabric.Connection | None = None
         self._active: set[paramiko.Channel] = set()  # commands in flight, for interrupt()
         self._active_lock = threading.Lock()
+        self._interrupted = False
 
     # ---- setup ---------------------------------------------------------------------------------
     def _build(self) -> fabric.Connection:
@@ -138,6 +139,7 @@ class SshConnection(Connection):
 
     def interrupt(self) -> None:
         with self._active_lock:
+            self._interrupted = True  # commands not yet started never start
             channels = list(self._active)
         for channel in channels:
             with contextlib.suppress(Exception):
@@ -147,6 +149,9 @@ class SshConnection(Connection):
               on_output: OutputCallback | None) -> tuple[int, str, str]:
         channel = self._channel()
         with self._active_lock:
+            if self._interrupted:
+                channel.close()
+                raise ConnectError("interrupted", host=self.name, fix="run again")
             self._active.add(channel)
         try:
             channel.exec_command(command)

@@ -36,7 +36,9 @@ _LIVE = f"""_gn_live() {{ for _f in "$gd"/[0-9]*; do [ -f "$_f" ] || continue; _
 
 
 def _script(owner: str) -> str:
-    return f"""{FUNCTIONS}{_LIVE}lock="$d/gpunode.lock"
+    # One { } block: bash parses all of it before running any, so the heartbeat loop reads heartbeats, not
+    # the rest of the script (bash reads a script from stdin as it goes).
+    return "{\n" + f"""{FUNCTIONS}{_LIVE}lock="$d/gpunode.lock"
 exec 9>>"$lock" || {{ echo "{LOCKED} cannot open $lock"; exit 70; }}
 if ! flock -n 9; then echo "{LOCKED} $(cat "$lock.owner" 2>/dev/null)"; _gn_live; echo {FACTS_END}; exit 75; fi
 live=$(_gn_live)
@@ -56,7 +58,7 @@ if [ -n "$left" ]; then
   for p in $left; do while _gn_alive "$p"; do sleep 1; done; rm -f "$gd/$p"; done
 fi
 rm -f "$lock.owner"
-"""
+""" + "}\n"
 
 
 def owner_label() -> str:
