@@ -151,3 +151,38 @@ def test_ctrl_c_during_an_apt_install_waits_for_dpkg_and_names_it(lab, fresh_hos
     assert rerun.code == 0, rerun.output
     assert host_report(tmp_path / "r3.json")["changed"] == 0  # hello was installed whole by the first run
 
+
+
+def test_dpkg_killed_mid_install_is_repaired_by_the_next_run(lab, fresh_host, tmp_path):
+    """Must-show 2: dpkg SIGKILLed while it installs a real package leaves "dpkg was interrupted"; the next
+    run's facts see it, its plan says so, the packages step repairs it first and converges."""
+    hook = fresh_host.root / "etc/dpkg/dpkg.cfg.d/slow"
+    hook.write_text('post-invoke="sleep 6.6"\n')  # a sure window in which dpkg runs
+    first = tmp_path / "first.yml"
+    first.write_text("steps:\n  - packages: {names: [hello], cache_valid_time: 0}\n")
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    process = start_provision(inventory, first, tmp_path / "r1.json")
+    assert wait_inside(fresh_host, "ps -eo args", "sleep 6.6", timeout=300), "dpkg never ran"
+    pid = fresh_host.run_inside("pgrep -xo dpkg").stdout.strip()
+    assert pid.isdigit()
+    fresh_host.run_inside(f"kill -KILL {pid}")
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 1, output
+    hook.unlink()
+    assert fresh_host.run_inside("dpkg --audit").stdout.strip(), "the kill did not leave dpkg interrupted"
+    playbook = tmp_path / "p.yml"
+    playbook.write_text("steps:\n  - name: tools\n    packages: {names: [jq]}\n")
+    check = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--check", "--log-dir",
+                    str(tmp_path / "lc"))
+    assert "repair the interrupted package manager first" in check.output, check.output
+    assert "hello:" in check.output  # names the package left half-way
+    second = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--json-report",
+                     str(tmp_path / "r2.json"), "--log-dir", str(tmp_path / "l2"))
+    assert second.code == 0, second.output
+    actions = [a["summary"] for a in host_report(tmp_path / "r2.json")["steps"][0]["actions"]]
+    assert actions[0].startswith("repair the interrupted package manager"), actions
+    assert fresh_host.run_inside("dpkg --audit").stdout.strip() == ""
+    assert "ii  hello" in fresh_host.run_inside("dpkg -l hello").stdout
+    third = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--json-report",
+                    str(tmp_path / "r3.json"), "--log-dir", str(tmp_path / "l3"))
+    assert third.code == 0 and host_report(tmp_path / "r3.json")["changed"] == 0, third.output
