@@ -94,6 +94,12 @@ class SshConnection(Connection):
             except HostKeyError:
                 raise
             except paramiko.AuthenticationException as exc:
+                if "saw EOF" in str(exc) and attempt < self.options.retries:
+                    # sshd hung up during authentication (overloaded, MaxStartups, LoginGraceTime): the key was
+                    # never refused, so this is transient, like a dropped connection
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
                 raise ConnectError(
                     f"authentication failed as {self._fabric.user}@{self.host.address}: {exc}",
                     fix="check the user and the key (ansible_user, ansible_ssh_private_key_file) or load the key "

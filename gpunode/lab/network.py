@@ -35,12 +35,12 @@ class LabNetwork:
         sh("ip", "link", "set", self.bridge, "up")
         Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
         rule = ["-s", str(self.subnet), "!", "-o", self.bridge, "-j", "MASQUERADE"]
-        if sh("iptables", "-t", "nat", "-C", "POSTROUTING", *rule, check=False).returncode != 0:
-            sh("iptables", "-t", "nat", "-A", "POSTROUTING", *rule)
+        if sh("iptables", "-w", "-t", "nat", "-C", "POSTROUTING", *rule, check=False).returncode != 0:
+            sh("iptables", "-w", "-t", "nat", "-A", "POSTROUTING", *rule)
 
     def down(self) -> None:
         rule = ["-s", str(self.subnet), "!", "-o", self.bridge, "-j", "MASQUERADE"]
-        while sh("iptables", "-t", "nat", "-D", "POSTROUTING", *rule, check=False).returncode == 0:
+        while sh("iptables", "-w", "-t", "nat", "-D", "POSTROUTING", *rule, check=False).returncode == 0:
             pass
         sh("ip", "link", "del", self.bridge, check=False)
 
