@@ -96,6 +96,7 @@ class Connection(ABC):
         self.is_root = is_root
         self.transcript = transcript
         self.activity = ""  # the step being run: recorded on the host next to each command (guard.py)
+        self.sensitive = False  # a `sensitive: true` step runs: its output is neither logged nor shown
         nonce = secrets.token_hex(6)
         self.sudo_prompt = f"@@gpunode-sudo-prompt-{nonce}@@"  # sudo prints it only when it wants the password
         self.started_marker = f"@@gpunode-started-{nonce}"  # printed once sudo let the command start
@@ -120,9 +121,10 @@ class Connection(ABC):
     def interrupt(self) -> None:
         """End the commands in flight (their remote processes stop with their channels); keep the connection."""
 
-    def guard(self, command: str, stdin_bytes: int) -> str:
-        """`command` as it runs on the host (SSH: in its own session that dies with its channel, guard.py)."""
-        return command
+    def guard(self, command: str, stdin_bytes: int) -> tuple[str, bytes]:
+        """`command` as it runs on the host (SSH: in its own session that dies with its channel, guard.py), and
+        bytes to send before its input."""
+        return command, b""
 
     # ---- shared --------------------------------------------------------------------------------
     def wrap(self, command: str, sudo: bool | None) -> tuple[str, str | None]:
@@ -141,12 +143,16 @@ class Connection(ABC):
             on_output: OutputCallback | None = None) -> ExecResult:
         """Run one command; never raises for a non-zero exit (look at .ok), raises ConnectError when cut off."""
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        wrapped, password = self.wrap(self.guard(command, len(data)), sudo)
+        guarded, prefix = self.guard(command, len(data))
+        wrapped, password = self.wrap(guarded, sudo)
+        data = prefix + data
         started = time.monotonic()
-        code, out, err = self._exec(wrapped, data, password, timeout, on_output)
+        code, out, err = self._exec(wrapped, data, password, timeout, None if self.sensitive else on_output)
         seconds = time.monotonic() - started
         err = _strip_sudo_noise(err.replace(self.sudo_prompt, ""), self.started_marker)
-        self.transcript.record(label or command, code, seconds, out, err)
+        hidden = "(output hidden: sensitive step)\n"
+        self.transcript.record(label or command, code, seconds, hidden if self.sensitive and out else out,
+                               hidden if self.sensitive and err else err)
         if code == 1 and "sudo: a password is required" in err:
             raise GpunodeError(
                 "sudo needs a password on this host",

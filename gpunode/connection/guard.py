@@ -31,7 +31,8 @@ _gn_stop() {{ _gn_alive "$1" || return 0; if _gn_pkg "$1"; then return 1; fi
   _gn_alive "$1" && _gn_kill "$1" KILL; return 0; }}
 """
 
-WRAPPER = FUNCTIONS + r"""n=$1; step=$2; cmd=$3; exec 3<&0 </dev/null
+WRAPPER = FUNCTIONS + r"""n=$1; step=$2; show=$3; cmd=$4; exec 3<&0 </dev/null
+[ -n "$5" ] && cmd=$(head -c "$5" <&3); [ -n "$show" ] || show=$cmd
 [ -d "$gd" ] || mkdir -m 755 "$gd" 2>/dev/null; t=$gd; [ -w "$t" ] || t=${TMPDIR:-/tmp}
 if [ "$n" -gt 0 ]; then
   f=$t/in.$$; rm -f "$f"; mkfifo -m 600 "$f" || exit 125
@@ -40,7 +41,7 @@ if [ "$n" -gt 0 ]; then
 else
   setsid sh -c "$cmd" </dev/null & p=$!
 fi
-[ -w "$gd" ] && printf '%s\t%s\t%s\n' "$(date +%s)" "$step" "$(printf '%s' "$cmd" | tr '\n\t' '  ' | cut -c1-300)" \
+[ -w "$gd" ] && printf '%s\t%s\t%s\n' "$(date +%s)" "$step" "$(printf '%s' "$show" | tr '\n\t' '  ' | cut -c1-300)" \
   >"$gd/$p" 2>/dev/null
 ( trap '' PIPE; cat <&3 >/dev/null; _gn_stop "$p" ) >/dev/null 2>&1 & w=$!
 wait "$p"; c=$?
@@ -49,6 +50,12 @@ exit $c
 """
 
 
-def guarded(command: str, stdin_bytes: int, step: str) -> str:
-    """`command` under the wrapper; the controller must send exactly `stdin_bytes` and keep the input open."""
-    return join(["sh", "-c", WRAPPER, "gpunode-step", str(stdin_bytes), step or "-", command])
+def guarded(command: str, stdin_bytes: int, step: str, hidden: bool = False) -> tuple[str, bytes]:
+    """`command` under the wrapper, and bytes to send before the command's own input (exactly `stdin_bytes`,
+    with the input kept open). A hidden (sensitive) command travels on stdin, never on a command line that
+    `ps` or sudo's log would show, and the host's record says only that it is hidden."""
+    if hidden:
+        body = command.encode()
+        return join(["sh", "-c", WRAPPER, "gpunode-step", str(stdin_bytes), step or "-",
+                     "(hidden: sensitive step)", "", str(len(body))]), body
+    return join(["sh", "-c", WRAPPER, "gpunode-step", str(stdin_bytes), step or "-", "", command]), b""

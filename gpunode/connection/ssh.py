@@ -140,8 +140,8 @@ class SshConnection(Connection):
                                host=self.name) from None
 
     # ---- execution -----------------------------------------------------------------------------
-    def guard(self, command: str, stdin_bytes: int) -> str:
-        return guarded(command, stdin_bytes, self.activity)
+    def guard(self, command: str, stdin_bytes: int) -> tuple[str, bytes]:
+        return guarded(command, stdin_bytes, self.activity, self.sensitive)
 
     def interrupt(self) -> None:
         with self._active_lock:

@@ -88,17 +88,22 @@ def test_sudo_wrapper_keeps_the_command_whole_and_the_password_off_the_command_l
 
 
 @SETTINGS
-@given(command=values, data=st.binary(max_size=300))
-def test_guard_wrapper_runs_the_command_whole_with_exactly_its_input(tmp_path, command, data):
+@given(command=values, data=st.binary(max_size=300), hidden=st.booleans())
+def test_guard_wrapper_runs_the_command_whole_with_exactly_its_input(tmp_path, command, data, hidden):
     """The guard (gpunode/connection/guard.py) through a real /bin/sh: the command arrives whole (echoed back
-    through `printf %s "$0"`) and reads exactly the bytes sent, however hostile either is."""
+    through printf) and reads exactly the bytes sent, however hostile either is; a hidden (sensitive) command
+    travels on stdin and is not on the command line."""
     from gpunode.connection.guard import guarded
 
-    argv = shlex.split(guarded("placeholder", len(data), "step"))
-    argv[-1] = f'printf "%s" {q(command)} > arg; cat > input'
+    real = f'printf "%s" {q(command)} > arg; cat > input'
+    wrapper, prefix = guarded(real, len(data), "step", hidden)
+    assert prefix == (real.encode() if hidden else b"")
+    assert not hidden or (real not in wrapper and q(real) not in wrapper)
+    data_sent = prefix + data
+    argv = shlex.split(wrapper)
     process = subprocess.Popen(argv, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
-    process.stdin.write(data)
+    process.stdin.write(data_sent)
     process.stdin.flush()
     assert process.wait(timeout=20) == 0, process.stderr.read()
     process.stdin.close()
