@@ -36,10 +36,10 @@ WRAPPER = FUNCTIONS + r"""n=$1; step=$2; show=$3; cmd=$4; exec 3<&0 </dev/null
 [ -d "$gd" ] || mkdir -m 755 "$gd" 2>/dev/null; t=$gd; [ -w "$t" ] || t=${TMPDIR:-/tmp}
 if [ "$n" -gt 0 ]; then
   f=$t/in.$$; rm -f "$f"; mkfifo -m 600 "$f" || exit 125
-  setsid sh -c "$cmd" <"$f" & p=$!
+  setsid sh -c "$cmd" <"$f" 3<&- & p=$!
   head -c "$n" <&3 >"$f"; rm -f "$f"
 else
-  setsid sh -c "$cmd" </dev/null & p=$!
+  setsid sh -c "$cmd" </dev/null 3<&- & p=$!
 fi
 [ -w "$gd" ] && printf '%s\t%s\t%s\n' "$(date +%s)" "$step" "$(printf '%s' "$show" | tr '\n\t' '  ' | cut -c1-300)" \
   >"$gd/$p" 2>/dev/null
