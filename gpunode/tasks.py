@@ -12,7 +12,7 @@ from invoke.exceptions import Exit, ParseError
 from invoke.tasks import Task
 
 from gpunode.commands.common import cli_errors
-from gpunode.errors import UsageError
+from gpunode.errors import GpunodeError, UsageError
 
 
 class GTask(Task):
@@ -95,7 +95,12 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=Fals
     with cli_errors():
         lab = Lab(_lab_tag(tag), _lab_subnet(subnet), mirror)
         count = _positive("--hosts", hosts)
-    started = lab.up(count)
+    try:
+        started = lab.up(count)
+    except RuntimeError as exc:  # mmdebstrap, nspawn or sshd failed: the cause is in the message
+        with cli_errors():
+            raise GpunodeError(f"lab-up failed: {exc}", fix="read the cause above; check --mirror and that "
+                               "systemd-nspawn, mmdebstrap and iptables work here") from None
     for host in started:
         print(f"{host.name}  {host.address}")
     print(f"inventory: {lab.inventory_path}")
