@@ -4,7 +4,7 @@ in-process for speed): each run ends with exit 0, 1 or 2 and a message, never a 
 
 Nothing here may touch a real host or the shared lab: host-selecting tasks get an inventory without hosts, lab
 tasks only invalid tags, image builds `--validate-only`; tasks that only do heavy local work with valid input
-(lab-base-image, bench, bake, image-provision) are not fuzzed.
+(lab-base-image, bench, bake) are not fuzzed; image-provision always gets a spec file that does not exist.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gpunode.tasks import main, ns
 from tests.conftest import run_cli
 
-SKIPPED = {"lab-base-image", "bench", "bake", "image-provision"}
+SKIPPED = {"lab-base-image", "bench", "bake"}
 TASKS = sorted(name.replace("_", "-") for name in ns.task_names if name.replace("_", "-") not in SKIPPED)
 TRICKY = ["", "-1", "0", "1", "3", "65536", "1.5", "abc", "nodes01", "x=y", "=", "-", "--", "../..", "a b", "'",
           '"', "$(true)", "\n", "☃", "10.0.0.0/33", "ubuntu@", ":22", "0644", "all", "!x", "&y"]
@@ -54,6 +54,8 @@ def argvs(draw) -> list[str]:
         argv.append("--inventory=empty.yml")
     if "file" in names:
         argv.append(f"--file={draw(st.sampled_from(['missing.xml', 'empty.yml', 'junk.bin']))}")
+    if task == "image-provision":
+        argv.append("--spec=missing.json")
     if "validate-only" in names:
         argv.append("--validate-only")
     if task in ("facts", "verify-gpu", "collect", "mount-nfs"):
