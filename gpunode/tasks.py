@@ -97,6 +97,10 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=Fals
         count = _positive("--hosts", hosts)
     try:
         started = lab.up(count)
+    except ValueError as exc:  # e.g. the subnet is another lab's
+        with cli_errors():
+            raise UsageError(str(exc), source="--subnet", fix="give this lab its own subnet, e.g. --subnet "
+                             "10.231.N.0/24 with an N no other lab uses (ip -4 addr shows the used ones)") from None
     except RuntimeError as exc:  # mmdebstrap, nspawn or sshd failed: the cause is in the message
         with cli_errors():
             raise GpunodeError(f"lab-up failed: {exc}", fix="read the cause above; check --mirror and that "
