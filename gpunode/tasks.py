@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from invoke import Collection, task
-from invoke.exceptions import Exit
+from invoke import Collection, Program, task
+from invoke.exceptions import Exit, ParseError
 from invoke.tasks import Task
 
 from gpunode.commands.common import cli_errors
+from gpunode.errors import GpunodeError, UsageError
 
 
 class GTask(Task):
@@ -96,8 +100,20 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=Fals
     """Start local lab hosts (systemd-nspawn, Debian 12 or another suite, sshd) and write their inventory."""
     from gpunode.lab.lab import Lab
 
-    lab = Lab(tag, subnet, mirror)
-    started = lab.up(int(hosts), suite=suite)
+    with cli_errors():
+        lab = Lab(_lab_tag(tag), _lab_subnet(subnet), mirror)
+        count = _positive("--hosts", hosts)
+        suite = _lab_suite(suite)
+    try:
+        started = lab.up(count, suite=suite)
+    except ValueError as exc:  # e.g. the subnet is another lab's
+        with cli_errors():
+            raise UsageError(str(exc), source="--subnet", fix="give this lab its own subnet, e.g. --subnet "
+                             "10.231.N.0/24 with an N no other lab uses (ip -4 addr shows the used ones)") from None
+    except RuntimeError as exc:  # mmdebstrap, nspawn or sshd failed: the cause is in the message
+        with cli_errors():
+            raise GpunodeError(f"lab-up failed: {exc}", fix="read the cause above; check --mirror and that "
+                               "systemd-nspawn, mmdebstrap and iptables work here") from None
     for host in started:
         print(f"{host.name}  {host.address}  {host.suite}")
     print(f"inventory: {lab.inventory_path}")
@@ -113,8 +129,70 @@ def lab_down(c, tag="demo"):
     """Stop the lab's hosts and remove their disks and network."""
     from gpunode.lab.lab import Lab
 
-    Lab(tag).down()
+    with cli_errors():
+        lab = Lab(_lab_tag(tag))
+    lab.down()
     print(f"lab {tag} is down")
+
+
+def _lab_tag(tag: object) -> str:
+    text = str(tag)
+    if not (text.isascii() and text.isalnum() and 1 <= len(text) <= 6):
+        raise UsageError(f"lab tag must be 1-6 letters or digits, got {text!r}", source="--tag",
+                         fix="use a short name such as lab1 (it becomes part of interface names, 15 characters max)")
+    return text
+
+
+def _lab_suite(suite: object) -> str:
+    from gpunode.lab.rootfs import suite_name
+
+    try:
+        return suite_name(str(suite))
+    except ValueError as exc:
+        raise UsageError(str(exc), source="--suite", fix="e.g. --suite trixie") from None
+
+
+def _lab_subnet(subnet: object) -> str:
+    import ipaddress
+
+    try:
+        network = ipaddress.IPv4Network(str(subnet), strict=False)
+    except ValueError as exc:
+        raise UsageError(f"not an IPv4 subnet: {exc}", source="--subnet", fix="e.g. --subnet 10.231.5.0/24") from None
+    if network.prefixlen > 24:
+        raise UsageError(f"{network} is too small for a lab", source="--subnet", fix="use a /24 or larger")
+    return str(subnet)
+
+
+def _whole(option: str, value: object) -> int | None:
+    """An optional whole-number option (None when not given); anything else is a usage error."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    if not text.isdigit():
+        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} 8")
+    return int(text)
+
+
+def _amount(option: str, value: object, default: float) -> float:
+    """An optional non-negative number option."""
+    if value is None or value == "":
+        return default
+    try:
+        number = float(str(value))
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < 1e9:
+        raise UsageError(f"must be a number of 0 or more, got {value!r}", source=option, fix=f"e.g. {option} 2")
+    return number
+
+
+def _positive(option: str, value: object, most: int = 200) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise UsageError(f"must be a whole number from 1 to {most}, got {value!r}", source=option,
+                         fix=f"e.g. {option} 3")
+    return int(text)
 
 
 @gtask(help={"mirror": "Debian mirror URL (default: this machine's)"})
@@ -157,7 +235,7 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         args = nfs_args(server, export, path, vendor, nfs_version, options, automount=automount or None,
                         state="absent" if absent else None, fstab_only=fstab_only or None,
                         write_test=write_test or None, preflight=False if no_preflight else None)
-        code = run(inventory or [], hosts, limit, args, check, forks, json_report, junit,
+        code = run(inventory or [], hosts, limit, args, check, _positive("--forks", forks, 1000), json_report, junit,
                    accept_new_host_keys, verbose, log_dir)
     if code:
         raise Exit(code=code)
@@ -222,8 +300,8 @@ def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, m
     from gpunode.commands.verify_cmd import verify_gpu as run
     from gpunode.verify import Expectations
 
-    expect = Expectations(int(expect_gpus) if expect_gpus else None, expect_model, min_driver)
     with cli_errors():
+        expect = Expectations(_whole("--expect-gpus", expect_gpus), expect_model, min_driver)
         code = run(inventory or [], target, VerifyOptions(expect, container_test), json, junit, accept_new_host_keys)
     if code:
         raise Exit(code=code)
@@ -240,7 +318,7 @@ def diagnose(c, file=None, json=False, expect_gpus=None, expect_model=None):
     from gpunode.verify import Expectations
 
     with cli_errors():
-        code = run(file or [], json, Expectations(int(expect_gpus) if expect_gpus else None, expect_model))
+        code = run(file or [], json, Expectations(_whole("--expect-gpus", expect_gpus), expect_model))
     if code:
         raise Exit(code=code)
 
@@ -308,10 +386,10 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
     from gpunode.image.build import BuildRequest
 
     return BuildRequest(builder=builder, playbook=playbook, variables=var or [], base=base, region=region,
-                        instance_type=instance_type, driver_branch=int(driver_branch) if driver_branch else None,
+                        instance_type=instance_type, driver_branch=_whole("--driver-branch", driver_branch),
                         name=name, source_image=source_image, packer_vars=packer_var or [], ssh_key=ssh_key,
-                        endpoint=endpoint, verify=verify, expect_gpus=int(expect_gpus) if expect_gpus else None,
-                        min_free_gb=float(min_free_gb or 2), validate_only=validate_only,
+                        endpoint=endpoint, verify=verify, expect_gpus=_whole("--expect-gpus", expect_gpus),
+                        min_free_gb=_amount("--min-free-gb", min_free_gb, 2.0), validate_only=validate_only,
                         launch_template=launch_template, batch=batch)
 
 
@@ -377,7 +455,8 @@ def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playb
             raise UsageError("bake needs --name", fix="e.g. --name gpu-node-2024-06")
         region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         code = bake_host(BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
-                                     float(min_free_gb or 2), accept_new_host_keys, launch_template, batch))
+                                     _amount("--min-free-gb", min_free_gb, 2.0), accept_new_host_keys,
+                                     launch_template, batch))
     if code:
         raise Exit(code=code)
 
@@ -389,7 +468,7 @@ def image_provision(c, spec, host, port=22, user="root"):
     from gpunode.commands.image_cmd import image_provision as run
 
     with cli_errors():
-        code = run(spec, host, int(port), user)
+        code = run(spec, host, _whole("--port", port) or 22, user)
     if code:
         raise Exit(code=code)
 
@@ -425,27 +504,20 @@ ns.add_task(bench)
 
 def main() -> None:
     """Entry point of the `gpunode` console script: the same tasks as `invoke`."""
-    from invoke import Program
-
     from gpunode import __version__
 
-    class GProgram(Program):
-        def parse_tasks(self) -> None:  # an option value of the wrong type (`-f x`): exit 2, no traceback
-            try:
-                super().parse_tasks()
-            except ValueError as exc:
-                print(f"error: bad option value: {exc}\n  fix: see `gpunode {' '.join(self.core.unparsed[:1])} "
-                      "--help` for the option's type", file=sys.stderr)
-                raise Exit(code=2) from None
-
     try:
-        GProgram(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+        _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
         sys.stdout.flush()
     except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
+    except Exception as exc:  # noqa: BLE001 - a bug must still end with a message and an exit code, not a traceback
+        print(f"error: internal error: {type(exc).__name__}: {exc}\n  fix: please report this (with the command "
+              "line); run with GPUNODE_TRACEBACK=1 for the traceback", file=sys.stderr)
+        if os.environ.get("GPUNODE_TRACEBACK") == "1":
+            raise
+        sys.exit(1)
 
 
 def diagnose_argv(argv: list[str]) -> list[str]:
@@ -461,3 +533,23 @@ def diagnose_argv(argv: list[str]) -> list[str]:
         else:
             out += ["--file", arg]
     return out
+
+
+class _Program(Program):
+    """Invoke's program, with bad options (unknown flags, `--forks=abc`) as usage errors: exit 2, no traceback."""
+
+    def parse_core(self, argv) -> None:  # type: ignore[no-untyped-def]
+        with _usage():
+            super().parse_core(argv)
+
+    def parse_tasks(self) -> None:
+        with _usage():
+            super().parse_tasks()
+
+
+@contextmanager
+def _usage() -> Iterator[None]:
+    try:
+        yield
+    except (ParseError, ValueError) as exc:
+        raise Exit(message=f"error: {exc}\n  fix: see `gpunode --help` and `gpunode TASK --help`", code=2) from None

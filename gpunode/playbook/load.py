@@ -20,7 +20,7 @@ from gpunode.steps import STEP_TYPES
 from gpunode.steps.base import build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
-STEP_KEYWORDS = {"name", "when", "notify", "tags"}
+STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log"}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
 
@@ -40,6 +40,7 @@ class StepSpec:
     # defaults in scope for an included step (its playbook's vars, the includer's, the include's own `vars:`);
     # inventory vars and --var still override them
     vars: dict[str, Any] = field(default_factory=dict)
+    sensitive: bool = False  # `sensitive: true` (Ansible: `no_log`): content, diff and output never shown
 
     @property
     def where(self) -> str:
@@ -212,8 +213,12 @@ def _step(item: Any, source: str, line: int) -> StepSpec:
         raise UsageError(f"arguments of {kind} must be a mapping", source=source, line=_line(item, kind, line))
     notify = item.get("notify") or []
     notify = [notify] if isinstance(notify, str) else list(notify)
+    sensitive = item.get("sensitive", item.get("no_log", False))
+    if not isinstance(sensitive, bool):
+        raise UsageError(f"sensitive must be true or false, got {sensitive!r}", source=source, line=line,
+                         fix="write sensitive: true")
     spec = StepSpec(kind, dict(args), str(item.get("name") or kind), item.get("when"), notify, source,
-                    _line(item, kind, line), _tags(item, source, line))
+                    _line(item, kind, line), _tags(item, source, line), sensitive=sensitive)
     check_static_args(spec, args)
     return spec
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -12,6 +14,21 @@ from gpunode.values import bool_filter, truthy
 
 _ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 _ENV.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
+
+
+def _lookup(kind: str, name: str) -> str:
+    """Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: secrets kept out of the inventory."""
+    if kind == "env":
+        return os.environ.get(str(name), "")
+    if kind == "file":
+        try:
+            return Path(str(name)).expanduser().read_text().rstrip("\n")  # Ansible strips the final newline
+        except OSError as exc:
+            raise jinja2.TemplateError(f"lookup('file', {name!r}): {exc.strerror or exc}") from None
+    raise jinja2.TemplateError(f"lookup({kind!r}, ...): only 'env' and 'file' lookups exist")
+
+
+_ENV.globals["lookup"] = _lookup
 _WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
 
 

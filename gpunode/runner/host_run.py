@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import threading
 import time
@@ -17,6 +18,9 @@ from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import remote_lock
 from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, build_step
+
+# Arguments of a sensitive step that stay visible (where and how, not what).
+VISIBLE_ARGS = {"path", "dest", "owner", "group", "mode", "state", "create", "backup", "timeout", "name"}
 
 
 class Cancelled(GpunodeError):
@@ -77,8 +81,13 @@ class HostRun:
             pending = [n for n in self.notified if n not in self.handlers_ran]
             if pending and not self.check:
                 self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
+            self.conn.activity = "release"
             if self.lock:
                 self.lock.release()
+                if self.lock.still_running:
+                    self.outcome.notes.append(
+                        f"still running on the host (a package transaction is never killed; the host's lock is "
+                        f"held until it ends): {self.lock.still_running}")
             self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.seconds = time.monotonic() - started
@@ -164,6 +173,7 @@ class HostRun:
         todo = [p for p in planned if p.step is not None and p.probe]
         if not todo:
             return
+        self.conn.activity = "probe"
         nonce = secrets.token_hex(4)
         script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
         script += "true\n"  # a probe's own exit status is data for its step, not a failure of the probe
@@ -181,6 +191,10 @@ class HostRun:
         if self.cancel.is_set():
             raise Cancelled("cancelled by the user before this step", step=spec.name)
         self.events.step_started(self.host.name, spec.name)
+        self.conn.activity = spec.name
+        self.conn.sensitive = spec.sensitive
+        if spec.sensitive and item.step is not None:
+            self._hide_values(item.step)
         started = time.monotonic()
         outcome = StepOutcome(spec.name, spec.kind, "ok", where=spec.where)
         self.conn.transcript.note(f"step {spec.name} ({spec.kind}) at {spec.where}")
@@ -207,6 +221,8 @@ class HostRun:
             self.reboot_required = ctx.reboot_required
         except GpunodeError as exc:
             outcome.status = "failed"
+            if spec.sensitive:  # its output could hold what the step keeps secret
+                exc.cause = exc.cause.splitlines()[0] + " (output hidden: sensitive step)"
             outcome.message = str(exc.cause)
             self._finish(outcome, started, facts)
             exc.host, exc.step = self.host.name, spec.name
@@ -214,8 +230,21 @@ class HostRun:
             raise
         return self._finish(outcome, started, facts)
 
+    def _hide_values(self, step: Step) -> None:
+        """A sensitive step's argument values (content, lines, commands) become secrets for the logs."""
+        for item in dataclasses.fields(step):
+            if item.name in VISIBLE_ARGS:
+                continue
+            value = getattr(step, item.name)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str):
+                    self.conn.transcript.redact.add(text, *text.splitlines())
+
     def _finish(self, outcome: StepOutcome, started: float, facts: Facts) -> Facts:
         redact = self.conn.transcript.redact  # secrets from vars must not reach diffs, reports or the screen
+        if self.conn.sensitive and outcome.diffs:
+            outcome.diffs = ["(diff hidden: sensitive step)"]
+        self.conn.sensitive = False
         outcome.diffs = [redact(d) for d in outcome.diffs]
         outcome.actions = [{k: redact(v) for k, v in a.items()} for a in outcome.actions]
         outcome.message = redact(outcome.message)

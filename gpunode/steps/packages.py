@@ -9,7 +9,7 @@ from typing import Literal
 from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, register
-from gpunode.steps.pkgmgr import Wanted, manager_for
+from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 
 # A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
 PACKAGE_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:~-]*(=[A-Za-z0-9._+:~*?\[\]-]+)?")
@@ -41,6 +41,20 @@ class PackagesStep(Step):
         if not self.names:
             return []
         manager = manager_for(ctx.facts.os.package_manager)
+        repair = self._repair(ctx, manager)
+        return repair + self._plan(ctx, manager)
+
+    def _repair(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
+        """An interrupted transaction (a cut-off first-boot upgrade, a killed install) is finished first."""
+        why = ctx.facts.pkg.interrupted
+        if not why or ctx.shared.get("package_manager_repaired"):
+            return []
+        ctx.shared["package_manager_repaired"] = True
+        return [Action("repair the interrupted package manager first" + (
+            " (dpkg --configure -a, apt-get -f install)" if manager.name == "apt" else ""), why, manager.repair(),
+            timeout=self.timeout, fix="run the repair by hand on the host and read its errors (dpkg --audit)")]
+
+    def _plan(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
         state = manager.parse(ctx.probe_output)
         wanted = [Wanted.parse(n) for n in self.names]
         if self.state == "absent":

@@ -53,6 +53,10 @@ class PackageManager:
     def remove(self, names: list[str]) -> str:
         raise NotImplementedError
 
+    def repair(self) -> str:
+        """Finish an interrupted transaction (dpkg --configure -a, yum-complete-transaction)."""
+        raise NotImplementedError
+
 
 class AptManager(PackageManager):
     name = "apt"
@@ -86,6 +90,17 @@ class AptManager(PackageManager):
     def remove(self, names: list[str]) -> str:
         return f"{APT_ENV} apt-get {join(APT_OPTS)} remove -- {join(names)}"
 
+    def repair(self) -> str:
+        # dpkg finishes what it unpacked; apt fixes broken dependencies; what is still half-installed (its
+        # unpack was cut off) is reinstalled; the audit must then be empty.
+        half = ("dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' | "
+                "awk 'substr($0,2,1) ~ /[HU]/ || substr($0,3,1) == \"R\" {print $2}'")
+        return (f"{APT_ENV} dpkg --force-confdef --force-confold --configure -a; "
+                f"apt-get {join(APT_OPTS)} -f install && left=$({half}) && "
+                f"{{ [ -z \"$left\" ] || apt-get {join(APT_OPTS)} install --reinstall -- $left; }} && "
+                "dpkg --configure -a && audit=$(dpkg --audit) && [ -z \"$audit\" ] || "
+                "{ echo \"dpkg --audit after the repair: $audit\" >&2; exit 1; }")
+
 
 class DnfManager(PackageManager):
     """dnf (EL 8/9, Amazon Linux 2023) or yum (Amazon Linux 2)."""
@@ -112,6 +127,11 @@ class DnfManager(PackageManager):
 
     def remove(self, names: list[str]) -> str:
         return f"{self.name} -y remove -- {join(names)}"
+
+    def repair(self) -> str:
+        if self.name == "yum":
+            return "yum-complete-transaction -y --cleanup-only && yum -y check"
+        return "dnf -y remove --duplicates; dnf -y check"
 
 
 def manager_for(package_manager: str | None) -> PackageManager:
