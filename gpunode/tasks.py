@@ -552,4 +552,6 @@ def _usage() -> Iterator[None]:
     try:
         yield
     except (ParseError, ValueError) as exc:
-        raise Exit(message=f"error: {exc}\n  fix: see `gpunode --help` and `gpunode TASK --help`", code=2) from None
+        what = "bad option value: " if isinstance(exc, ValueError) else ""
+        raise Exit(message=f"error: {what}{exc}\n  fix: see `gpunode --help` and `gpunode --help TASK` for the "
+                   "options and their types", code=2) from None

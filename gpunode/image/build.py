@@ -144,6 +144,9 @@ def _prepare(request: BuildRequest) -> _Build:
     book = load_playbook(request.playbook)
     variables = parse_vars(request.variables)
     parse_vars(request.packer_vars)  # refused now, not after a build folder exists
+    if request.ssh_key and not Path(request.ssh_key).expanduser().is_file():
+        raise UsageError(f"no such key file: {request.ssh_key}", source="--ssh-key",
+                         fix="give the path of an existing private key, or leave --ssh-key out: gpunode makes one")
     build_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     directory = Path(request.build_root).resolve() / build_id
     directory.mkdir(parents=True)
