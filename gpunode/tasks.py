@@ -156,11 +156,14 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         raise Exit(code=code)
 
 
-@gtask(help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
+@gtask(iterable=["label"], help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
              "name": "name of the PersistentVolume and its claim", "size": "capacity (default 1Ti)",
-             "namespace": "namespace of the claim (default default)"})
+             "namespace": "namespace of the claim (default default)",
+             "label": "KEY=VALUE label on the PV that the claim selects (selector.matchLabels); repeatable",
+             "driver": "nfs (the in-tree NFS source, default) or csi (the vendor's CSI driver: Alibaba NAS, AWS EFS, "
+                       "Tencent CFS)"})
 def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_version=None, options=None,
-               size="1Ti", namespace="default"):
+               size="1Ti", namespace="default", label=None, driver="nfs"):
     """Print a Kubernetes PersistentVolume + PersistentVolumeClaim (ReadWriteMany) for an NFS share."""
     from gpunode.commands.nfs_cmd import nfs_args
     from gpunode.commands.nfs_cmd import nfs_volume as make
@@ -171,7 +174,7 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
             from gpunode.errors import UsageError
 
             raise UsageError("nfs-volume needs --name", fix="e.g. --name datasets")
-        print(make(args, name, size, namespace), end="")
+        print(make(args, name, size, namespace, label or [], driver), end="")
 
 
 
@@ -258,7 +261,8 @@ ns.add_task(runtime_class)
 IMAGE_HELP = {
     "playbook": "playbook run on the build instance (default playbooks/gpu-node.yml)",
     "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
-    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, al2023 (AWS), debian-12",
+    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also al2023, al2023-ecs and "
+            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, offline); build nothing",
@@ -269,6 +273,13 @@ IMAGE_HELP = {
     "min_free_gb": "free space the image must keep on / (default 2)",
     "launch_template": "also write an EC2 launch-template JSON for the new AMI here",
     "batch": "also write an AWS Batch compute-environment JSON for the new AMI here",
+}
+JOB_HELP = {
+    "batch_job_definition": "also write an AWS Batch job definition JSON (a container job asking for GPUs) here",
+    "job_image": "the job definition's container image (needed with --batch-job-definition)",
+    "job_command": "the job's command, split like a shell would (default nvidia-smi)",
+    "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
+    "job_memory": "memory in MiB (default 16384)",
 }
 
 
@@ -286,20 +297,26 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
 
 
 @gtask(iterable=["var", "packer_var"], help={
-    **IMAGE_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
+    **IMAGE_HELP, **JOB_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
               playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
-              launch_template=None, batch=None):
+              launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
+              job_gpus=None, job_vcpus=None, job_memory=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
+    from gpunode.image.outputs import JobSpec
 
     with cli_errors():
-        code = build(_build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
-                                    source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
-                                    validate_only, launch_template, batch))
+        request = _build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
+                                 source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
+                                 validate_only, launch_template, batch)
+        if batch_job_definition:
+            request.batch_job_definition = batch_job_definition
+            request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
+        code = build(request)
     if code:
         raise Exit(code=code)
 

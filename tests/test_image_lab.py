@@ -77,3 +77,49 @@ def test_cleanup_and_validation_on_a_real_host(lab, fresh_host, tmp_path: Path) 
     assert 'Unattended-Upgrade "0"' in inside(fresh_host, "cat /etc/apt/apt.conf.d/20auto-upgrades")
     # the new machine boots with fresh SSH host keys
     assert inside(fresh_host, "systemctl start gpunode-ssh-host-keys.service && ls /etc/ssh | grep -c _key.pub") != "0"
+
+
+# What the ECS-optimized AMI carries for AWS Batch, planted on a lab host: the agent's program, its enabled unit,
+# its configuration (the content of each is gpunode's test stand-in; the names and places are the AMI's).
+ECS_AGENT = """set -e
+mkdir -p /usr/libexec /etc/ecs /var/lib/ecs/data
+printf '#!/bin/sh\\nexec sleep infinity\\n' > /usr/libexec/amazon-ecs-init && chmod 755 /usr/libexec/amazon-ecs-init
+printf '[Unit]\\nDescription=Amazon ECS agent (test stand-in)\\n[Service]\\n%s\\n[Install]\\n%s\\n' \\
+    'ExecStart=/usr/libexec/amazon-ecs-init start' 'WantedBy=multi-user.target' > /etc/systemd/system/ecs.service
+systemctl daemon-reload && systemctl enable ecs.service >/dev/null 2>&1
+echo 'ECS_LOGLEVEL=info' > /etc/ecs/ecs.config
+echo '{"Cluster":"build"}' > /var/lib/ecs/data/ecs_agent_data.json
+"""
+
+
+def test_ecs_agent_validation_for_aws_batch(lab, fresh_host, tmp_path: Path) -> None:
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    args = ["provision", "-i", str(inventory), "--playbook", "playbooks/image-finalize.yml",
+            "--var", "cleanup_categories=[ecs-state]", "--var", "ecs_agent=true"]
+
+    bare = run_cli(*args)  # a Debian host: no agent at all
+    assert bare.code == 1, bare.output
+    assert "the ECS agent (ecs.service) is not installed" in bare.output
+    assert "/etc/ecs/ecs.config is missing" in bare.output
+    assert run_cli(*args[:-2]).code == 0  # the same host is fine for an image that is not meant for Batch
+
+    assert fresh_host.run_inside(ECS_AGENT).returncode == 0
+    # an NVIDIA kernel module for the boot kernel: the image has a driver, so GPU support must be on
+    kernel = inside(fresh_host, "uname -r")
+    planted = fresh_host.run_inside(f"mkdir -p /lib/modules/{kernel}/updates/dkms && "
+                                    f"touch /lib/modules/{kernel}/updates/dkms/nvidia.ko")
+    assert planted.returncode == 0, planted.stderr
+    no_gpu = run_cli(*args)
+    assert no_gpu.code == 1, no_gpu.output
+    assert "does not set ECS_ENABLE_GPU_SUPPORT=true" in no_gpu.output
+    assert "not installed" not in no_gpu.output and "ecs.config is missing" not in no_gpu.output
+    # cleanup ran before validation: the agent state that would be baked in is gone
+    assert inside(fresh_host, "ls -A /var/lib/ecs/data") == ""
+
+    fresh_host.run_inside("echo 'ECS_ENABLE_GPU_SUPPORT=true' >> /etc/ecs/ecs.config")
+    fresh_host.run_inside("echo '{}' > /var/lib/ecs/data/agent.db")  # the agent ran again before capture
+    ready = run_cli(*args)
+    assert ready.code == 0, ready.output
+    assert inside(fresh_host, "ls -A /var/lib/ecs/data") == ""
+    assert inside(fresh_host, "systemctl is-enabled ecs.service") == "enabled"  # cleaned, still enabled
+    fresh_host.run_inside(f"rm -f /lib/modules/{kernel}/updates/dkms/nvidia.ko")

@@ -18,6 +18,7 @@ from gpunode.image import packer as packer_cli
 from gpunode.image.bases import aws_base, other_base
 from gpunode.image.keys import generate_key, public_key_line
 from gpunode.image.machine import MachineLine
+from gpunode.image.outputs import JobSpec
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import static_tags, version_tags
@@ -48,6 +49,8 @@ class BuildRequest:
     validate_only: bool = False
     launch_template: str | None = None
     batch: str | None = None
+    batch_job_definition: str | None = None                 # also write a Batch job definition (needs `job`)
+    job: JobSpec | None = None
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
@@ -94,6 +97,8 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
     _check_base(request)
+    if request.batch_job_definition and request.job is None:
+        raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
     build = _prepare(request)
     variables = _template_vars(build)
     staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
@@ -158,8 +163,16 @@ def _prepare(request: BuildRequest) -> _Build:
         variables["driver_branch"] = int(request.driver_branch)
     BuildSpec(playbook=str(Path(book.path).resolve()), build_dir=str(directory), variables=variables,
               key_file=build.key_file, verify=request.verify, expect_gpus=request.expect_gpus,  # type: ignore[arg-type]
-              min_free_gb=request.min_free_gb, power_off=request.builder == "qemu").write()
+              min_free_gb=request.min_free_gb, power_off=request.builder == "qemu",
+              ecs_agent=needs_ecs_agent(request)).write()
     return build
+
+
+def needs_ecs_agent(request: BuildRequest) -> bool:
+    """An image for AWS Batch (an ECS base, or a Batch output asked for) must pass the ECS agent checks."""
+    if request.builder != "aws":
+        return False
+    return aws_base(request.base).ecs_agent or bool(request.batch or request.batch_job_definition)
 
 
 def _template_vars(build: _Build) -> dict[str, Any]:
@@ -249,7 +262,7 @@ def _artifact(build: _Build, run: packer_cli.PackerRun) -> str:
 def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
                out: Callable[[str], None]) -> BuildResult:
     from gpunode.image import aws
-    from gpunode.image.outputs import batch_compute_environment, launch_template, write_json
+    from gpunode.image.outputs import batch_compute_environment, batch_job_definition, launch_template, write_json
 
     request = build.request
     ec2 = aws.ec2_client(result.region, request.endpoint)
@@ -277,7 +290,10 @@ def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
                                          request.launch_template))
     if request.batch:
         result.outputs.append(write_json(batch_compute_environment(result.image_id, build.name, [
-            request.instance_type or "g5.xlarge"]), request.batch))
+            request.instance_type or "g5.xlarge"], image_type=base.batch_image_type), request.batch))
+    if request.batch_job_definition and request.job:
+        result.outputs.append(write_json(batch_job_definition(build.name, request.job, result.image_id),
+                                         request.batch_job_definition))
     _record(build, result)
     out(f"AMI {result.image_id} ({result.region}) tagged: driver {result.tags['gpunode:driver']}, "
         f"CUDA {result.tags['gpunode:cuda']}, container toolkit {result.tags['gpunode:container-toolkit']}")
