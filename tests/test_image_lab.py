@@ -123,3 +123,43 @@ def test_ecs_agent_validation_for_aws_batch(lab, fresh_host, tmp_path: Path) -> 
     assert inside(fresh_host, "ls -A /var/lib/ecs/data") == ""
     assert inside(fresh_host, "systemctl is-enabled ecs.service") == "enabled"  # cleaned, still enabled
     fresh_host.run_inside(f"rm -f /lib/modules/{kernel}/updates/dkms/nvidia.ko")
+
+
+def test_the_build_key_user_data_lets_the_key_in(lab, fresh_host, tmp_path: Path) -> None:
+    """alicloud/tencent builds: the user data cloud-init runs as root lets gpunode's build key in over real SSH."""
+    import shlex
+
+    import paramiko
+
+    from gpunode.image.keys import key_user_data
+
+    key_file = tmp_path / "build_key"
+    public = generate_key(key_file, "gpunode-build-userdata")
+    key = paramiko.Ed25519Key.from_private_key_file(str(key_file))
+
+    def login(user: str) -> bool:
+        client = paramiko.SSHClient()
+        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # a fresh lab host; not a trust decision here
+        try:
+            client.connect(fresh_host.address, username=user, pkey=key, allow_agent=False, look_for_keys=False,
+                           timeout=20)
+            _, stdout, _ = client.exec_command("id -un")
+            return stdout.read().decode().strip() == user
+        except paramiko.AuthenticationException:
+            return False
+        finally:
+            client.close()
+
+    assert not login("root")  # the key is new to the host
+    for user in ("root", "gpunode"):
+        script = key_user_data(user, public)
+        result = fresh_host.run_inside(f"sh -c {shlex.quote(script)}")
+        assert result.returncode == 0, result.stderr
+        assert login(user)
+    assert inside(fresh_host, "stat -c %U:%a /home/gpunode/.ssh/authorized_keys") == "gpunode:600"
+    # and image_cleanup's build-key removes it again, as on every builder
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    result = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/image-finalize.yml", "--var",
+                     "cleanup_categories=[build-key]", "--var", f"build_public_key={public}")
+    assert result.code == 0, result.output
+    assert not login("root") and not login("gpunode")

@@ -35,8 +35,9 @@ AWS_BASES = {
     "debian-12": AwsBase("debian-12-amd64-*", (DEBIAN,), "admin", "/dev/xvda"),
 }
 # Alibaba Cloud and Tencent Cloud need the base image id (`--source-image`); the base picks the login user.
-ALICLOUD_USERS = {"ubuntu-22.04": "root", "ubuntu-24.04": "root", "debian-12": "root"}
-TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root"}
+# Alibaba Cloud Linux 3 and TencentOS Server 3 are the clouds' own OS for ACK and TKE node pools (root logs in).
+ALICLOUD_USERS = {"ubuntu-22.04": "root", "ubuntu-24.04": "root", "debian-12": "root", "alinux-3": "root"}
+TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root", "tencentos-3": "root"}
 QEMU_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "debian"}
 
 

@@ -16,8 +16,9 @@ from gpunode.commands.common import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
 from gpunode.image.bases import aws_base, other_base
-from gpunode.image.keys import generate_key, public_key_line
+from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
+from gpunode.image.names import check_network_vars, cloud_image_name
 from gpunode.image.outputs import JobSpec
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
@@ -97,6 +98,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
     _check_base(request)
+    check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
     if request.batch_job_definition and request.job is None:
         raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
     build = _prepare(request)
@@ -133,7 +135,8 @@ def _check_base(request: BuildRequest) -> None:
         return
     other_base(request.builder, request.base)
     if not request.source_image:
-        example = {"alicloud": "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
+        example = {"alicloud": "aliyun_3_x64_20G_alibase_<date>.vhd" if request.base == "alinux-3" else
+                   "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
                    "qemu": "a qcow2 path or URL, e.g. debian-12-genericcloud-amd64.qcow2"}[request.builder]
         raise UsageError(f"{request.builder} builds need the base image", fix=f"add --source-image ({example})")
     if request.builder == "qemu" and "://" not in request.source_image:
@@ -156,7 +159,7 @@ def _prepare(request: BuildRequest) -> _Build:
     if request.ssh_key:
         build.key_file = str(Path(request.ssh_key).resolve())
         build.public_key = public_key_line(build.key_file)
-    elif request.builder in ("aws", "qemu"):
+    else:  # every builder: gpunode's own key (imported on AWS, user data on alicloud/tencent, NoCloud on qemu)
         build.key_file = str(directory / "id_ed25519")
         build.public_key = generate_key(Path(build.key_file), f"gpunode-build-{build_id}")
     if request.driver_branch:
@@ -194,15 +197,14 @@ def _template_vars(build: _Build) -> dict[str, Any]:
         )
         variables.setdefault("region", "us-east-1")
     elif request.builder in ("alicloud", "tencent"):
-        variables.update(image_name=build.name[:60] if request.builder == "tencent" else build.name,
-                         source_image=request.source_image, tags=build.static_tags(),
-                         ssh_username=other_base(request.builder, request.base))
+        user = other_base(request.builder, request.base)
+        variables.update(image_name=cloud_image_name(request.builder, build.name, build.build_id, bool(request.name)),
+                         source_image=request.source_image, tags=build.static_tags(), ssh_username=user,
+                         ssh_private_key_file=build.key_file, user_data=key_user_data(user, build.public_key))
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),
             ssh_private_key_file=build.key_file, seed_dir=str(_nocloud_seed(build)), accelerator=qemu_accelerator())
-    if request.builder in ("alicloud", "tencent") and build.key_file:
-        variables["ssh_private_key_file"] = build.key_file
     variables.update(parse_vars(request.packer_vars))
     return variables
 
