@@ -387,6 +387,38 @@ ns.add_task(bake)
 ns.add_task(image_provision)
 
 
+@gtask(iterable=["var"], help={
+    "playbook": "the playbook the new node runs on itself at first boot (default playbooks/base.yml)",
+    "var": "playbook variable KEY=VALUE; repeatable", "format": "shell (a bash script, default) or cloud-init",
+    "output": "write the user data here (default: print it)",
+    "bundle_url": "fetch the gpunode bundle from this http(s) URL at boot instead of embedding it (needed for EC2, "
+                  "ACK, TKE: their user data is limited to 16-32 KB)",
+    "bundle_out": "with --bundle-url: write the bundle here, to upload to that URL",
+})
+def user_data(c, playbook="playbooks/base.yml", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
+              bundle_out=None):
+    """User data that provisions a new node at first boot: the playbook on the node itself, verify-gpu, a marker."""
+    from pathlib import Path
+
+    from gpunode.image.userdata import CLOUD_LIMIT
+    from gpunode.image.userdata import user_data as make
+
+    with cli_errors():
+        text, bundle = make(playbook, var or [], format, bundle_url, bundle_out)
+        if output:
+            Path(output).write_text(text)
+            print(f"user data written to {output} ({len(text)} bytes, bundle {len(bundle)} bytes)", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+        if len(text) > CLOUD_LIMIT:
+            print(f"note: {len(text)} bytes of user data: EC2 and Tencent CVM take at most 16 KB, Alibaba ECS 32 KB; "
+                  "for them use --bundle-url URL --bundle-out FILE (embedded fits NoCloud seeds and images)",
+                  file=sys.stderr)
+
+
+ns.add_task(user_data)
+
+
 @gtask(help={"hosts": "host counts, comma-separated (default 1,8; add 32 if you have time)",
              "repeat": "converged re-runs per tool, median reported (default 3)",
              "tools": "default gpunode,ansible,pyinfra", "output": "results folder (default bench/results)",
