@@ -5,7 +5,13 @@ The host has python3 but no pip and none of gpunode's dependencies: everything c
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import json
+import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +19,35 @@ import pytest
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.lab
+# base.yml's packages that the lab rootfs has already: with the host cut off from everything outside the lab subnet,
+# no package of any kind can come from the network (only the bundle).
+PRESENT_PACKAGES = "base_packages=[ca-certificates, iproute2, sudo]"
+
+
+@contextlib.contextmanager
+def offline(lab, host) -> Iterator[None]:
+    """Drop the host's traffic to anything outside the lab subnet, in its network namespace."""
+    rule = ["OUTPUT", "!", "-d", str(lab.network.subnet), "-j", "DROP"]
+    netns = ["ip", "netns", "exec", lab.network.netns_name(host.name), "iptables"]
+    subprocess.run([*netns, "-I", *rule], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run([*netns, "-D", *rule], check=True)
+
+
+@contextlib.contextmanager
+def serve(directory: Path, address: str) -> Iterator[str]:
+    """A one-folder HTTP server on the lab bridge's address (the lab hosts' gateway), for one test."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer((address, 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{address}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _steps(report: dict) -> list[tuple[str, str]]:
@@ -22,15 +57,16 @@ def _steps(report: dict) -> list[tuple[str, str]]:
 def test_first_boot_script_converges_base_and_leaves_its_marker(lab, fresh_host, tmp_path: Path) -> None:
     script = tmp_path / "user-data.sh"
     made = run_cli("user-data", "--playbook", "playbooks/base.yml", "--var", "journald_max_use=512M",
-                   "--output", str(script))
+                   "--var", PRESENT_PACKAGES, "--output", str(script))
     assert made.code == 0, made.output
     assert script.read_text().startswith("#!/bin/bash\n") and "pip" not in script.read_text().split("\n", 3)[2]
-    # nothing on the host could install gpunode or its dependencies
+    # nothing on the host could install gpunode or its dependencies, and nothing outside the lab is reachable
     bare = fresh_host.run_inside("python3 -c 'import yaml' 2>&1; python3 -m pip --version 2>&1; true").stdout
     assert "No module named 'yaml'" in bare and "No module named pip" in bare
 
     (fresh_host.root / "root" / "user-data.sh").write_bytes(script.read_bytes())
-    first = fresh_host.run_inside("bash /root/user-data.sh", timeout=900)
+    with offline(lab, fresh_host):
+        first = fresh_host.run_inside("bash /root/user-data.sh", timeout=900)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     assert "gpunode first boot: ok" in first.stdout
 
@@ -44,7 +80,8 @@ def test_first_boot_script_converges_base_and_leaves_its_marker(lab, fresh_host,
     assert fresh_host.run_inside("grep -c '^SystemMaxUse=512M' /etc/systemd/journald.conf").stdout.strip() == "1"
     assert "gpunode first boot: playbook base" in fresh_host.run_inside("cat /var/log/gpunode-first-boot.log").stdout
 
-    second = fresh_host.run_inside("bash /root/user-data.sh", timeout=900)
+    with offline(lab, fresh_host):
+        second = fresh_host.run_inside("bash /root/user-data.sh", timeout=900)
     assert second.returncode == 0, second.stdout[-3000:]
     again = json.loads(fresh_host.run_inside(f"cat {state}/report.json").stdout)
     assert {status for _, status in _steps(again)} <= {"ok", "skipped"}, _steps(again)  # nothing changed
@@ -70,6 +107,31 @@ def test_a_failing_playbook_leaves_a_failed_marker(lab, fresh_host, tmp_path: Pa
     assert run.returncode == 1
     result = json.loads(fresh_host.run_inside("cat /var/lib/gpunode/first-boot/result.json").stdout)
     assert result["status"] == "failed" and result["provision_exit"] == 1
+
+
+def test_a_bundle_fetched_from_a_url_and_checked(lab, fresh_host, tmp_path: Path) -> None:
+    playbook = tmp_path / "tiny.yml"
+    playbook.write_text("name: tiny\nsteps:\n  - name: a file\n"
+                        "    command: {cmd: 'touch /root/tiny', creates: /root/tiny}\n")
+    served = tmp_path / "www"
+    served.mkdir()
+    with serve(served, lab.network.gateway) as url, offline(lab, fresh_host):
+        script = tmp_path / "user-data.sh"
+        made = run_cli("user-data", "--playbook", str(playbook), "--bundle-url", f"{url}/bundle.tar.xz",
+                       "--bundle-out", str(served / "bundle.tar.xz"), "--output", str(script))
+        assert made.code == 0, made.output
+        assert len(script.read_bytes()) < 16 * 1024  # fits EC2's and Tencent's user data
+        (fresh_host.root / "root" / "user-data.sh").write_bytes(script.read_bytes())
+        tampered = served / "bundle.tar.xz"
+        good = tampered.read_bytes()
+        tampered.write_bytes(good + b"x")
+        bad = fresh_host.run_inside("bash /root/user-data.sh", timeout=300)
+        assert bad.returncode == 1 and "sha256 is not" in bad.stdout, bad.stdout[-2000:]
+        assert fresh_host.run_inside("cat /var/lib/gpunode/first-boot/status").stdout.strip() == "failed"
+        tampered.write_bytes(good)
+        run = fresh_host.run_inside("bash /root/user-data.sh", timeout=600)
+        assert run.returncode == 0, run.stdout[-3000:]
+    assert fresh_host.run_inside("test -f /root/tiny && cat /var/lib/gpunode/first-boot/status").stdout.strip() == "ok"
 
 
 def test_bad_input_exits_2() -> None:

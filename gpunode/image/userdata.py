@@ -92,8 +92,18 @@ def render_script(bundle: bytes, playbook_name: str, playbook_sha256: str, varia
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     var_args = " ".join(f"--var {shlex.quote(v)}" for v in variables)
     if bundle_url:
-        fetch = (f'curl -fsSL --retry 5 -o "$tmp/bundle.tar.xz" {shlex.quote(bundle_url)} || '
-                 f'wget -q -O "$tmp/bundle.tar.xz" {shlex.quote(bundle_url)} || fail "cannot download the bundle"')
+        # python3's urllib: present wherever the bundle can run (curl and wget are not on every base image)
+        fetch = ("python3 -c 'import shutil, sys, time, urllib.request\n"
+                 "for attempt in range(5):\n"
+                 "    try:\n"
+                 "        with urllib.request.urlopen(sys.argv[1], timeout=60) as r, open(sys.argv[2], \"wb\") as f:\n"
+                 "            shutil.copyfileobj(r, f)\n"
+                 "        break\n"
+                 "    except OSError as exc:\n"
+                 "        print(\"download failed:\", exc); time.sleep(2 ** attempt)\n"
+                 "else:\n"
+                 "    sys.exit(1)' "
+                 f'{shlex.quote(bundle_url)} "$tmp/bundle.tar.xz" || fail "cannot download the bundle"')
     else:
         encoded = base64.encodebytes(bundle).decode()
         fetch = f"base64 -d > \"$tmp/bundle.tar.xz\" <<'GPUNODE_BUNDLE'\n{encoded}GPUNODE_BUNDLE"
