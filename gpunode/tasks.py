@@ -280,6 +280,7 @@ JOB_HELP = {
     "job_command": "the job's command, split like a shell would (default nvidia-smi)",
     "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
     "job_memory": "memory in MiB (default 16384)",
+    "user_data": "embed this user data (from `gpunode user-data --bundle-url`) in the --launch-template output",
 }
 
 
@@ -304,10 +305,10 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
               playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
               launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
-              job_gpus=None, job_vcpus=None, job_memory=None):
+              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
-    from gpunode.image.outputs import JobSpec
+    from gpunode.image.outputs import JobSpec, read_user_data
 
     with cli_errors():
         request = _build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
@@ -316,6 +317,7 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
         if batch_job_definition:
             request.batch_job_definition = batch_job_definition
             request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
+        request.user_data = read_user_data(user_data)
         code = build(request)
     if code:
         raise Exit(code=code)

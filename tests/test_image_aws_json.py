@@ -6,6 +6,7 @@ here exactly as it would fail `aws ... --cli-input-json` or boto3.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -14,12 +15,14 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
+from gpunode.errors import UsageError
 from gpunode.image.bases import AWS_BASES, aws_base, batch_image_type
 from gpunode.image.outputs import (
     JobSpec,
     batch_compute_environment,
     batch_job_definition,
     launch_template,
+    read_user_data,
     write_json,
 )
 from tests.conftest import run_cli
@@ -48,6 +51,21 @@ def test_the_launch_template_is_a_valid_create_launch_template_request(tmp_path:
                                   root_device=base.root_device)
         written = json.loads(write_json(request, tmp_path / "lt.json").read_text())
         assert problems("ec2", "CreateLaunchTemplate", written) == ""
+        assert "UserData" not in written["LaunchTemplateData"]
+    script = "#!/bin/bash\necho first boot\n"
+    with_user_data = launch_template(IMAGE, "x", "g5.xlarge", TAGS, user_data=script)
+    assert problems("ec2", "CreateLaunchTemplate", with_user_data) == ""
+    assert base64.b64decode(with_user_data["LaunchTemplateData"]["UserData"]).decode() == script
+
+
+def test_user_data_over_ec2s_limit_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "user-data.sh"
+    big.write_text("#!/bin/bash\n" + "#" * 20000 + "\n")
+    result = run_cli("build-ami", "--launch-template", str(tmp_path / "lt.json"), "--user-data", str(big),
+                     env={"GPUNODE_BUILDS": str(tmp_path / "builds")})
+    assert result.code == 2 and "EC2 takes at most 16384 bytes" in result.output and "--bundle-url" in result.output
+    with pytest.raises(UsageError, match="cannot read the user data"):
+        read_user_data(str(tmp_path / "missing.sh"))
 
 
 @pytest.mark.parametrize("base", sorted(AWS_BASES))

@@ -6,6 +6,7 @@ moto plays EC2 (key pair, instance, AMI, tags); the build instance Packer and gp
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -52,8 +53,11 @@ def build_ami(endpoint: str, host, key: Path, user: str, playbook: str, builds: 
 def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, tmp_path: Path) -> None:
     template, batch, job = tmp_path / "launch-template.json", tmp_path / "batch.json", tmp_path / "job.json"
     assert fresh_host.run_inside(ECS_AGENT).returncode == 0  # the ECS-optimized AMI's agent (base al2023-ecs)
+    first_boot = tmp_path / "user-data.sh"
+    first_boot.write_text("#!/bin/bash\necho 'first boot'\n")
     result = build_ami(moto, fresh_host, lab.key_path, "gpunode", "playbooks/base.yml", tmp_path / "builds",
-                       "--launch-template", str(template), "--batch", str(batch), "--name", "gpunode-test-image",
+                       "--launch-template", str(template), "--user-data", str(first_boot),
+                       "--batch", str(batch), "--name", "gpunode-test-image",
                        "--batch-job-definition", str(job), "--job-image", "nvidia/cuda:12.4.1-base-ubuntu22.04",
                        "--job-command", "nvidia-smi -L", base="al2023-ecs")
     assert result.code == 0, result.output
@@ -91,6 +95,8 @@ def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, t
     created = ec2.create_launch_template(**json.loads(template.read_text()))["LaunchTemplate"]
     data = ec2.describe_launch_template_versions(LaunchTemplateId=created["LaunchTemplateId"])
     assert data["LaunchTemplateVersions"][0]["LaunchTemplateData"]["ImageId"] == image["ImageId"]
+    user_data = data["LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]
+    assert base64.b64decode(user_data).decode() == first_boot.read_text()
     _validate_batch_requests(json.loads(batch.read_text()), json.loads(job.read_text()), image["ImageId"])
 
 

@@ -52,6 +52,7 @@ class BuildRequest:
     batch: str | None = None
     batch_job_definition: str | None = None                 # also write a Batch job definition (needs `job`)
     job: JobSpec | None = None
+    user_data: str = ""                                     # embedded in the launch template (--user-data FILE)
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
@@ -288,7 +289,8 @@ def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
     base = aws_base(request.base)
     if request.launch_template:
         result.outputs.append(write_json(launch_template(result.image_id, build.name, request.instance_type or
-                                                         "g5.xlarge", result.tags, root_device=base.root_device),
+                                                         "g5.xlarge", result.tags, root_device=base.root_device,
+                                                         user_data=request.user_data),
                                          request.launch_template))
     if request.batch:
         result.outputs.append(write_json(batch_compute_environment(result.image_id, build.name, [

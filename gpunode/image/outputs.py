@@ -6,6 +6,7 @@ All are request bodies for `aws ... --cli-input-json file://...` (and for boto3'
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -16,11 +17,29 @@ from typing import Any
 from gpunode.errors import UsageError
 from gpunode.image.tags import as_aws
 
+USER_DATA_LIMIT = 16 * 1024  # EC2: user data of at most 16 KB (before base64)
+
+
+def read_user_data(path: str | None) -> str:
+    """The user data file for a launch template (e.g. from `gpunode user-data --bundle-url`); bad -> UsageError."""
+    if not path:
+        return ""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the user data {path}: {exc.strerror}", fix="give the file gpunode user-data "
+                         "wrote (--output)") from None
+    if len(data) > USER_DATA_LIMIT:
+        raise UsageError(f"{path} has {len(data)} bytes; EC2 takes at most {USER_DATA_LIMIT} bytes of user data",
+                         fix="make it with `gpunode user-data --bundle-url URL --bundle-out FILE` (not embedded)")
+    return data.decode()
+
 
 def launch_template(image_id: str, name: str, instance_type: str, tags: dict[str, str],
-                    volume_gb: int = 100, root_device: str = "/dev/sda1") -> dict[str, Any]:
-    """ec2 create-launch-template input: the AMI, the GPU instance type, IMDSv2, tagged instances and volumes."""
-    return {
+                    volume_gb: int = 100, root_device: str = "/dev/sda1", user_data: str = "") -> dict[str, Any]:
+    """ec2 create-launch-template input: the AMI, the GPU instance type, IMDSv2, tagged instances and volumes, and
+    the first-boot user data when given (base64, as the API wants it)."""
+    request = {
         "LaunchTemplateName": name,
         "VersionDescription": f"gpunode image {image_id}",
         "LaunchTemplateData": {
@@ -33,6 +52,9 @@ def launch_template(image_id: str, name: str, instance_type: str, tags: dict[str
         },
         "TagSpecifications": [{"ResourceType": "launch-template", "Tags": as_aws(tags)}],
     }
+    if user_data:
+        request["LaunchTemplateData"]["UserData"] = base64.b64encode(user_data.encode()).decode()
+    return request
 
 
 def batch_compute_environment(image_id: str, name: str, instance_types: list[str], max_vcpus: int = 256,
