@@ -2,7 +2,7 @@
 # Usage: bash -c "$(cat image_validate.sh)" image-validate
 # Output sections: "@@boot-kernel" (one line), "@@dkms" (`dkms status -k KERNEL`), "@@modules" (nvidia*.ko* files
 # of that kernel), "@@held" (held packages), "@@ecs" (the ECS agent AWS Batch needs: "enabled STATE",
-# "program PATH yes|no", "config yes|no", "gpu VALUE" from /etc/ecs/ecs.config, "state FILE" for agent state that
+# "program PATH yes|no", "config yes|no", "gpu VALUE" from the ECS config files, "state FILE" for agent state that
 # would make every instance of the image the same container instance).
 set -u
 
@@ -36,10 +36,14 @@ program=$(systemctl show -p ExecStart --value ecs.service 2>/dev/null | sed -n '
 if [ -n "$program" ]; then
     if [ -x "$program" ]; then echo "program $program yes"; else echo "program $program no"; fi
 fi
-if [ -f /etc/ecs/ecs.config ]; then
+# ecs-init reads the AMI's /var/lib/ecs/ecs.config (where the ECS GPU AMI's build sets ECS_ENABLE_GPU_SUPPORT,
+# see aws/amazon-ecs-ami) and the user's /etc/ecs/ecs.config; the last value found wins here, /etc's.
+configs=""
+for f in /var/lib/ecs/ecs.config /etc/ecs/ecs.config; do [ -f "$f" ] && configs="$configs $f"; done
+if [ -n "$configs" ]; then
     echo "config yes"
-    sed -n 's/^[[:space:]]*ECS_ENABLE_GPU_SUPPORT[[:space:]]*=[[:space:]]*//p' /etc/ecs/ecs.config | tail -n 1 |
-        sed 's/^/gpu /'
+    # shellcheck disable=SC2086 # the list of existing files
+    sed -n 's/^[[:space:]]*ECS_ENABLE_GPU_SUPPORT[[:space:]]*=[[:space:]]*//p' $configs | tail -n 1 | sed 's/^/gpu /'
 else
     echo "config no"
 fi

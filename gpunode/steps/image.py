@@ -173,9 +173,9 @@ class ImageValidateStep(Step):
 def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]:
     """What AWS Batch needs of an image, from image_validate.sh's @@ecs lines.
 
-    Batch starts jobs through the ECS agent: its unit enabled (and its program there), /etc/ecs/ecs.config present,
-    ECS_ENABLE_GPU_SUPPORT=true there when the image has an NVIDIA driver (else GPU jobs never get a GPU), and no
-    agent state baked in.
+    Batch starts jobs through the ECS agent: its unit enabled (and its program there), its configuration present
+    (/etc/ecs/ecs.config, or the AMI's /var/lib/ecs/ecs.config), ECS_ENABLE_GPU_SUPPORT=true there when the image has
+    an NVIDIA driver (else GPU jobs never get a GPU), and no agent state baked in.
     """
     lines = [line.split(" ", 1) for line in evidence.splitlines() if line.strip()]
     facts: dict[str, list[str]] = {}
@@ -191,11 +191,12 @@ def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]
         if ok != "yes":
             problems.append(f"ecs.service starts {path}, which is not an executable file")
     if (facts.get("config") or ["no"])[0] != "yes":
-        problems.append("/etc/ecs/ecs.config is missing (the ECS agent's configuration)")
+        problems.append("/etc/ecs/ecs.config is missing (the ECS agent's configuration; /var/lib/ecs/ecs.config "
+                        "neither)")
     gpu = (facts.get("gpu") or [""])[-1].strip().strip('"').lower()
     if has_driver and gpu != "true":
-        problems.append("the image has an NVIDIA driver but /etc/ecs/ecs.config does not set "
-                        "ECS_ENABLE_GPU_SUPPORT=true: Batch GPU jobs would get no GPU")
+        problems.append("the image has an NVIDIA driver but neither /etc/ecs/ecs.config nor /var/lib/ecs/ecs.config "
+                        "sets ECS_ENABLE_GPU_SUPPORT=true: Batch GPU jobs would get no GPU")
     for path in facts.get("state", []):
         problems.append(f"ECS agent state {path} would be baked in (image_cleanup's ecs-state removes it)")
     if not problems:
