@@ -81,7 +81,11 @@ class _Build:
 
     @property
     def name(self) -> str:
-        return self.request.name or f"gpunode-{self.book.name}-{self.request.base}-{self.build_id}"
+        """The image name; on alicloud/tencent one the cloud accepts (it is also the Name tag and the record's)."""
+        name = self.request.name or f"gpunode-{self.book.name}-{self.request.base}-{self.build_id}"
+        if self.request.builder in ("alicloud", "tencent"):
+            return cloud_image_name(self.request.builder, name, self.build_id, bool(self.request.name))
+        return name
 
     @property
     def keypair_name(self) -> str:
@@ -199,9 +203,9 @@ def _template_vars(build: _Build) -> dict[str, Any]:
         variables.setdefault("region", "us-east-1")
     elif request.builder in ("alicloud", "tencent"):
         user = other_base(request.builder, request.base)
-        variables.update(image_name=cloud_image_name(request.builder, build.name, build.build_id, bool(request.name)),
-                         source_image=request.source_image, tags=build.static_tags(), ssh_username=user,
-                         ssh_private_key_file=build.key_file, user_data=key_user_data(user, build.public_key))
+        variables.update(image_name=build.name, source_image=request.source_image, tags=build.static_tags(),
+                         ssh_username=user, ssh_private_key_file=build.key_file,
+                         user_data=key_user_data(user, build.public_key))
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),
