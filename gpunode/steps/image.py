@@ -200,7 +200,7 @@ def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]
     for path in facts.get("state", []):
         problems.append(f"ECS agent state {path} would be baked in (image_cleanup's ecs-state removes it)")
     if not problems:
-        notes.append(f"ECS agent enabled, /etc/ecs/ecs.config present{', GPU support on' if has_driver else ''}")
+        notes.append(f"ECS agent enabled, its configuration present{', GPU support on' if has_driver else ''}")
     return problems
 
 
