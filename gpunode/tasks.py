@@ -241,11 +241,14 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         raise Exit(code=code)
 
 
-@gtask(help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
+@gtask(iterable=["label"], help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
              "name": "name of the PersistentVolume and its claim", "size": "capacity (default 1Ti)",
-             "namespace": "namespace of the claim (default default)"})
+             "namespace": "namespace of the claim (default default)",
+             "label": "KEY=VALUE label on the PV that the claim selects (selector.matchLabels); repeatable",
+             "driver": "nfs (the in-tree NFS source, default) or csi (the vendor's CSI driver: Alibaba NAS, AWS EFS, "
+                       "Tencent CFS)"})
 def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_version=None, options=None,
-               size="1Ti", namespace="default"):
+               size="1Ti", namespace="default", label=None, driver="nfs"):
     """Print a Kubernetes PersistentVolume + PersistentVolumeClaim (ReadWriteMany) for an NFS share."""
     from gpunode.commands.nfs_cmd import nfs_args
     from gpunode.commands.nfs_cmd import nfs_volume as make
@@ -256,7 +259,7 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
             from gpunode.errors import UsageError
 
             raise UsageError("nfs-volume needs --name", fix="e.g. --name datasets")
-        print(make(args, name, size, namespace), end="")
+        print(make(args, name, size, namespace, label or [], driver), end="")
 
 
 
@@ -366,7 +369,8 @@ ns.add_task(runtime_class)
 IMAGE_HELP = {
     "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
     "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
-    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, al2023 (AWS), debian-12",
+    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also al2023, al2023-ecs and "
+            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, offline); build nothing",
@@ -377,6 +381,14 @@ IMAGE_HELP = {
     "min_free_gb": "free space the image must keep on / (default 2)",
     "launch_template": "also write an EC2 launch-template JSON for the new AMI here",
     "batch": "also write an AWS Batch compute-environment JSON for the new AMI here",
+}
+JOB_HELP = {
+    "batch_job_definition": "also write an AWS Batch job definition JSON (a container job asking for GPUs) here",
+    "job_image": "the job definition's container image (needed with --batch-job-definition)",
+    "job_command": "the job's command, split like a shell would (default nvidia-smi)",
+    "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
+    "job_memory": "memory in MiB (default 16384)",
+    "user_data": "embed this user data (from `gpunode user-data --bundle-url`) in the --launch-template output",
 }
 
 
@@ -394,20 +406,27 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
 
 
 @gtask(iterable=["var", "packer_var"], help={
-    **IMAGE_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
+    **IMAGE_HELP, **JOB_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
               playbook="gpu-node", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
-              launch_template=None, batch=None):
+              launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
+              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
+    from gpunode.image.outputs import JobSpec, read_user_data
 
     with cli_errors():
-        code = build(_build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
-                                    source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
-                                    validate_only, launch_template, batch))
+        request = _build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
+                                 source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
+                                 validate_only, launch_template, batch)
+        if batch_job_definition:
+            request.batch_job_definition = batch_job_definition
+            request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
+        request.user_data = read_user_data(user_data)
+        code = build(request)
     if code:
         raise Exit(code=code)
 
@@ -477,6 +496,38 @@ ns.add_task(build_ami)
 ns.add_task(build_image)
 ns.add_task(bake)
 ns.add_task(image_provision)
+
+
+@gtask(iterable=["var"], help={
+    "playbook": "the playbook the new node runs on itself at first boot (default playbooks/base.yml)",
+    "var": "playbook variable KEY=VALUE; repeatable", "format": "shell (a bash script, default) or cloud-init",
+    "output": "write the user data here (default: print it)",
+    "bundle_url": "fetch the gpunode bundle from this http(s) URL at boot instead of embedding it (needed for EC2, "
+                  "ACK, TKE: their user data is limited to 16-32 KB)",
+    "bundle_out": "with --bundle-url: write the bundle here, to upload to that URL",
+})
+def user_data(c, playbook="playbooks/base.yml", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
+              bundle_out=None):
+    """User data that provisions a new node at first boot: the playbook on the node itself, verify-gpu, a marker."""
+    from pathlib import Path
+
+    from gpunode.image.userdata import CLOUD_LIMIT
+    from gpunode.image.userdata import user_data as make
+
+    with cli_errors():
+        text, bundle = make(playbook, var or [], format, bundle_url, bundle_out)
+        if output:
+            Path(output).write_text(text)
+            print(f"user data written to {output} ({len(text)} bytes, bundle {len(bundle)} bytes)", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+        if len(text) > CLOUD_LIMIT:
+            print(f"note: {len(text)} bytes of user data: EC2 and Tencent CVM take at most 16 KB, Alibaba ECS 32 KB; "
+                  "for them use --bundle-url URL --bundle-out FILE (embedded fits NoCloud seeds and images)",
+                  file=sys.stderr)
+
+
+ns.add_task(user_data)
 
 
 @gtask(help={"hosts": "host counts, comma-separated (default 1,8; add 32 if you have time)",

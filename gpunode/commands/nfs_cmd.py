@@ -10,7 +10,7 @@ from gpunode.errors import UsageError
 from gpunode.playbook import Playbook, StepSpec
 from gpunode.steps import build_step
 from gpunode.steps.nfs import NfsMountStep
-from gpunode.steps.nfs_k8s import manifests_yaml, volume_manifests
+from gpunode.steps.nfs_k8s import manifests_yaml, parse_labels, volume_manifests
 
 SOURCE = "mount-nfs"
 
@@ -61,10 +61,11 @@ def mount_nfs(inventory: list[str], hosts: str | None, limit: str | None, args: 
                           log_dir)
 
 
-def nfs_volume(args: dict[str, Any], name: str, size: str, namespace: str) -> str:
+def nfs_volume(args: dict[str, Any], name: str, size: str, namespace: str, labels: list[str] | None = None,
+               driver: str = "nfs") -> str:
     """PV + PVC YAML for the share."""
     step = validated(args, "nfs-volume")
     try:
-        return manifests_yaml(volume_manifests(step, name, size, namespace))
+        return manifests_yaml(volume_manifests(step, name, size, namespace, parse_labels(labels or []), driver))
     except ValueError as exc:
         raise UsageError(str(exc), source="nfs-volume") from None

@@ -84,7 +84,7 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
         return
     finalize = load_playbook(spec.finalize_playbook or FINALIZE)
     variables = finalize_vars(public_key_line(host.key_file or ""), spec.cleanup, spec.min_free_gb,
-                              spec.require_driver, power_off=spec.power_off)
+                              spec.require_driver, power_off=spec.power_off, ecs_agent=spec.ecs_agent)
     report.phase = "finalize"
     if not run_phase(finalize, host, variables, options, report, "finalize"):
         return
@@ -96,13 +96,13 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
 
 
 def finalize_vars(public_key: str | None, cleanup: list[str] | None, min_free_gb: float,
-                  require_driver: bool, power_off: bool = False) -> dict:
+                  require_driver: bool, power_off: bool = False, ecs_agent: bool = False) -> dict:
     """Variables for playbooks/image-finalize.yml; without a known key there is no build key to remove."""
     categories = list(ALL) if cleanup is None else list(cleanup)
     if not public_key:
         categories = [c for c in categories if c != "build-key"]
     return {"build_public_key": public_key, "cleanup_categories": categories, "min_free_gb": min_free_gb,
-            "require_driver": require_driver, "power_off": power_off}
+            "require_driver": require_driver, "power_off": power_off, "ecs_agent": ecs_agent}
 
 
 def run_phase(book: Playbook, host: Host, variables: dict, options: ConnectOptions, report: BuildReport,
