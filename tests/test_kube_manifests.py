@@ -27,6 +27,7 @@ def validate(path: Path) -> subprocess.CompletedProcess[str]:
      "--vendor", "alibaba-nas"),
     ("nfs-volume", "--server", "fs-0123.efs.us-east-1.amazonaws.com", "--export", "/", "--name", "ckpt",
      "--vendor", "aws-efs", "--size", "500Gi", "--namespace", "training"),
+    ("nfs-volume", "--server", "10.0.0.5", "--export", "/datasets", "--name", "datasets", "--options", "ro"),
 ])
 def test_manifests_pass_the_kubernetes_schemas_strictly(tmp_path, args):
     result = run_cli(*args)
@@ -53,3 +54,14 @@ def test_runtime_class_refuses_bad_names():
     for bad in ("a b=c", "x=b=c", "gpu=has space", "-gpu=true"):
         result = run_cli("runtime-class", "--node-selector", bad)
         assert result.code == 2 and "is not a Kubernetes label" in result.output, bad
+
+
+def test_a_read_only_share_is_read_only_for_kubernetes_too():
+    """`--options ro` used to give mountOptions ro with readOnly false and ReadWriteMany (found by a new user)."""
+    import yaml
+
+    result = run_cli("nfs-volume", "--server", "10.0.0.5", "--export", "/datasets", "--name", "datasets",
+                     "--options", "ro")
+    volume, claim = yaml.safe_load_all(result.stdout)
+    assert "ro" in volume["spec"]["mountOptions"] and volume["spec"]["nfs"]["readOnly"] is True
+    assert volume["spec"]["accessModes"] == claim["spec"]["accessModes"] == ["ReadOnlyMany"]

@@ -91,11 +91,13 @@ def volume_manifests(step: NfsMountStep, name: str, size: str = "1Ti", namespace
     if driver not in DRIVERS:
         raise ValueError(f"driver must be nfs (the in-tree source) or csi (the cloud's driver), got {driver!r}")
     options = [render([option]) for option in kernel_options(step.mount_options)]
+    read_only = "ro" in options  # a read-only share is ReadOnlyMany for the scheduler too, not only at mount time
+    modes = ["ReadOnlyMany"] if read_only else ["ReadWriteMany"]
     selected = dict(labels or {})
     all_labels = {"app.kubernetes.io/managed-by": "gpunode", **selected}
     spec: dict[str, Any] = {
         "capacity": {"storage": size},
-        "accessModes": ["ReadWriteMany"],
+        "accessModes": modes,
         "persistentVolumeReclaimPolicy": "Retain",
         "storageClassName": "",
     }
@@ -106,11 +108,11 @@ def volume_manifests(step: NfsMountStep, name: str, size: str = "1Ti", namespace
         spec["csi"] = source
     else:
         spec["mountOptions"] = options
-        spec["nfs"] = {"server": step.server, "path": step.export, "readOnly": False}
+        spec["nfs"] = {"server": step.server, "path": step.export, "readOnly": read_only}
     spec["claimRef"] = {"namespace": namespace, "name": name}
     volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": all_labels},
               "spec": spec}
-    claim_spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "storageClassName": ""}
+    claim_spec: dict[str, Any] = {"accessModes": modes, "storageClassName": ""}
     if selected:
         claim_spec["selector"] = {"matchLabels": selected}
     else:
