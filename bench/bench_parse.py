@@ -16,7 +16,7 @@ sys.path.insert(0, str(REPO))
 
 from gpunode.verify.smi_xml import parse_smi_xml  # noqa: E402
 
-DEFAULT_DIR = REPO.parent / "shared" / "fixtures" / "nvidia" / "xml"
+DEFAULT_DIR = REPO / "tests" / "data" / "nvidia" / "xml"
 TARGET_MS = 50.0
 
 

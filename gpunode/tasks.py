@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from invoke import Collection, task
-from invoke.exceptions import Exit
+from invoke import Collection, Program, task
+from invoke.exceptions import Exit, ParseError
 from invoke.tasks import Task
 
 from gpunode.commands.common import cli_errors
+from gpunode.errors import GpunodeError, UsageError
 
 
 class GTask(Task):
@@ -34,22 +38,29 @@ CONN_HELP = {
 KEYS_HELP = {"accept_new_host_keys": "trust unknown host keys on first use (recorded in gpunode's known_hosts)"}
 
 
-@gtask(iterable=["inventory", "var"], help={
-    **CONN_HELP, **KEYS_HELP, "playbook": "playbook YAML (default playbooks/base.yml)",
+PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode playbooks`) or your own file as a path "
+                 "(site.yml, ./base.yml)")
+
+
+@gtask(iterable=["inventory", "var", "tags", "skip_tags"], help={
+    **CONN_HELP, **KEYS_HELP, "playbook": f"{PLAYBOOK_HELP}; default base",
+    "tags": "run only the steps with one of these tags (and those tagged always); comma-separated or repeated",
+    "skip_tags": "skip the steps with one of these tags",
     "check": "show what would change, with diffs; change nothing",
     "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable",
     "json_report": "write a JSON report here", "junit": "write JUnit XML here",
     "verbose": "plain log lines with command output",
     "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
 })
-def provision(c, inventory=None, hosts=None, playbook="playbooks/base.yml", limit=None, check=False, forks=10,
-              var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None):
+def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=False, forks=10,
+              var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
+              tags=None, skip_tags=None):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
         code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir)
+                   accept_new_host_keys, verbose, log_dir, tags, skip_tags)
     if code:
         raise Exit(code=code)
 
@@ -89,10 +100,22 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=Fals
     """Start local lab hosts (systemd-nspawn, Debian 12 or another suite, sshd) and write their inventory."""
     from gpunode.lab.lab import Lab
 
-    lab = Lab(tag, subnet, mirror)
-    started = lab.up(int(hosts), suite=suite)
+    with cli_errors():
+        lab = Lab(_lab_tag(tag), _lab_subnet(subnet), mirror)
+        count = _positive("--hosts", hosts)
+        suite = _lab_suite(suite)
+    try:
+        started = lab.up(count, suite=suite)
+    except ValueError as exc:  # e.g. the subnet is another lab's
+        with cli_errors():
+            raise UsageError(str(exc), source="--subnet", fix="give this lab its own subnet, e.g. --subnet "
+                             "10.231.N.0/24 with an N no other lab uses (ip -4 addr shows the used ones)") from None
+    except RuntimeError as exc:  # mmdebstrap, nspawn or sshd failed: the cause is in the message
+        with cli_errors():
+            raise GpunodeError(f"lab-up failed: {exc}", fix="read the cause above; check --mirror and that "
+                               "systemd-nspawn, mmdebstrap and iptables work here") from None
     for host in started:
-        print(f"{host.name}  {host.address}")
+        print(f"{host.name}  {host.address}  {host.suite}")
     print(f"inventory: {lab.inventory_path}")
     if nfs:
         from gpunode.lab.nfs import LabNfsServer
@@ -106,8 +129,70 @@ def lab_down(c, tag="demo"):
     """Stop the lab's hosts and remove their disks and network."""
     from gpunode.lab.lab import Lab
 
-    Lab(tag).down()
+    with cli_errors():
+        lab = Lab(_lab_tag(tag))
+    lab.down()
     print(f"lab {tag} is down")
+
+
+def _lab_tag(tag: object) -> str:
+    text = str(tag)
+    if not (text.isascii() and text.isalnum() and 1 <= len(text) <= 6):
+        raise UsageError(f"lab tag must be 1-6 letters or digits, got {text!r}", source="--tag",
+                         fix="use a short name such as lab1 (it becomes part of interface names, 15 characters max)")
+    return text
+
+
+def _lab_suite(suite: object) -> str:
+    from gpunode.lab.rootfs import suite_name
+
+    try:
+        return suite_name(str(suite))
+    except ValueError as exc:
+        raise UsageError(str(exc), source="--suite", fix="e.g. --suite trixie") from None
+
+
+def _lab_subnet(subnet: object) -> str:
+    import ipaddress
+
+    try:
+        network = ipaddress.IPv4Network(str(subnet), strict=False)
+    except ValueError as exc:
+        raise UsageError(f"not an IPv4 subnet: {exc}", source="--subnet", fix="e.g. --subnet 10.231.5.0/24") from None
+    if network.prefixlen > 24:
+        raise UsageError(f"{network} is too small for a lab", source="--subnet", fix="use a /24 or larger")
+    return str(subnet)
+
+
+def _whole(option: str, value: object) -> int | None:
+    """An optional whole-number option (None when not given); anything else is a usage error."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    if not text.isdigit():
+        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} 8")
+    return int(text)
+
+
+def _amount(option: str, value: object, default: float) -> float:
+    """An optional non-negative number option."""
+    if value is None or value == "":
+        return default
+    try:
+        number = float(str(value))
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < 1e9:
+        raise UsageError(f"must be a number of 0 or more, got {value!r}", source=option, fix=f"e.g. {option} 2")
+    return number
+
+
+def _positive(option: str, value: object, most: int = 200) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise UsageError(f"must be a whole number from 1 to {most}, got {value!r}", source=option,
+                         fix=f"e.g. {option} 3")
+    return int(text)
 
 
 @gtask(help={"mirror": "Debian mirror URL (default: this machine's)"})
@@ -150,17 +235,20 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         args = nfs_args(server, export, path, vendor, nfs_version, options, automount=automount or None,
                         state="absent" if absent else None, fstab_only=fstab_only or None,
                         write_test=write_test or None, preflight=False if no_preflight else None)
-        code = run(inventory or [], hosts, limit, args, check, int(forks), json_report, junit,
+        code = run(inventory or [], hosts, limit, args, check, _positive("--forks", forks, 1000), json_report, junit,
                    accept_new_host_keys, verbose, log_dir)
     if code:
         raise Exit(code=code)
 
 
-@gtask(help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
+@gtask(iterable=["label"], help={**{k: v for k, v in NFS_HELP.items() if k != "path"},
              "name": "name of the PersistentVolume and its claim", "size": "capacity (default 1Ti)",
-             "namespace": "namespace of the claim (default default)"})
+             "namespace": "namespace of the claim (default default)",
+             "label": "KEY=VALUE label on the PV that the claim selects (selector.matchLabels); repeatable",
+             "driver": "nfs (the in-tree NFS source, default) or csi (the vendor's CSI driver: Alibaba NAS, AWS EFS, "
+                       "Tencent CFS)"})
 def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_version=None, options=None,
-               size="1Ti", namespace="default"):
+               size="1Ti", namespace="default", label=None, driver="nfs"):
     """Print a Kubernetes PersistentVolume + PersistentVolumeClaim (ReadWriteMany) for an NFS share."""
     from gpunode.commands.nfs_cmd import nfs_args
     from gpunode.commands.nfs_cmd import nfs_volume as make
@@ -171,8 +259,32 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
             from gpunode.errors import UsageError
 
             raise UsageError("nfs-volume needs --name", fix="e.g. --name datasets")
-        print(make(args, name, size, namespace), end="")
+        print(make(args, name, size, namespace, label or [], driver), end="")
 
+
+
+@gtask(iterable=["node_selector"], help={
+    "name": "RuntimeClass name (default nvidia): pods select it with runtimeClassName",
+    "handler": "containerd runtime handler (default nvidia: the runtime container_runtime adds)",
+    "node_selector": "KEY=VALUE label of the GPU nodes, so such pods land only there; repeatable",
+})
+def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
+    """Print a Kubernetes RuntimeClass for the nvidia runtime (clusters where it is not the default)."""
+    from gpunode.errors import UsageError
+    from gpunode.kube import runtime_class as make
+    from gpunode.steps.nfs_k8s import manifests_yaml
+
+    with cli_errors():
+        selector = {}
+        for item in node_selector or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise UsageError(f"--node-selector {item!r} is not KEY=VALUE", fix="e.g. --node-selector gpu=true")
+            selector[key] = value
+        try:
+            print(manifests_yaml([make(name, handler, selector)]), end="")
+        except ValueError as exc:
+            raise UsageError(str(exc), fix="see gpunode --help runtime-class") from None
 
 
 @gtask(positional=["target"], iterable=["inventory"], help={
@@ -191,24 +303,25 @@ def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, m
     from gpunode.commands.verify_cmd import verify_gpu as run
     from gpunode.verify import Expectations
 
-    expect = Expectations(int(expect_gpus) if expect_gpus else None, expect_model, min_driver)
     with cli_errors():
+        expect = Expectations(_whole("--expect-gpus", expect_gpus), expect_model, min_driver)
         code = run(inventory or [], target, VerifyOptions(expect, container_test), json, junit, accept_new_host_keys)
     if code:
         raise Exit(code=code)
 
 
 @gtask(iterable=["file"], help={
-    "file": "a saved output (nvidia-smi -q -x / -q / table / csv, lspci -nn, dmesg, error text) or a folder; "
-            "repeatable", "json": "print JSON", "expect_gpus": "expected GPU count", "expect_model": "expected model",
+    "file": "a saved output (nvidia-smi -q -x / -q / table / csv, lspci -nn, dmesg, error text), a folder or a "
+            "`gpunode collect` bundle; repeatable, or give files as positional arguments", "json": "print JSON",
+    "expect_gpus": "expected GPU count", "expect_model": "expected model",
 })
 def diagnose(c, file=None, json=False, expect_gpus=None, expect_model=None):
-    """Analyse saved outputs offline, recognising each file's kind from its content."""
+    """Analyse saved outputs offline (`gpunode diagnose FILE...` or --file): exit 0 healthy, 1 unhealthy, 2 unknown."""
     from gpunode.commands.verify_cmd import diagnose as run
     from gpunode.verify import Expectations
 
     with cli_errors():
-        code = run(file or [], json, Expectations(int(expect_gpus) if expect_gpus else None, expect_model))
+        code = run(file or [], json, Expectations(_whole("--expect-gpus", expect_gpus), expect_model))
     if code:
         raise Exit(code=code)
 
@@ -225,15 +338,39 @@ def collect(c, target, inventory=None, output=None, accept_new_host_keys=False):
         for path in run(inventory or [], target, output, accept_new_host_keys):
             print(path)
 
-ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect)
+
+@gtask(help={"json": "print JSON", "show": "print one built-in playbook's YAML (to read it or start your own)"})
+def playbooks(c, json=False, show=None):
+    """List the built-in playbooks with their tags, variables and defaults (read from the playbooks themselves)."""
+    from gpunode.commands.playbooks_cmd import list_playbooks
+
+    with cli_errors():
+        print(list_playbooks(json, show), end="")
+
+
+@gtask(positional=["directory"], help={
+    "directory": "the project folder to create (it may exist, but none of the files gpunode writes may)",
+    "force": "overwrite files that exist",
+})
+def init(c, directory, force=False):
+    """Start a project of your own: an inventory (hosts, group_vars, host_vars), site.yml, README, tasks.py."""
+    from gpunode.commands.init_cmd import init_project
+
+    with cli_errors():
+        print(init_project(directory, force), end="")
+
+
+ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, init)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
+ns.add_task(runtime_class)
 
 
 IMAGE_HELP = {
-    "playbook": "playbook run on the build instance (default playbooks/gpu-node.yml)",
+    "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
     "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
-    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, al2023 (AWS), debian-12",
+    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also al2023, al2023-ecs and "
+            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, offline); build nothing",
@@ -245,6 +382,14 @@ IMAGE_HELP = {
     "launch_template": "also write an EC2 launch-template JSON for the new AMI here",
     "batch": "also write an AWS Batch compute-environment JSON for the new AMI here",
 }
+JOB_HELP = {
+    "batch_job_definition": "also write an AWS Batch job definition JSON (a container job asking for GPUs) here",
+    "job_image": "the job definition's container image (needed with --batch-job-definition)",
+    "job_command": "the job's command, split like a shell would (default nvidia-smi)",
+    "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
+    "job_memory": "memory in MiB (default 16384)",
+    "user_data": "embed this user data (from `gpunode user-data --bundle-url`) in the --launch-template output",
+}
 
 
 def _build_request(builder, playbook, var, base, region, instance_type, driver_branch, name, source_image,
@@ -253,28 +398,35 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
     from gpunode.image.build import BuildRequest
 
     return BuildRequest(builder=builder, playbook=playbook, variables=var or [], base=base, region=region,
-                        instance_type=instance_type, driver_branch=int(driver_branch) if driver_branch else None,
+                        instance_type=instance_type, driver_branch=_whole("--driver-branch", driver_branch),
                         name=name, source_image=source_image, packer_vars=packer_var or [], ssh_key=ssh_key,
-                        endpoint=endpoint, verify=verify, expect_gpus=int(expect_gpus) if expect_gpus else None,
-                        min_free_gb=float(min_free_gb or 2), validate_only=validate_only,
+                        endpoint=endpoint, verify=verify, expect_gpus=_whole("--expect-gpus", expect_gpus),
+                        min_free_gb=_amount("--min-free-gb", min_free_gb, 2.0), validate_only=validate_only,
                         launch_template=launch_template, batch=batch)
 
 
 @gtask(iterable=["var", "packer_var"], help={
-    **IMAGE_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
+    **IMAGE_HELP, **JOB_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
-              playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_ami=None,
+              playbook="gpu-node", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
-              launch_template=None, batch=None):
+              launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
+              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
+    from gpunode.image.outputs import JobSpec, read_user_data
 
     with cli_errors():
-        code = build(_build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
-                                    source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
-                                    validate_only, launch_template, batch))
+        request = _build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
+                                 source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
+                                 validate_only, launch_template, batch)
+        if batch_job_definition:
+            request.batch_job_definition = batch_job_definition
+            request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
+        request.user_data = read_user_data(user_data)
+        code = build(request)
     if code:
         raise Exit(code=code)
 
@@ -286,7 +438,7 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
                     "family of --base)",
 })
 def build_image(c, builder="qemu", region=None, instance_type=None, base="ubuntu-22.04", driver_branch=None,
-                playbook="playbooks/gpu-node.yml", var=None, validate_only=False, name=None, source_image=None,
+                playbook="gpu-node", var=None, validate_only=False, name=None, source_image=None,
                 packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None):
     """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""
     from gpunode.commands.image_cmd import build
@@ -322,7 +474,8 @@ def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playb
             raise UsageError("bake needs --name", fix="e.g. --name gpu-node-2024-06")
         region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         code = bake_host(BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
-                                     float(min_free_gb or 2), accept_new_host_keys, launch_template, batch))
+                                     _amount("--min-free-gb", min_free_gb, 2.0), accept_new_host_keys,
+                                     launch_template, batch))
     if code:
         raise Exit(code=code)
 
@@ -334,7 +487,7 @@ def image_provision(c, spec, host, port=22, user="root"):
     from gpunode.commands.image_cmd import image_provision as run
 
     with cli_errors():
-        code = run(spec, host, int(port), user)
+        code = run(spec, host, _whole("--port", port) or 22, user)
     if code:
         raise Exit(code=code)
 
@@ -343,6 +496,38 @@ ns.add_task(build_ami)
 ns.add_task(build_image)
 ns.add_task(bake)
 ns.add_task(image_provision)
+
+
+@gtask(iterable=["var"], help={
+    "playbook": "the playbook the new node runs on itself at first boot (default playbooks/base.yml)",
+    "var": "playbook variable KEY=VALUE; repeatable", "format": "shell (a bash script, default) or cloud-init",
+    "output": "write the user data here (default: print it)",
+    "bundle_url": "fetch the gpunode bundle from this http(s) URL at boot instead of embedding it (needed for EC2, "
+                  "ACK, TKE: their user data is limited to 16-32 KB)",
+    "bundle_out": "with --bundle-url: write the bundle here, to upload to that URL",
+})
+def user_data(c, playbook="playbooks/base.yml", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
+              bundle_out=None):
+    """User data that provisions a new node at first boot: the playbook on the node itself, verify-gpu, a marker."""
+    from pathlib import Path
+
+    from gpunode.image.userdata import CLOUD_LIMIT
+    from gpunode.image.userdata import user_data as make
+
+    with cli_errors():
+        text, bundle = make(playbook, var or [], format, bundle_url, bundle_out)
+        if output:
+            Path(output).write_text(text)
+            print(f"user data written to {output} ({len(text)} bytes, bundle {len(bundle)} bytes)", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+        if len(text) > CLOUD_LIMIT:
+            print(f"note: {len(text)} bytes of user data: EC2 and Tencent CVM take at most 16 KB, Alibaba ECS 32 KB; "
+                  "for them use --bundle-url URL --bundle-out FILE (embedded fits NoCloud seeds and images)",
+                  file=sys.stderr)
+
+
+ns.add_task(user_data)
 
 
 @gtask(help={"hosts": "host counts, comma-separated (default 1,8; add 32 if you have time)",
@@ -370,8 +555,54 @@ ns.add_task(bench)
 
 def main() -> None:
     """Entry point of the `gpunode` console script: the same tasks as `invoke`."""
-    from invoke import Program
-
     from gpunode import __version__
 
-    Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(sys.argv)
+    try:
+        _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
+    except Exception as exc:  # noqa: BLE001 - a bug must still end with a message and an exit code, not a traceback
+        print(f"error: internal error: {type(exc).__name__}: {exc}\n  fix: please report this (with the command "
+              "line); run with GPUNODE_TRACEBACK=1 for the traceback", file=sys.stderr)
+        if os.environ.get("GPUNODE_TRACEBACK") == "1":
+            raise
+        sys.exit(1)
+
+
+def diagnose_argv(argv: list[str]) -> list[str]:
+    """`gpunode diagnose A B --json` -> `gpunode diagnose --file A --file B --json` (invoke has no variadic
+    positional arguments); other commands are passed through unchanged."""
+    if len(argv) < 2 or argv[1] != "diagnose":
+        return argv
+    out, expects_value = argv[:2], False
+    for arg in argv[2:]:
+        if expects_value or arg.startswith("-"):
+            out.append(arg)
+            expects_value = arg in ("-f", "--file", "--expect-gpus", "--expect-model", "-e")
+        else:
+            out += ["--file", arg]
+    return out
+
+
+class _Program(Program):
+    """Invoke's program, with bad options (unknown flags, `--forks=abc`) as usage errors: exit 2, no traceback."""
+
+    def parse_core(self, argv) -> None:  # type: ignore[no-untyped-def]
+        with _usage():
+            super().parse_core(argv)
+
+    def parse_tasks(self) -> None:
+        with _usage():
+            super().parse_tasks()
+
+
+@contextmanager
+def _usage() -> Iterator[None]:
+    try:
+        yield
+    except (ParseError, ValueError) as exc:
+        what = "bad option value: " if isinstance(exc, ValueError) else ""
+        raise Exit(message=f"error: {what}{exc}\n  fix: see `gpunode --help` and `gpunode --help TASK` for the "
+                   "options and their types", code=2) from None

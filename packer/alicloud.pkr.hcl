@@ -3,7 +3,8 @@
 #
 # Run it through the toolkit: `gpunode build-image --builder alicloud` writes <build_dir>/build.json.
 # Credentials: ALICLOUD_ACCESS_KEY / ALICLOUD_SECRET_KEY (or the aliyun CLI profile, ALICLOUD_PROFILE); nothing
-# secret is written here. Packer makes a temporary key pair; gpunode gets it as build.SSHPrivateKey.
+# secret is written here. The build key is gpunode's own: Alibaba Cloud attaches only key pairs of the account, so
+# user_data (a script cloud-init runs) lets it in; image_cleanup removes it again before capture.
 
 variable "build_dir" {
   type        = string
@@ -56,10 +57,22 @@ variable "ssh_keypair_name" {
   default = ""
 }
 
+variable "vpc_id" {
+  type        = string
+  default     = ""
+  description = "Your VPC (needed with vswitch_id: without it the plugin creates a VPC and misses the vSwitch)."
+}
+
 variable "vswitch_id" {
   type        = string
   default     = ""
-  description = "A vSwitch of your VPC (empty: Packer creates a VPC and vSwitch for the build)."
+  description = "A vSwitch of vpc_id (both empty: Packer creates a VPC and vSwitch for the build)."
+}
+
+variable "user_data" {
+  type        = string
+  default     = ""
+  description = "Run by cloud-init at first boot of the build instance (the toolkit's: lets the build key in)."
 }
 
 variable "system_disk_gb" {
@@ -79,7 +92,9 @@ source "alicloud-ecs" "gpu-node" {
   image_name           = var.image_name
   image_description    = "GPU node image baked by gpunode"
   tags                 = var.tags
+  vpc_id               = var.vpc_id
   vswitch_id           = var.vswitch_id
+  user_data            = var.user_data
   internet_charge_type = "PayByTraffic"
 
   internet_max_bandwidth_out  = 100

@@ -138,8 +138,10 @@ source "amazon-ebs" "gpu-node" {
     }
   }
 
-  subnet_id                   = var.subnet_id
-  associate_public_ip_address = var.subnet_id != "" && var.ssh_interface != "private_ip"
+  subnet_id = var.subnet_id
+  # Unset (null) without a subnet: an explicit false makes the amazon plugin (>= 1.0, step_network_info.go) pick
+  # the default VPC's subnet and launch with no public IP, so SSH would time out.
+  associate_public_ip_address = var.subnet_id == "" ? null : var.ssh_interface != "private_ip"
 
   launch_block_device_mappings {
     device_name           = var.root_device_name

@@ -3,7 +3,10 @@
 #
 # Run it through the toolkit: `gpunode build-image --builder tencent --source-image img-...`.
 # Credentials: TENCENTCLOUD_SECRET_ID / TENCENTCLOUD_SECRET_KEY; nothing secret is written here.
-# Packer makes a temporary key pair; gpunode gets it as build.SSHPrivateKey.
+# The build key is gpunode's own, let in by user_data: with a temporary key pair the plugin detaches it after
+# provisioning with a forced stop and restart (step_detach_temp_key_pair.go), which would undo image cleanup.
+# Lines starting with "#gpunode-1.7+ " are arguments of the tencentcloud plugin that Packer 1.6.6's built-in
+# builder lacks; the toolkit uncomments them when it stages the template for Packer 1.7+.
 
 variable "build_dir" {
   type        = string
@@ -71,6 +74,12 @@ variable "subnet_id" {
   default = ""
 }
 
+variable "user_data" {
+  type        = string
+  default     = ""
+  description = "Run by cloud-init at first boot of the build instance (the toolkit's: lets the build key in)."
+}
+
 variable "disk_size_gb" {
   type    = number
   default = 64
@@ -79,7 +88,7 @@ variable "disk_size_gb" {
 variable "tags" {
   type        = map(string)
   default     = {}
-  description = "Tags for the build instance (the image's version tags are recorded in <build_dir>/image.json)."
+  description = "Tags for the build instance and (Packer 1.7+, plugin >= 1.1.0) the image."
 }
 
 source "tencentcloud-cvm" "gpu-node" {
@@ -94,8 +103,11 @@ source "tencentcloud-cvm" "gpu-node" {
   vpc_id            = var.vpc_id
   subnet_id         = var.subnet_id
   run_tags          = var.tags
+  user_data         = var.user_data
+  #gpunode-1.7+ image_tags = var.tags
 
   associate_public_ip_address = true
+  internet_charge_type        = "TRAFFIC_POSTPAID_BY_HOUR"
   internet_max_bandwidth_out  = 100
 
   communicator         = "ssh"

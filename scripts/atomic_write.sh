@@ -5,6 +5,11 @@
 set -eu
 # CONTENT_SHA256: the sha256 of the whole new content; stdin cut short (Ctrl-C, a dropped connection) is refused.
 path=$1 mode=$2 owner=$3 group=$4 expect=$5 backup=$6 validate=$7 want=${8:-}
+# A symlink (config.toml -> /etc/k8s/containerd.toml) stays a symlink: the file it points to is the one rewritten.
+if [ -L "$path" ]; then
+  target=$(readlink -f -- "$path") || { echo "gpunode: $path is a dangling symlink; not writing it" >&2; exit 7; }
+  path=$target
+fi
 dir=$(dirname -- "$path")
 name=$(basename -- "$path")
 [ -d "$dir" ] || mkdir -p -- "$dir"

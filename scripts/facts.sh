@@ -171,6 +171,19 @@ for f in apt-get dnf yum zypper dpkg-query rpm; do have "$f" && kv has "$f"; don
 v=0
 [[ -e /var/run/reboot-required ]] && v=1
 kv reboot_required "$v"
+# an interrupted package transaction: dpkg's journal (updates/) not empty, packages left half-way
+# (Status not installed/config-files/not-installed, or reinstreq); yum's unfinished transaction files
+v=0
+for f in /var/lib/dpkg/updates/*; do v=1 && break; done
+kv dpkg_journal "$v"
+v=""
+[[ -r /var/lib/dpkg/status ]] && v=$(awk '/^Package: /{p=$2} /^Status: /{if ($3 == "reinstreq" ||
+    ($4 != "installed" && $4 != "config-files" && $4 != "not-installed")) printf "%s:%s ", p, $4}' \
+    /var/lib/dpkg/status </dev/null 2>/dev/null)
+kv dpkg_unfinished "$v"
+v=0
+for f in /var/lib/yum/transaction-all.*; do v=1 && break; done
+kv yum_unfinished "$v"
 v=""
 have cloud-init && v=$(command -v cloud-init)
 kv cloud_init_bin "$v"

@@ -1,7 +1,7 @@
 # Before an image is captured: find (probe) or remove (apply) what must not be baked into it.
 # Usage: bash -c "$(cat image_cleanup.sh)" image-cleanup probe|apply CATEGORIES [BUILD_KEY_BLOB]
 #   CATEGORIES: comma-separated from pkg-cache machine-id ssh-host-keys cloud-init history tmp dhcp udev-net
-#               auto-upgrades build-key
+#               auto-upgrades ecs-state build-key
 #   BUILD_KEY_BLOB: the base64 part of the build's public key; its authorized_keys lines are removed.
 # probe prints one line per leftover: "CATEGORY<TAB>what"; nothing when the image is clean. apply removes them.
 set -u
@@ -70,6 +70,10 @@ lease_files() {
     done
 }
 
+# The ECS agent's state (registration, task checkpoints): an image carrying it makes every instance the same
+# container instance. AWS's custom-AMI guidance: stop the agent and empty /var/lib/ecs/data before imaging.
+ecs_state() { find /var/lib/ecs/data -mindepth 1 -maxdepth 1 2>/dev/null; }
+
 probe() {
     if want pkg-cache; then
         n=$(find /var/cache/apt/archives -maxdepth 1 -name '*.deb' 2>/dev/null | wc -l)
@@ -107,6 +111,9 @@ probe() {
     fi
     if want udev-net; then
         [ -e /etc/udev/rules.d/70-persistent-net.rules ] && found udev-net /etc/udev/rules.d/70-persistent-net.rules
+    fi
+    if want ecs-state; then
+        for p in $(ecs_state); do found ecs-state "$p"; done
     fi
     if want auto-upgrades && nvidia_held; then
         for unit in $(enabled_units); do found auto-upgrades "$unit is enabled while NVIDIA packages are held"; done
@@ -184,6 +191,10 @@ apply() {
                 'APT::Periodic::Update-Package-Lists "0";' 'APT::Periodic::Unattended-Upgrade "0";' \
                 >/etc/apt/apt.conf.d/20auto-upgrades
         fi
+    fi
+    if want ecs-state && [ -n "$(ecs_state)" ]; then
+        systemctl stop ecs.service >/dev/null 2>&1 || true
+        ecs_state | while IFS= read -r p; do rm -rf "$p"; done
     fi
     # last: the build's key. The session that runs this stays open; new logins with that key are refused.
     if want build-key; then

@@ -378,10 +378,10 @@ def docker_cases(w: Writer, d: Distro) -> None:
     w.case("docker", "fresh", d, description="no Docker engine: the distro's (Docker's docker-ce on EL)",
            args={}, probe_output="ActiveState=inactive\nUnitFileState=\n" + repo, anchor_key=key)
     w.case("docker", "converged", d, description="Docker installed, enabled and running", args={},
-           probe_output="ActiveState=active\nUnitFileState=enabled\n/usr/bin/dockerd\n" + repo,
+           probe_output="ActiveState=active\nUnitFileState=enabled\n/usr/bin/dockerd\n/usr/bin/docker\n" + repo,
            facts={"containers": {"docker_installed": True}}, anchor_key=key)
     w.case("docker", "half-converged", d, description="Docker installed but disabled and stopped", args={},
-           probe_output="ActiveState=inactive\nUnitFileState=disabled\n/usr/bin/dockerd\n" + repo,
+           probe_output="ActiveState=inactive\nUnitFileState=disabled\n/usr/bin/dockerd\n/usr/bin/docker\n" + repo,
            facts={"containers": {"docker_installed": True}}, anchor_key=key)
 
 
@@ -403,25 +403,24 @@ def toolkit_cases(w: Writer, d: Distro) -> None:
            probe_output=file_probe(repo_text) + "@@\n" + ("keyring\n" if d.apt else "") + "@@\n" + pkgs_out(d, mixed))
 
 
+def runtime_probe(daemon: str | None) -> str:
+    """container_runtime's sectioned probe output: daemon.json as given, no containerd, no toolkit."""
+    return (f"@@daemon\n{file_probe(daemon)}@@main\nabsent\n@@dropin\nabsent\n@@version\n@@dump\n@@default\n"
+            "@@ctk\n@@cdi\n")
+
+
 def runtime_cases(w: Writer, d: Distro) -> None:
+    """Docker's side only: containerd's is planned from `containerd config dump` (tests/test_containerd_*)."""
     docker_args = {"containerd": "no", "default_runtime": False, "cdi": False}
-    empty = "absent\n@@\nabsent\n@@\nabsent\n@@\n@@\n"
     first = w.case("container_runtime", "docker-fresh", d, description="the nvidia runtime merged into "
-                   "daemon.json", args=docker_args, probe_output=empty, anchor_key="runtime")
+                   "daemon.json", args=docker_args, probe_output=runtime_probe(None), anchor_key="runtime")
     daemon = first["expected"]["actions"][0]["stdin"]
     w.case("container_runtime", "docker-converged", d, description="daemon.json already names the runtime",
-           args=docker_args, probe_output=file_probe(daemon) + "@@\nabsent\n@@\nabsent\n@@\n@@\n",
+           args=docker_args, probe_output=runtime_probe(daemon), anchor_key="runtime")
+    user = '{"log-driver": "json-file", "log-opts": {"max-size": "100m"}}\n'
+    w.case("container_runtime", "docker-half-converged", d, description="a daemon.json with the user's own keys: "
+           "the runtime is merged in, every key kept", args=docker_args, probe_output=runtime_probe(user),
            anchor_key="runtime")
-    cd_args = {"docker": False, "containerd": "auto"}
-    main = "version = 2\n" if "1.6" in d.containerd or "1.7" in d.containerd else ""
-    cd_fresh = f"absent\n@@\n{file_probe(main or None)}@@\nabsent\n@@\n{d.containerd}\n@@\n"
-    first = w.case("container_runtime", "containerd-fresh", d, description="containerd: a drop-in and an imports "
-                   "line", args=cd_args, probe_output=cd_fresh, anchor_key="runtime")
-    texts = {a["summary"].split()[-1]: a["stdin"] for a in first["expected"]["actions"]}
-    conv = (f"absent\n@@\n{file_probe(texts.get('/etc/containerd/config.toml'))}@@\n"
-            f"{file_probe(texts.get('/etc/containerd/conf.d/99-nvidia.toml'))}@@\n{d.containerd}\n@@\n")
-    w.case("container_runtime", "containerd-converged", d, description="drop-in and imports in place",
-           args=cd_args, probe_output=conv, anchor_key="runtime")
 
 
 def base_cases(w: Writer, d: Distro) -> None:

@@ -56,3 +56,20 @@ def test_awkward_file_names_are_safe(tmp_path):
     assert write(target, "ok\n", validate='test -s "$1"').returncode == 0
     assert target.read_text() == "ok\n"
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_symlink_stays_a_symlink_and_its_target_is_rewritten(tmp_path):
+    """config.toml -> /etc/k8s/containerd.toml: replacing the link by a plain file would leave the real config
+    (the one a cluster tool manages) without the change (found by a new user)."""
+    target = tmp_path / "k8s" / "containerd.toml"
+    target.parent.mkdir()
+    target.write_text("version = 2\n")
+    link = tmp_path / "config.toml"
+    link.symlink_to(target)
+    assert write(link, "version = 3\n", expect=sha("version = 2\n")).returncode == 0
+    assert link.is_symlink() and target.read_text() == "version = 3\n"
+    assert [b.read_text() for b in target.parent.glob("containerd.toml.*.gpunode.bak")] == ["version = 2\n"]
+    dangling = tmp_path / "dangling.toml"
+    dangling.symlink_to(tmp_path / "missing" / "x.toml")
+    result = write(dangling, "x\n")
+    assert result.returncode == 7 and "dangling symlink" in result.stderr

@@ -9,10 +9,12 @@ import pytest
 
 from gpunode.verify import Expectations, detect_kind, diagnose_files
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "nvidia"
+FIXTURES = Path(__file__).resolve().parent / "data" / "nvidia"
 H100_CAPTURE = "csv/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__"
 
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"{FIXTURES} not available")
+def needs_fixtures(test):
+    """The corpus is in the repository (tests/data): a missing capture fails the test, it never skips."""
+    return test
 
 # Every fixture file and what it is (decided by reading it).
 KIND_EXPECTED = {
@@ -76,8 +78,7 @@ KIND_EXPECTED = {
 
 def fixture(rel: str) -> Path:
     path = FIXTURES / rel
-    if not path.is_file():
-        pytest.skip(f"fixture {path} not available (shared/ is not beside the checkout)")
+    assert path.is_file(), f"capture {path} is missing from tests/data (restore it from git)"
     return path
 
 
@@ -140,12 +141,13 @@ def test_unreadable_unknown_and_binary_files(tmp_path: Path):
     broken = tmp_path / "smi.xml"
     broken.write_text('<?xml version="1.0" ?>\n<nvidia_smi_log>\n<driver_version>550.54.15</driver')
     result = diagnose_files([tmp_path / "missing.xml", binary, notes, broken])
-    assert [(f.kind, f.ok) for f in result.files] == [("unreadable", False), ("unknown", False),
+    assert [(f.kind, f.ok) for f in result.files] == [("missing", False), ("unknown", False),
                                                       ("unknown", False), ("smi-xml", False)]
     assert "No such file" in result.files[0].message
     assert "not a recognised capture" in result.files[2].message
     assert "not well-formed XML" in result.files[3].message and "nvidia-smi -q -x" in result.files[3].message
-    assert result.findings == [] and result.healthy
+    assert result.findings == [] and result.healthy is None and result.verdict == "unknown"
+    assert "Result: UNKNOWN" in result.render_text() and "HEALTHY" not in result.render_text()
     assert "Traceback" not in result.render_text()
 
 

@@ -19,7 +19,6 @@ from gpunode.gpu.distro import (
     toolkit_repo_file,
 )
 from gpunode.gpu.modules import choose_kernel_modules
-from gpunode.steps.containers import _with_import
 
 OS_RELEASE = Path(__file__).parent / "data" / "os-release"
 
@@ -115,13 +114,3 @@ def test_kernel_flavours():
 ])
 def test_open_or_proprietary_modules(ids, branch, forced, flavor):
     assert choose_kernel_modules(ids, branch, forced)[0] == flavor
-
-
-def test_containerd_imports_are_added_never_rewritten():
-    assert _with_import("", "/etc/containerd/conf.d/*.toml", 1) == \
-        'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
-    user = 'version = 2\nimports = ["/etc/containerd/mine.toml"]\n[plugins]\n  x = 1\n'
-    merged = _with_import(user, "/etc/containerd/conf.d/*.toml", 1)
-    assert merged == 'version = 2\nimports = ["/etc/containerd/mine.toml", "/etc/containerd/conf.d/*.toml"]\n' \
-                     '[plugins]\n  x = 1\n'
-    assert _with_import(merged, "/etc/containerd/conf.d/*.toml", 1) == merged

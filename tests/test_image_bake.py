@@ -71,3 +71,27 @@ def test_bake_by_instance_id_keeping_the_key_and_refusing_unknown_hosts(lab, fre
     missing = bake(moto, tmp_path, unknown, "ghost", "--name", "nothing")
     assert missing.code == 2 and "no EC2 instance has the address 10.231.80.250" in missing.output
     assert bake(moto, tmp_path, inventory, fresh_host.name).code == 2  # --name is required
+
+
+def test_bake_for_aws_batch_checks_the_ecs_agent_and_writes_a_valid_environment(lab, fresh_host, moto,
+                                                                               tmp_path) -> None:
+    from tests.test_image_aws_json import problems
+    from tests.test_image_lab import ECS_AGENT
+
+    ec2 = ec2_client(moto)
+    launch(ec2, fresh_host.address)
+    assert fresh_host.run_inside(ECS_AGENT).returncode == 0
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    batch = tmp_path / "batch.json"
+    result = bake(moto, tmp_path, inventory, fresh_host.name, "--name", "batch-node", "--batch", str(batch))
+    assert result.code == 0, result.output
+    (build_dir,) = (tmp_path / "builds").iterdir()
+    finalize = json.dumps(json.loads((build_dir / "report.json").read_text())["runs"]["finalize"])
+    assert "ECS agent enabled, its configuration present" in finalize  # the ECS checks ran and passed
+    (image,) = own_images(ec2)
+    environment = json.loads(batch.read_text())
+    assert problems("batch", "CreateComputeEnvironment", environment) == ""
+    # the instance runs Debian 12, not AL2023: the image type follows the OS bake found
+    assert environment["computeResources"]["ec2Configuration"] == [
+        {"imageType": "ECS_AL2_NVIDIA", "imageIdOverride": image["ImageId"]}]
+    assert fresh_host.run_inside("ls -A /var/lib/ecs/data").stdout.strip() == ""  # the agent's state not baked

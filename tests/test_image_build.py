@@ -6,6 +6,7 @@ moto plays EC2 (key pair, instance, AMI, tags); the build instance Packer and gp
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -28,6 +29,8 @@ from tests.image_support import (
     own_images,
     require_packer,
 )
+from tests.test_image_aws_json import problems
+from tests.test_image_lab import ECS_AGENT
 
 pytestmark = pytest.mark.lab
 
@@ -39,17 +42,24 @@ def moto():
         yield endpoint
 
 
-def build_ami(endpoint: str, host, key: Path, user: str, playbook: str, builds: Path, *extra: str):
+def build_ami(endpoint: str, host, key: Path, user: str, playbook: str, builds: Path, *extra: str,
+              base: str = "al2023"):
     env = {**AWS_ENV, "GPUNODE_BUILDS": str(builds)}
-    return run_cli("build-ami", "--endpoint", endpoint, "--base", "al2023", "--playbook", playbook,
+    return run_cli("build-ami", "--endpoint", endpoint, "--base", base, "--playbook", playbook,
                    "--ssh-key", str(key), "--packer-var", f"ssh_host={host.address}",
                    "--packer-var", f"ssh_username={user}", *extra, env=env, timeout=900)
 
 
 def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, tmp_path: Path) -> None:
-    template, batch = tmp_path / "launch-template.json", tmp_path / "batch.json"
+    template, batch, job = tmp_path / "launch-template.json", tmp_path / "batch.json", tmp_path / "job.json"
+    assert fresh_host.run_inside(ECS_AGENT).returncode == 0  # the ECS-optimized AMI's agent (base al2023-ecs)
+    first_boot = tmp_path / "user-data.sh"
+    first_boot.write_text("#!/bin/bash\necho 'first boot'\n")
     result = build_ami(moto, fresh_host, lab.key_path, "gpunode", "playbooks/base.yml", tmp_path / "builds",
-                       "--launch-template", str(template), "--batch", str(batch), "--name", "gpunode-test-image")
+                       "--launch-template", str(template), "--user-data", str(first_boot),
+                       "--batch", str(batch), "--name", "gpunode-test-image",
+                       "--batch-job-definition", str(job), "--job-image", "nvidia/cuda:12.4.1-base-ubuntu22.04",
+                       "--job-command", "nvidia-smi -L", base="al2023-ecs")
     assert result.code == 0, result.output
     # Packer's output streamed through, gpunode's own lines inside it
     assert "amazon-ebs.gpu-node: gpunode: provision:" in result.output
@@ -58,7 +68,7 @@ def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, t
     ec2 = ec2_client(moto)
     (image,) = own_images(ec2)
     tags = {t["Key"]: t["Value"] for t in image["Tags"]}
-    assert tags["Name"] == "gpunode-test-image" and tags["gpunode:base"] == "al2023"
+    assert tags["Name"] == "gpunode-test-image" and tags["gpunode:base"] == "al2023-ecs"
     assert tags["gpunode:playbook-sha256"] == load_playbook(REPO / "playbooks" / "base.yml").sha256
     assert tags["gpunode:driver"] == "none" and tags["gpunode:os"] == "debian-12"
     assert tags["gpunode:verify"] == "not run: no NVIDIA GPU on the instance"
@@ -79,22 +89,26 @@ def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, t
     assert (build_dir / "packer_key").read_text().strip() == ""  # gpunode had its key: Packer's copy not kept
     finalize = [(s["kind"], s["status"]) for s in report["runs"]["finalize"]["hosts"][0]["steps"]]
     assert finalize == [("image_cleanup", "changed"), ("image_validate", "ok"), ("command", "skipped")]  # no power-off
+    assert fresh_host.run_inside("ls -A /var/lib/ecs/data").stdout.strip() == ""  # agent state not baked in
 
     # the optional outputs are valid requests: moto accepts the launch template, botocore's model the Batch one
     created = ec2.create_launch_template(**json.loads(template.read_text()))["LaunchTemplate"]
     data = ec2.describe_launch_template_versions(LaunchTemplateId=created["LaunchTemplateId"])
     assert data["LaunchTemplateVersions"][0]["LaunchTemplateData"]["ImageId"] == image["ImageId"]
-    _validate_batch_request(json.loads(batch.read_text()), image["ImageId"])
+    user_data = data["LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]
+    assert base64.b64decode(user_data).decode() == first_boot.read_text()
+    _validate_batch_requests(json.loads(batch.read_text()), json.loads(job.read_text()), image["ImageId"])
 
 
-def _validate_batch_request(request: dict, image_id: str) -> None:
-    import botocore.session
-    from botocore.validate import validate_parameters
-
-    model = botocore.session.get_session().get_service_model("batch")
-    validate_parameters(request, model.operation_model("CreateComputeEnvironment").input_shape)
-    assert request["computeResources"]["ec2Configuration"][0]["imageIdOverride"] == image_id
-    assert request == batch_compute_environment(image_id, request["computeEnvironmentName"], ["g5.xlarge"])
+def _validate_batch_requests(environment: dict, job: dict, image_id: str) -> None:
+    assert problems("batch", "CreateComputeEnvironment", environment) == ""
+    assert environment["computeResources"]["ec2Configuration"] == [
+        {"imageType": "ECS_AL2023_NVIDIA", "imageIdOverride": image_id}]
+    assert environment == batch_compute_environment(image_id, "gpunode-test-image", ["g5.xlarge"],
+                                                    image_type="ECS_AL2023_NVIDIA")
+    assert problems("batch", "RegisterJobDefinition", job) == ""
+    assert job["containerProperties"]["command"] == ["nvidia-smi", "-L"]
+    assert job["tags"] == {"gpunode:image": image_id}
 
 
 def test_a_failing_step_fails_the_build_and_leaves_nothing(lab, fresh_host, moto, tmp_path: Path) -> None:

@@ -77,3 +77,93 @@ def test_cleanup_and_validation_on_a_real_host(lab, fresh_host, tmp_path: Path) 
     assert 'Unattended-Upgrade "0"' in inside(fresh_host, "cat /etc/apt/apt.conf.d/20auto-upgrades")
     # the new machine boots with fresh SSH host keys
     assert inside(fresh_host, "systemctl start gpunode-ssh-host-keys.service && ls /etc/ssh | grep -c _key.pub") != "0"
+
+
+# What the ECS-optimized AMI carries for AWS Batch, planted on a lab host: the agent's program, its enabled unit,
+# its configuration (the content of each is gpunode's test stand-in; the names and places are the AMI's).
+ECS_AGENT = """set -e
+mkdir -p /usr/libexec /etc/ecs /var/lib/ecs/data
+printf '#!/bin/sh\\nexec sleep infinity\\n' > /usr/libexec/amazon-ecs-init && chmod 755 /usr/libexec/amazon-ecs-init
+printf '[Unit]\\nDescription=Amazon ECS agent (test stand-in)\\n[Service]\\n%s\\n[Install]\\n%s\\n' \\
+    'ExecStart=/usr/libexec/amazon-ecs-init start' 'WantedBy=multi-user.target' > /etc/systemd/system/ecs.service
+systemctl daemon-reload && systemctl enable ecs.service >/dev/null 2>&1
+echo 'ECS_LOGLEVEL=info' > /etc/ecs/ecs.config
+echo '{"Cluster":"build"}' > /var/lib/ecs/data/ecs_agent_data.json
+"""
+
+
+def test_ecs_agent_validation_for_aws_batch(lab, fresh_host, tmp_path: Path) -> None:
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    args = ["provision", "-i", str(inventory), "--playbook", "playbooks/image-finalize.yml",
+            "--var", "cleanup_categories=[ecs-state]", "--var", "ecs_agent=true"]
+
+    bare = run_cli(*args)  # a Debian host: no agent at all
+    assert bare.code == 1, bare.output
+    assert "the ECS agent (ecs.service) is not installed" in bare.output
+    assert "/etc/ecs/ecs.config is missing" in bare.output
+    assert run_cli(*args[:-2]).code == 0  # the same host is fine for an image that is not meant for Batch
+
+    assert fresh_host.run_inside(ECS_AGENT).returncode == 0
+    # an NVIDIA kernel module for the boot kernel: the image has a driver, so GPU support must be on
+    kernel = inside(fresh_host, "uname -r")
+    planted = fresh_host.run_inside(f"mkdir -p /lib/modules/{kernel}/updates/dkms && "
+                                    f"touch /lib/modules/{kernel}/updates/dkms/nvidia.ko")
+    assert planted.returncode == 0, planted.stderr
+    no_gpu = run_cli(*args)
+    assert no_gpu.code == 1, no_gpu.output
+    assert "sets ECS_ENABLE_GPU_SUPPORT=true: Batch GPU jobs would get no GPU" in no_gpu.output
+    assert "not installed" not in no_gpu.output and "ecs.config is missing" not in no_gpu.output
+    # cleanup ran before validation: the agent state that would be baked in is gone
+    assert inside(fresh_host, "ls -A /var/lib/ecs/data") == ""
+
+    # where the ECS GPU AMI sets it (its build writes the AMI's own config, read by ecs-init with /etc's)
+    fresh_host.run_inside("echo 'ECS_ENABLE_GPU_SUPPORT=true' > /var/lib/ecs/ecs.config")
+    fresh_host.run_inside("echo '{}' > /var/lib/ecs/data/agent.db")  # the agent ran again before capture
+    ready = run_cli(*args)
+    assert ready.code == 0, ready.output
+    assert inside(fresh_host, "ls -A /var/lib/ecs/data") == ""
+    assert inside(fresh_host, "systemctl is-enabled ecs.service") == "enabled"  # cleaned, still enabled
+    assert inside(fresh_host, "cat /var/lib/ecs/ecs.config") == "ECS_ENABLE_GPU_SUPPORT=true"  # config is no state
+    fresh_host.run_inside("echo 'ECS_ENABLE_GPU_SUPPORT=false' >> /etc/ecs/ecs.config")  # the user's file wins
+    assert "sets ECS_ENABLE_GPU_SUPPORT=true" in run_cli(*args).output
+    fresh_host.run_inside(f"rm -f /lib/modules/{kernel}/updates/dkms/nvidia.ko")
+
+
+def test_the_build_key_user_data_lets_the_key_in(lab, fresh_host, tmp_path: Path) -> None:
+    """alicloud/tencent builds: the user data cloud-init runs as root lets gpunode's build key in over real SSH."""
+    import shlex
+
+    import paramiko
+
+    from gpunode.image.keys import key_user_data
+
+    key_file = tmp_path / "build_key"
+    public = generate_key(key_file, "gpunode-build-userdata")
+    key = paramiko.Ed25519Key.from_private_key_file(str(key_file))
+
+    def login(user: str) -> bool:
+        client = paramiko.SSHClient()
+        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # a fresh lab host; not a trust decision here
+        try:
+            client.connect(fresh_host.address, username=user, pkey=key, allow_agent=False, look_for_keys=False,
+                           timeout=20)
+            _, stdout, _ = client.exec_command("id -un")
+            return stdout.read().decode().strip() == user
+        except paramiko.AuthenticationException:
+            return False
+        finally:
+            client.close()
+
+    assert not login("root")  # the key is new to the host
+    for user in ("root", "gpunode"):
+        script = key_user_data(user, public)
+        result = fresh_host.run_inside(f"sh -c {shlex.quote(script)}")
+        assert result.returncode == 0, result.stderr
+        assert login(user)
+    assert inside(fresh_host, "stat -c %U:%a /home/gpunode/.ssh/authorized_keys") == "gpunode:600"
+    # and image_cleanup's build-key removes it again, as on every builder
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    result = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/image-finalize.yml", "--var",
+                     "cleanup_categories=[build-key]", "--var", f"build_public_key={public}")
+    assert result.code == 0, result.output
+    assert not login("root") and not login("gpunode")

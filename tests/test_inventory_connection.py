@@ -49,12 +49,25 @@ def test_native_names(hosts: dict[str, Host]) -> None:
     node = hosts["native-node"]
     assert node.jump == "ops@native-bastion.example.com"
     assert node.proxy_command is None  # the native jump replaces the group's ProxyCommand
-    assert node.key_file == f"{HOME}/.ssh/native.pem"
+    # the group's ansible_ssh_private_key_file wins over the host's short `key`: ansible_* names always win
+    assert node.key_file == f"{HOME}/.ssh/fleet.pem"
     assert node.user == "root"  # host-level ansible_user beats group-level native user
 
 
-def test_native_name_wins_at_the_same_level(hosts: dict[str, Host]) -> None:
-    assert hosts["both-levels"].user == "admin"
+def test_ansible_names_win_over_short_names(hosts: dict[str, Host]) -> None:
+    """Issue 15 item 3: an app's `user`/`port` variables never change the SSH login over ansible_user."""
+    node = hosts["both-levels"]
+    assert (node.user, node.port) == ("admin", 2222)
+    assert node.vars["user"] == "app-user"  # still there for templates
+
+
+def test_group_ansible_user_beats_host_short_user(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[app]\nweb1 ansible_host=192.0.2.1 user=postgres port=5432\n\n"
+                         "[app:vars]\nansible_user=deploy\n")
+    node = load_inventory(inventory).hosts["web1"]
+    assert (node.user, node.port) == ("deploy", 5432)  # no ansible_port anywhere: the short name applies
+
 
 
 def test_non_ssh_proxy_command_is_kept_without_jump(hosts: dict[str, Host]) -> None:

@@ -95,7 +95,7 @@ def test_ssh_config_aliases_are_honoured(lab, tmp_path):
 def test_localhost_runs_without_ssh(tmp_path):
     target = tmp_path / "local.conf"
     playbook = tmp_path / "local.yml"
-    playbook.write_text(f"steps:\n  - line: {{path: {target}, line: managed=1}}\n")
+    playbook.write_text(f"steps:\n  - line: {{path: {target}, line: managed=1, create: true}}\n")
     first = run_cli("provision", "-H", "localhost", "--playbook", str(playbook))
     assert first.code == 0, first.output
     assert target.read_text() == "managed=1\n"

@@ -20,7 +20,7 @@ from gpunode.verify import (
     parse_smi_xml,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "nvidia"
+FIXTURES = Path(__file__).resolve().parent / "data" / "nvidia"
 COULDNT_COMMUNICATE = (
     "errors/nvidia-smi__couldnt-communicate__GoogleCloudPlatform-compute-gpu-installation-33.txt")
 H200_LSPCI = "lspci/lspci-nn__H200-SXM-x8__easydiffusion-torchruntime-24.txt"
@@ -33,7 +33,7 @@ NVSWITCH_LINES = "".join(f"{bus}:00.0 Bridge [0680]: NVIDIA Corporation Device [
 def read(rel: str) -> str:
     path = FIXTURES / rel
     if not path.is_file():
-        pytest.skip(f"fixture {path} not available (shared/ is not beside the checkout)")
+        pytest.fail(f"capture {path} is missing from tests/data (restore it from git)")
     return path.read_text(encoding="utf-8")
 
 

@@ -6,12 +6,19 @@ import json
 import tarfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from gpunode.verify.report import SCHEMA_PATH
 from tests.conftest import REPO, host_inventory, run_cli
 
-FIXTURES = REPO.parent / "shared" / "fixtures" / "nvidia"
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/nvidia not present")
+FIXTURES = REPO / "tests" / "data" / "nvidia"
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def needs_fixtures(test):
+    """The corpus is in the repository (tests/data): a missing capture fails the test, it never skips."""
+    return test
 
 
 @pytest.mark.lab
@@ -22,7 +29,8 @@ def test_verify_gpu_on_a_host_without_gpu_is_honest(lab, tmp_path):
     assert result.code == 1, result.output
     assert "Traceback" not in result.output
     report = json.loads(result.stdout)
-    assert report["healthy"] is False and report["gpus"] == []
+    jsonschema.validate(report, SCHEMA)
+    assert report["healthy"] is False and report["verdict"] == "unhealthy" and report["gpus"] == []
     ids = [f["id"] for f in report["findings"]]
     assert ids[0] == "no-nvidia-gpu"
     assert "dkms-not-built" not in ids  # no driver installed: nothing to build yet
@@ -36,7 +44,11 @@ def test_verify_gpu_on_a_host_without_gpu_is_honest(lab, tmp_path):
 def test_verify_gpu_unreachable_exits_2(lab):
     result = run_cli("verify-gpu", f"gpunode@{lab.network.address(201)}", "--json")
     assert result.code == 2
-    assert "cannot reach" in json.loads(result.stdout)["error"]
+    report = json.loads(result.stdout)
+    jsonschema.validate(report, SCHEMA)
+    assert "no route to" in report["error"] and report["healthy"] is None and report["verdict"] == "unreachable"
+    human = run_cli("verify-gpu", f"gpunode@{lab.network.address(201)}")
+    assert "UNREACHABLE" in human.stdout and "NOT healthy" not in human.stdout
 
 
 @pytest.mark.lab
@@ -47,12 +59,32 @@ def test_collect_bundle_is_diagnosable(lab, tmp_path):
     assert result.code == 0, result.output
     bundle = Path(result.stdout.strip().splitlines()[-1])
     with tarfile.open(bundle) as tar:
-        names = {Path(n).name for n in tar.getnames()}
+        names = {Path(n).name for n in tar.getnames() if n not in (".", "./")}
         tar.extractall(tmp_path / "bundle", filter="data")
-    assert {"kernel-log.txt", "uname.txt", "nvidia-smi-missing.txt"} <= names
-    diagnosed = run_cli("diagnose", "--file", str(tmp_path / "bundle"), "--json")
-    assert "Traceback" not in diagnosed.output
-    assert json.loads(diagnosed.stdout)["files"]
+    assert {"kernel-log.txt", "uname.txt", "nvidia-smi-missing.txt", "gpunode-evidence.txt"} <= names
+    verified = json.loads(run_cli("verify-gpu", "-i", str(inventory), host.name, "--json").stdout)
+    for target in (bundle, tmp_path / "bundle"):  # the tar.gz as written, and unpacked
+        diagnosed = run_cli("diagnose", str(target), "--json")  # files as positional arguments
+        assert "Traceback" not in diagnosed.output
+        report = json.loads(diagnosed.stdout)
+        jsonschema.validate(report, SCHEMA)
+        assert len(report["files"]) == len(names)
+        not_understood = [(f["path"], f["kind"], f["message"]) for f in report["files"] if not f["ok"]]
+        assert not_understood == []  # every file recognised, or listed as not applicable
+        assert (report["healthy"], report["verdict"]) == (verified["healthy"], verified["verdict"])
+        critical = sorted(f["id"] for f in report["findings"] if f["severity"] == "critical")
+        assert critical == sorted(f["id"] for f in verified["findings"] if f["severity"] == "critical")
+        assert diagnosed.code == result_code(verified)
+
+
+def result_code(report: dict) -> int:
+    return {True: 0, False: 1, None: 2}[report["healthy"]]
+
+
+def test_diagnose_without_any_file_is_not_healthy():
+    result = run_cli("diagnose")
+    assert result.code == 2 and "HEALTHY" not in result.output and "Traceback" not in result.output
+    assert "no file given" in result.stderr and "gpunode diagnose FILE" in result.stderr
 
 
 @needs_fixtures
@@ -63,8 +95,11 @@ def test_diagnose_cli_on_fixtures():
     assert result.code == 1
     data = json.loads(result.stdout)
     assert "driver-library-mismatch" in [f["id"] for f in data["findings"]]
+    positional = run_cli("diagnose", str(mismatch), str(xml), "--json")
+    assert positional.code == 1 and json.loads(positional.stdout) == data
     bad = run_cli("diagnose", "--file", "/nonexistent/capture.xml")
-    assert bad.code == 1 and "no such file" in bad.stderr and "Traceback" not in bad.output
+    assert bad.code == 2 and "missing: cannot read file" in bad.stdout and "HEALTHY" not in bad.output
+    assert "Traceback" not in bad.output
 
 
 @pytest.mark.lab

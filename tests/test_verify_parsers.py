@@ -18,13 +18,13 @@ from gpunode.verify import (
     parse_smi_xml,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "nvidia"
+FIXTURES = Path(__file__).resolve().parent / "data" / "nvidia"
 
 
 def read(rel: str) -> str:
     path = FIXTURES / rel
     if not path.is_file():
-        pytest.skip(f"fixture {path} not available (shared/ is not beside the checkout)")
+        pytest.fail(f"capture {path} is missing from tests/data (restore it from git)")
     return path.read_text(encoding="utf-8")
 
 

@@ -12,6 +12,7 @@ from invoke.exceptions import Exit
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.inventory import Host, Inventory, adhoc_inventory, load_inventory
 from gpunode.report.console import make_console
+from gpunode.report.text import line
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 err_console = make_console(stderr=True)
@@ -31,13 +32,14 @@ def cli_errors() -> Iterator[None]:
 
 
 def _print_error(exc: GpunodeError) -> None:
-    err_console.print(f"[bold red]error:[/] {exc.cause if not exc.host else exc}", markup=True)
+    err_console.print(line(("error:", "bold red"), " ", exc.cause if not exc.host else str(exc)))
     if exc.fix and not exc.host:
-        err_console.print(f"  [bold]fix:[/] {exc.fix}")
+        err_console.print(line("  ", ("fix:", "bold"), " ", exc.fix))
 
 
-def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None) -> tuple[Inventory, list[Host]]:
-    """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit`."""
+def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None,
+               limit_source: str = "--limit") -> tuple[Inventory, list[Host]]:
+    """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit` (or a playbook's `hosts:`)."""
     if not inventory and not hosts:
         raise UsageError("no hosts: give an inventory (-i FILE) or hosts (-H host1,host2)",
                          fix="e.g. gpunode provision -i inventory/aws-gpu.yml, or -H ubuntu@10.0.1.5")
@@ -45,9 +47,25 @@ def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None
     inv = adhoc_inventory(hosts, base) if hosts else base
     assert inv is not None
     selected = inv.select(limit)
+    if not selected and limit and inv.hosts:
+        raise UsageError("no hosts selected", source=limit_source, fix=f"check {limit_source} and the inventory")
     if not selected:
-        raise UsageError("no hosts selected", source="--limit", fix="check --limit and the inventory")
+        empty = [g for g in inv.groups if g not in ("all", "ungrouped") and not inv.group_hosts(g)]
+        listed = f"; groups without hosts: {', '.join(empty)}" if empty else ""
+        raise UsageError(f"the inventory has no hosts{listed}",
+                         source=", ".join(inventory or []) or "-H",
+                         fix="add hosts under a group; a [group:children] entry must name a group defined with its "
+                         "own [name] section (or children:/hosts: in YAML)")
     return inv, selected
+
+
+def check_forks(forks: object) -> int:
+    """--forks/-f: a whole number of hosts in parallel, at least 1."""
+    text = str(forks).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--forks {forks!r} is not a number of hosts in parallel", source="--forks",
+                         fix="give 1 or more, e.g. -f 10")
+    return int(text)
 
 
 def parse_vars(pairs: list[str]) -> dict[str, Any]:

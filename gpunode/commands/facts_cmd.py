@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from gpunode.commands.common import load_hosts
 from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts, facts_script, parse_facts
+from gpunode.report.console import make_console
+from gpunode.report.text import line, literal
 
 
 def gather(host, options: ConnectOptions) -> Facts:
@@ -31,7 +32,7 @@ def show_facts(inventory: list[str], hosts: str | None, limit: str | None, as_js
                accept_new_host_keys: bool) -> int:
     _, selected = load_hosts(inventory, hosts, limit)
     options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
-    console = Console()
+    console = make_console()
     collected, failed = {}, False
     for host in selected:
         try:
@@ -43,12 +44,12 @@ def show_facts(inventory: list[str], hosts: str | None, limit: str | None, as_js
         print(json.dumps(collected if len(selected) > 1 else next(iter(collected.values())), indent=2, default=str))
     else:
         for name, facts in collected.items():
-            table = Table(title=name, show_header=False)
+            table = Table(title=literal(name), show_header=False)
             if "error" in facts:
-                console.print(f"[bold red]{name}:[/] {facts['error']}")
+                console.print(line((f"{name}:", "bold red"), " ", facts["error"]))
                 continue
             for key, value in parse_rows(facts):
-                table.add_row(key, value)
+                table.add_row(literal(key), literal(value))
             console.print(table)
     return 1 if failed else 0
 

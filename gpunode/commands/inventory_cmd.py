@@ -22,7 +22,7 @@ def show_inventory(inventory: list[str], hosts: str | None, limit: str | None, g
         data = redacted_vars(inv.hosts[host].vars)
         return json.dumps(data, indent=2, default=str) if as_json else yaml.safe_dump(data, sort_keys=True)
     if graph:
-        return inv.graph()
+        return inv.graph({h.name for h in selected} if limit else None)
     data = inv.to_ansible_list()
     if limit:
         keep = {h.name for h in selected}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpunode.commands.common import load_hosts
+from gpunode.commands.common import check_forks, load_hosts
 from gpunode.commands.provision import run_and_report
 from gpunode.errors import UsageError
 from gpunode.playbook import Playbook, StepSpec
 from gpunode.steps import build_step
 from gpunode.steps.nfs import NfsMountStep
-from gpunode.steps.nfs_k8s import manifests_yaml, volume_manifests
+from gpunode.steps.nfs_k8s import manifests_yaml, parse_labels, volume_manifests
 
 SOURCE = "mount-nfs"
 
@@ -54,16 +54,18 @@ def mount_nfs(inventory: list[str], hosts: str | None, limit: str | None, args: 
               forks: int, json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
               log_dir: str | None = None) -> int:
     """Run nfs_mount on the selected hosts with provision's reporting; returns the exit code."""
+    forks = check_forks(forks)
     book = mount_playbook(args)
     _, selected = load_hosts(inventory, hosts, limit)
     return run_and_report(book, selected, check, forks, {}, json_report, junit, accept_new_host_keys, verbose,
                           log_dir)
 
 
-def nfs_volume(args: dict[str, Any], name: str, size: str, namespace: str) -> str:
+def nfs_volume(args: dict[str, Any], name: str, size: str, namespace: str, labels: list[str] | None = None,
+               driver: str = "nfs") -> str:
     """PV + PVC YAML for the share."""
     step = validated(args, "nfs-volume")
     try:
-        return manifests_yaml(volume_manifests(step, name, size, namespace))
+        return manifests_yaml(volume_manifests(step, name, size, namespace, parse_labels(labels or []), driver))
     except ValueError as exc:
         raise UsageError(str(exc), source="nfs-volume") from None

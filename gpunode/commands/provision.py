@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpunode.commands.common import EXIT_FAILED, EXIT_OK, is_tty, load_hosts, parse_vars
+from gpunode.commands.common import EXIT_FAILED, EXIT_OK, check_forks, is_tty, load_hosts, parse_vars
 from gpunode.connection import ConnectOptions
 from gpunode.inventory import Host
-from gpunode.playbook import Playbook, load_playbook
+from gpunode.inventory.connvars import with_extra_vars
+from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
 from gpunode.report.junit import junit_xml
 from gpunode.report.live import LiveEvents, PlainEvents
 from gpunode.report.model import RunResult
@@ -19,11 +20,16 @@ from gpunode.runner import RunOptions, default_log_dir, run_playbook
 
 def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str | None, check: bool,
               forks: int, variables: list[str], json_report: str | None, junit: str | None,
-              accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None) -> int:
-    """Returns the exit code: 0 all hosts ok, 1 some host failed."""
-    book = load_playbook(playbook)
-    _, selected = load_hosts(inventory, hosts, limit or book.hosts)
-    return run_and_report(book, selected, check, forks, parse_vars(variables), json_report, junit,
+              accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None, tags: list[str] | None = None,
+              skip_tags: list[str] | None = None) -> int:
+    """Returns the exit code: 0 all hosts ok, 1 some host failed. `playbook`: a built-in name or a path."""
+    forks = check_forks(forks)
+    book = select_steps(load_playbook(playbook), split_tags(tags), split_tags(skip_tags))
+    _, selected = load_hosts(inventory, hosts, limit or book.hosts,
+                             "--limit" if limit or not book.hosts else f"hosts: in {playbook}")
+    extra = parse_vars(variables)
+    selected = [with_extra_vars(h, extra) for h in selected]
+    return run_and_report(book, selected, check, forks, extra, json_report, junit,
                           accept_new_host_keys, verbose, log_dir)
 
 

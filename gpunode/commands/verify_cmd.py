@@ -9,26 +9,23 @@ from pathlib import Path
 
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_hosts
 from gpunode.connection import ConnectOptions, connect, q
-from gpunode.errors import GpunodeError
+from gpunode.errors import GpunodeError, UsageError
 from gpunode.facts import Facts, facts_subshell, parse_facts
 from gpunode.inventory import Host
 from gpunode.report.console import make_console
+from gpunode.report.text import line
 from gpunode.scripts import script_text
 from gpunode.steps.nfs_check import check_mounts
 from gpunode.verify import (
     ContainerTest,
-    Evidence,
     Expectations,
-    FabricManagerState,
     Finding,
-    SmiParseError,
     analyze,
-    classify_pci,
     diagnose_files,
     junit_xml,
-    parse_smi_xml,
-    verify_report,
 )
+from gpunode.verify.host_evidence import evidence_from, split_sections
+from gpunode.verify.report import HostReport
 
 CONTAINER_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
@@ -38,45 +35,6 @@ class VerifyOptions:
     expectations: Expectations
     container_test: bool | None       # None: test when docker is installed
     container_image: str = CONTAINER_IMAGE
-
-
-def split_sections(output: str) -> tuple[str, dict[str, str]]:
-    """facts.sh output, and the evidence sections that follow it."""
-    facts_text, _, rest = output.partition("@@evidence ")
-    sections: dict[str, str] = {}
-    for chunk in ("@@evidence " + rest).split("@@evidence ")[1:]:
-        name, _, body = chunk.partition("\n")
-        sections[name.strip()] = body
-    return facts_text, sections
-
-
-def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectations) -> Evidence:
-    """Turn gathered facts and evidence sections into what the checks read."""
-    pci = [classify_pci(g.slot, "0x10de", g.device_id, g.class_code) for g in facts.gpus]
-    evidence = Evidence(
-        pci_devices=[d for d in pci if d is not None],
-        kernel_log=sections.get("kernel-log", ""),
-        expectations=expectations,
-        dkms_status=_dkms_lines(facts),
-        running_kernel=facts.kernel.running,
-        nouveau_loaded=facts.nvidia.nouveau_loaded,
-    )
-    if facts.nvswitch_present:
-        fm_version = next((v for n, v in facts.nvidia.packages.items() if n.startswith("nvidia-fabricmanager")), None)
-        evidence.fabricmanager = FabricManagerState(facts.nvidia.fabricmanager_active, fm_version)
-    smi = sections.get("nvidia-smi", "")
-    body, _, code = smi.rpartition("@@exit ")
-    if smi.startswith("@@missing"):
-        if evidence.pci_gpus:
-            evidence.smi_error = "nvidia-smi: command not found"
-    elif code.strip() == "0":
-        try:
-            evidence.smi = parse_smi_xml(body)
-        except SmiParseError as exc:
-            evidence.smi_error = f"{exc}\n{body[:2000]}"
-    else:
-        evidence.smi_error = body.strip() or f"nvidia-smi exited {code.strip()}"
-    return evidence
 
 
 def mount_findings(facts: Facts, expected: list[dict]) -> list[Finding]:
@@ -94,16 +52,13 @@ def mount_findings(facts: Facts, expected: list[dict]) -> list[Finding]:
     return findings
 
 
-def _dkms_lines(facts: Facts) -> list[str] | None:
-    """`dkms status` lines; None (not applicable) when no NVIDIA driver is installed at all."""
-    if not facts.nvidia.dkms and not any(n.startswith(("nvidia", "cuda-drivers")) for n in facts.nvidia.packages):
-        return None
-    return [f"{d.module}/{d.version}, {d.kernel}, {d.arch}: {d.status}" if d.kernel
-            else f"{d.module}/{d.version}: {d.status}" for d in facts.nvidia.dkms]
-
-
 def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> dict:
-    """One exec for facts + evidence, one more for the container test; returns the JSON report."""
+    """The JSON report of one host (check_host's HostReport as a dict; image builds read it)."""
+    return check_host(host, options, connect_options).to_dict()
+
+
+def check_host(host: Host, options: VerifyOptions, connect_options: ConnectOptions) -> HostReport:
+    """One exec for facts + evidence, one more for the container test; returns the typed report."""
     conn = connect(host, connect_options)
     try:
         conn.open()
@@ -121,9 +76,7 @@ def verify_host(host: Host, options: VerifyOptions, connect_options: ConnectOpti
                             label="container GPU test")
             evidence.container_test = ContainerTest(test.stdout + test.stderr, test.exit_code)
         findings = analyze(evidence) + mount_findings(facts, host.vars.get("expected_mounts") or [])
-        report = verify_report(host.name, evidence.smi, findings)
-        report["exec_count"] = conn.transcript.exec_count
-        return report
+        return HostReport(host.name, findings, evidence.smi, exec_count=conn.transcript.exec_count)
     finally:
         conn.close()
         conn.transcript.close()
@@ -151,19 +104,25 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
     reports, unreachable = [], False
     for host in selected:
         try:
-            reports.append(verify_host(host, options, connect_options))
+            reports.append(check_host(host, options, connect_options))
         except GpunodeError as exc:
             unreachable = True
-            reports.append({"host": host.name, "healthy": False, "error": str(exc), "gpus": [], "findings": []})
+            reports.append(HostReport(host.name, error=str(exc)))
+        except Exception as exc:  # a facts parse error or an odd host is that host's failure, never a traceback
+            unreachable = True
+            reports.append(HostReport(host.name, error=(
+                f"could not check this host: {exc!r}; run `gpunode facts {host.name}` to see what it returns and "
+                "report it with that output")))
     if junit:
-        Path(junit).write_text(junit_xml([r for r in reports if "error" not in r]))
+        Path(junit).write_text(junit_xml([r.to_dict() for r in reports if r.error is None]))
+    data = [report.to_dict() for report in reports]
     if as_json:
-        print(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
+        print(json.dumps(data if len(data) > 1 else data[0], indent=2))
     else:
-        _print_reports(reports)
+        _print_reports(data)
     if unreachable:
         return EXIT_USAGE
-    return EXIT_OK if all(r["healthy"] for r in reports) else EXIT_FAILED
+    return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}
@@ -172,34 +131,34 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "ok": "green"}
 def _print_reports(reports: list[dict]) -> None:
     console = make_console()
     for report in reports:
-        state = "[green]healthy[/]" if report["healthy"] else "[bold red]NOT healthy[/]"
-        console.print(f"[bold]{report['host']}[/]: {state}")
-        if "error" in report:
-            console.print(f"  {report['error']}")
+        if "error" in report:  # never reached: no health verdict
+            console.print(line((report["host"], "bold"), ": ", ("UNREACHABLE", "bold red")))
+            console.print(line("  ", report["error"]))
             continue
+        state = {True: ("healthy", "green"), False: ("NOT healthy", "bold red")}.get(
+            report["healthy"], ("verdict unknown", "bold red"))
+        console.print(line((report["host"], "bold"), ": ", state))
         for gpu in report["gpus"]:
-            console.print(f"  GPU {gpu.get('index')}: {gpu.get('name')} {gpu.get('pci_bus_id')} "
-                          f"driver {gpu.get('driver_version')} CUDA {gpu.get('cuda_version')}")
+            console.print(line(f"  GPU {gpu.get('index')}: {gpu.get('name')} {gpu.get('pci_bus_id')} "
+                               f"driver {gpu.get('driver_version')} CUDA {gpu.get('cuda_version')}"))
         for finding in report["findings"]:
             style = SEVERITY_STYLE.get(finding["severity"], "")
-            console.print(f"  [{style}]{finding['severity']:8}[/] {finding['id']}: {finding['summary']}")
+            console.print(line("  ", (f"{finding['severity']:8}", style), f" {finding['id']}: {finding['summary']}"))
             if finding.get("evidence"):
-                console.print(f"           evidence: {finding['evidence'].splitlines()[0][:200]}")
+                console.print(line(f"           evidence: {finding['evidence'].splitlines()[0][:200]}"))
             if finding.get("remedy") and finding["severity"] != "ok":
-                console.print(f"           remedy: {finding['remedy']}")
+                console.print(line(f"           remedy: {finding['remedy']}"))
 
 
 def diagnose(paths: list[str], as_json: bool, expectations: Expectations) -> int:
-    """Offline analysis of saved outputs; exit 0 healthy, 1 findings, 2 unreadable input."""
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        raise GpunodeError(f"no such file: {', '.join(missing)}", fix="give nvidia-smi/lspci/dmesg captures")
-    files: list[Path] = []
-    for path in map(Path, paths):
-        files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    result = diagnose_files(files, expectations)
+    """Offline analysis of saved outputs; exit 0 healthy, 1 a critical finding, 2 input not understood."""
+    if not paths:
+        raise UsageError("no file given: diagnose needs at least one capture",
+                         fix="gpunode diagnose FILE... (nvidia-smi / lspci -nn / dmesg / journalctl -k output, "
+                             "captured error text, a folder or a `gpunode collect` bundle)")
+    result = diagnose_files([Path(p) for p in paths], expectations)
     print(json.dumps(result.to_dict(), indent=2) if as_json else result.render_text())
-    return EXIT_OK if result.healthy else EXIT_FAILED
+    return {True: EXIT_OK, False: EXIT_FAILED, None: EXIT_USAGE}[result.healthy]
 
 
 def collect(inventory: list[str], target: str, output: str | None, accept_new_host_keys: bool) -> list[Path]:
@@ -211,7 +170,8 @@ def collect(inventory: list[str], target: str, output: str | None, accept_new_ho
         conn = connect(host, ConnectOptions(accept_new_host_keys=accept_new_host_keys))
         try:
             conn.open()
-            result = conn.run("bash -s", stdin=script_text("collect.sh"), label="collect bundle")
+            evidence = "gpunode_evidence() {\n" + facts_subshell() + script_text("gpu_evidence.sh") + "}\n"
+            result = conn.run("bash -s", stdin=evidence + script_text("collect.sh"), label="collect bundle")
             if not result.ok:
                 raise GpunodeError(f"collecting failed: {result.tail()}", host=host.name, step="collect")
             path = Path(output or ".") / f"gpunode-collect-{host.name}.tar.gz"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -50,6 +51,7 @@ class RemoteProcess(ABC):
     """A long-running remote command with an open stdin (e.g. the run lock holder)."""
 
     buffer: str = ""
+    found: bool = False  # whether the last read_until saw its marker
 
     def read_until(self, marker: str, timeout: float) -> str:
         """Output up to `marker` (consumed); everything so far if the process ends first."""
@@ -62,6 +64,7 @@ class RemoteProcess(ABC):
                 break
             if chunk:
                 self.buffer += chunk.decode(errors="replace")
+        self.found = marker in self.buffer
         text, _, self.buffer = self.buffer.partition(marker)
         return text
 
@@ -70,7 +73,16 @@ class RemoteProcess(ABC):
         """Output that arrived within `wait` seconds: None when none did, b"" once the output has ended."""
 
     @abstractmethod
-    def close(self) -> int | None: ...
+    def send(self, data: bytes) -> None:
+        """More input for the process."""
+
+    @abstractmethod
+    def end_input(self) -> None:
+        """Close the process's input (it sees end of file); it may keep running."""
+
+    @abstractmethod
+    def close(self, wait: float = 5.0) -> int | None:
+        """End our side; wait up to `wait` seconds for the exit status."""
 
 
 class Connection(ABC):
@@ -83,6 +95,11 @@ class Connection(ABC):
         self.become_password = become_password
         self.is_root = is_root
         self.transcript = transcript
+        self.activity = ""  # the step being run: recorded on the host next to each command (guard.py)
+        self.sensitive = False  # a `sensitive: true` step runs: its output is neither logged nor shown
+        nonce = secrets.token_hex(6)
+        self.sudo_prompt = f"@@gpunode-sudo-prompt-{nonce}@@"  # sudo prints it only when it wants the password
+        self.started_marker = f"@@gpunode-started-{nonce}"  # printed once sudo let the command start
         transcript.redact.add(become_password)
 
     # ---- to implement --------------------------------------------------------------------------
@@ -93,33 +110,59 @@ class Connection(ABC):
     def close(self) -> None: ...
 
     @abstractmethod
-    def _exec(self, command: str, stdin: bytes, timeout: float | None,
-              on_output: OutputCallback | None) -> tuple[int, str, str]: ...
+    def _exec(self, command: str, stdin: bytes, password: str | None, timeout: float | None,
+              on_output: OutputCallback | None) -> tuple[int, str, str]:
+        """Run `command`; `password` goes to sudo only if it prints `sudo_prompt` (before `started_marker`)."""
 
     @abstractmethod
-    def _start(self, command: str, stdin: bytes) -> RemoteProcess: ...
+    def _start(self, command: str, stdin: bytes, password: str | None) -> RemoteProcess: ...
+
+    @abstractmethod
+    def interrupt(self) -> None:
+        """End the commands in flight (their remote processes stop with their channels); keep the connection."""
+
+    def guard(self, command: str, stdin_bytes: int) -> tuple[str, bytes]:
+        """`command` as it runs on the host (SSH: in its own session that dies with its channel, guard.py), and
+        bytes to send before its input."""
+        return command, b""
 
     # ---- shared --------------------------------------------------------------------------------
-    def wrap(self, command: str, sudo: bool | None) -> tuple[str, bytes]:
-        """The command as sent, and the bytes to feed stdin first (a sudo password, never on the command line)."""
+    def wrap(self, command: str, sudo: bool | None) -> tuple[str, str | None]:
+        """The command as sent, and the become password to give sudo if (and only if) it asks for it."""
         as_root = self.become if sudo is None else sudo
         if not as_root or self.is_root:
-            return command, b""
+            return command, None
         if self.become_password:
-            return f"sudo -S -p '' -H -- sh -c {q(command)}", (self.become_password + "\n").encode()
-        return f"sudo -n -H -- sh -c {q(command)}", b""
+            announce = f"echo {self.started_marker} >&2; exec sh -c \"$1\""
+            return (f"sudo -S -p {q(self.sudo_prompt)} -H -- sh -c {q(announce)} gpunode-sudo {q(command)}",
+                    self.become_password)
+        return f"sudo -n -H -- sh -c {q(command)}", None
 
     def run(self, command: str, *, sudo: bool | None = None, stdin: str | bytes = b"",
             timeout: float | None = None, label: str | None = None,
             on_output: OutputCallback | None = None) -> ExecResult:
         """Run one command; never raises for a non-zero exit (look at .ok), raises ConnectError when cut off."""
-        wrapped, prefix = self.wrap(command, sudo)
-        data = prefix + (stdin.encode() if isinstance(stdin, str) else stdin)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        guarded, prefix = self.guard(command, len(data))
+        wrapped, password = self.wrap(guarded, sudo)
+        data = prefix + data
         started = time.monotonic()
-        code, out, err = self._exec(wrapped, data, timeout, on_output)
+        self.transcript.begin(label or command)
+        sensitive = self.sensitive
+
+        def each_line(line: str) -> None:  # the log and the caller get output lines as they arrive
+            if sensitive:
+                return
+            self.transcript.stream(line)
+            if on_output:
+                on_output(line)
+
+        code, out, err = self._exec(wrapped, data, password, timeout, each_line)
         seconds = time.monotonic() - started
-        err = _strip_sudo_noise(err)
-        self.transcript.record(label or command, code, seconds, out, err)
+        err = _strip_sudo_noise(err.replace(self.sudo_prompt, ""), self.started_marker)
+        hidden = "(output hidden: sensitive step)\n"
+        self.transcript.record(label or command, code, seconds, hidden if sensitive and out else out,
+                               hidden if sensitive and err else err, streamed=not sensitive)
         if code == 1 and "sudo: a password is required" in err:
             raise GpunodeError(
                 "sudo needs a password on this host",
@@ -132,9 +175,9 @@ class Connection(ABC):
     def start(self, command: str, *, sudo: bool | None = None, stdin: str = "",
               label: str | None = None) -> RemoteProcess:
         """Start a long-running command; `stdin` is sent and the stream stays open until the process is closed."""
-        wrapped, prefix = self.wrap(command, sudo)
+        wrapped, password = self.wrap(command, sudo)
         self.transcript.record(label or command, None, 0.0, "", "")
-        return self._start(wrapped, prefix + stdin.encode())
+        return self._start(wrapped, stdin.encode(), password)
 
     def boot_marker(self) -> str:
         """Kernel boot id plus PID 1's start time: changes on every reboot, containers included."""
@@ -168,7 +211,8 @@ class Connection(ABC):
         )
 
 
-def _strip_sudo_noise(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("sudo: unable to resolve host")) + (
+def _strip_sudo_noise(text: str, marker: str) -> str:
+    noise = ("sudo: unable to resolve host", marker)
+    return "\n".join(line for line in text.splitlines() if not line.startswith(noise)) + (
         "\n" if text.endswith("\n") else ""
     )

@@ -25,8 +25,12 @@ class LocalConnection(Connection):
     def close(self) -> None:
         return None
 
-    def _exec(self, command: str, stdin: bytes, timeout: float | None,
+    def interrupt(self) -> None:
+        return None  # local commands share our process group: the terminal's Ctrl-C reaches them too
+
+    def _exec(self, command: str, stdin: bytes, password: str | None, timeout: float | None,
               on_output: OutputCallback | None) -> tuple[int, str, str]:
+        stdin = _with_password(stdin, password)
         try:
             result = subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -38,13 +42,19 @@ class LocalConnection(Connection):
                 on_output(line)
         return result.returncode, out, result.stderr.decode(errors="replace")
 
-    def _start(self, command: str, stdin: bytes) -> RemoteProcess:
+    def _start(self, command: str, stdin: bytes, password: str | None) -> RemoteProcess:
+        stdin = _with_password(stdin, password)
         process = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL)
         if stdin:
             process.stdin.write(stdin)
             process.stdin.flush()
         return _LocalProcess(process)
+
+
+def _with_password(stdin: bytes, password: str | None) -> bytes:
+    """Locally the password is fed first (sudo on this machine, run by its own user, is assumed to ask for it)."""
+    return (password + "\n").encode() + stdin if password else stdin
 
 
 class _LocalProcess(RemoteProcess):
@@ -56,11 +66,19 @@ class _LocalProcess(RemoteProcess):
         ready, _, _ = select.select([fd], [], [], wait)
         return os.read(fd, 65536) if ready else None
 
-    def close(self) -> int | None:
+    def send(self, data: bytes) -> None:
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def end_input(self) -> None:
         with contextlib.suppress(OSError):
             self.process.stdin.close()
+
+    def close(self, wait: float = 5.0) -> int | None:
+        self.end_input()
         try:
-            return self.process.wait(timeout=5)
+            return self.process.wait(timeout=wait or 0.01)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            if wait:  # wait=0: the lock holder waits for a package transaction; leave it
+                self.process.kill()
             return None

@@ -6,15 +6,18 @@ import contextlib
 import os
 import select
 import socket
+import threading
 import time
 
 import fabric
 import paramiko
 
 from gpunode.connection.base import Connection, ConnectOptions, OutputCallback, RemoteProcess
+from gpunode.connection.failures import classify, key_file_failure
+from gpunode.connection.guard import guarded
 from gpunode.connection.hostkeys import VerifyPolicy, changed_key_error, load_known_hosts
 from gpunode.connection.transcript import Transcript
-from gpunode.errors import ConnectError, HostKeyError
+from gpunode.errors import ConnectError, GpunodeError, HostKeyError
 from gpunode.inventory import Host
 
 _READ = 65536
@@ -39,6 +42,9 @@ class SshConnection(Connection):
         self.options = options
         transcript.redact.add(host.password)
         self._fabric: fabric.Connection | None = None
+        self._active: set[paramiko.Channel] = set()  # commands in flight, for interrupt()
+        self._active_lock = threading.Lock()
+        self._interrupted = False
 
     # ---- setup ---------------------------------------------------------------------------------
     def _build(self) -> fabric.Connection:
@@ -67,13 +73,17 @@ class SshConnection(Connection):
     def _secured(self, conn: fabric.Connection) -> fabric.Connection:
         """Replace Fabric's default auto-add policy with verification against known_hosts."""
         load_known_hosts(conn.client, [self.host.known_hosts] if self.host.known_hosts else [])
-        conn.client.set_missing_host_key_policy(VerifyPolicy(self.options.accept_new_host_keys, self.name))
+        accept_new = self.options.accept_new_host_keys or self.host.accept_new_host_keys  # inventory: Strict...=no
+        conn.client.set_missing_host_key_policy(VerifyPolicy(accept_new, self.name))
         return conn
 
     def open(self) -> None:
         """Connect, retrying transient network errors with backoff; key and auth problems fail at once."""
         if self._fabric and self._fabric.is_connected:
             return
+        problem = key_file_failure(self.host.key_file)
+        if problem:
+            raise ConnectError(problem.cause, fix=problem.fix, host=self.name, step="connect")
         delay = self.options.backoff
         for attempt in range(1, self.options.retries + 1):
             self._fabric = self._build()
@@ -89,6 +99,12 @@ class SshConnection(Connection):
             except HostKeyError:
                 raise
             except paramiko.AuthenticationException as exc:
+                if "saw EOF" in str(exc) and attempt < self.options.retries:
+                    # sshd hung up during authentication (overloaded, MaxStartups, LoginGraceTime): the key was
+                    # never refused, so this is transient, like a dropped connection
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
                 raise ConnectError(
                     f"authentication failed as {self._fabric.user}@{self.host.address}: {exc}",
                     fix="check the user and the key (ansible_user, ansible_ssh_private_key_file) or load the key "
@@ -96,14 +112,11 @@ class SshConnection(Connection):
                     host=self.name, step="connect",
                 ) from None
             except (OSError, paramiko.SSHException, EOFError) as exc:
-                if attempt == self.options.retries:
-                    raise ConnectError(
-                        f"cannot reach {self.host.address}:{self.host.port} after {attempt} attempts: "
-                        f"{exc or type(exc).__name__}",
-                        fix="check that the instance is running, the address and port are right, and the security "
-                        "group / firewall allows SSH from here (or through the bastion)",
-                        host=self.name, step="connect",
-                    ) from None
+                failure = classify(exc, self.host.address, self.host.port, self.options.connect_timeout)
+                if not failure.retry or attempt == self.options.retries:
+                    tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+                    raise ConnectError(failure.cause + tries, fix=failure.fix, host=self.name,
+                                       step="connect") from None
                 time.sleep(delay)
                 delay *= 2
 
@@ -129,29 +142,77 @@ class SshConnection(Connection):
                                host=self.name) from None
 
     # ---- execution -----------------------------------------------------------------------------
-    def _exec(self, command: str, stdin: bytes, timeout: float | None,
+    def guard(self, command: str, stdin_bytes: int) -> tuple[str, bytes]:
+        return guarded(command, stdin_bytes, self.activity, self.sensitive)
+
+    def interrupt(self) -> None:
+        with self._active_lock:
+            self._interrupted = True  # commands not yet started never start
+            channels = list(self._active)
+        for channel in channels:
+            with contextlib.suppress(Exception):
+                channel.close()
+
+    def _exec(self, command: str, stdin: bytes, password: str | None, timeout: float | None,
               on_output: OutputCallback | None) -> tuple[int, str, str]:
         channel = self._channel()
+        with self._active_lock:
+            if self._interrupted:
+                channel.close()
+                raise ConnectError("interrupted", host=self.name, fix="run again")
+            self._active.add(channel)
         try:
             channel.exec_command(command)
+            out, err = self._handshake(channel, password) if password else (b"", b"")
             if stdin:
                 channel.sendall(stdin)
-            channel.shutdown_write()
-            return _collect(channel, timeout, on_output, self.name)
+            # The input stays open until the command ends: its end tells the remote guard the channel closed.
+            return _collect(channel, timeout, on_output, self.name, out, err)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self.close()
             raise ConnectError(f"the SSH connection broke during a command: {exc or type(exc).__name__}",
                                fix="the host may have rebooted or lost its network; run again once it is back",
                                host=self.name) from None
         finally:
+            with self._active_lock:
+                self._active.discard(channel)
             channel.close()
 
-    def _start(self, command: str, stdin: bytes) -> RemoteProcess:
+    def _start(self, command: str, stdin: bytes, password: str | None) -> RemoteProcess:
         channel = self._channel()
         channel.exec_command(command)
+        if password:
+            self._handshake(channel, password)
         if stdin:
             channel.sendall(stdin)
         return _SshProcess(channel)
+
+    def _handshake(self, channel: paramiko.Channel, password: str) -> tuple[bytearray, bytearray]:
+        """Give sudo the password only if it prompts for it; return once the command started (output so far)."""
+        out, err = bytearray(), bytearray()
+        prompt, started = self.sudo_prompt.encode(), self.started_marker.encode()
+        answered = False
+        deadline = time.monotonic() + max(30.0, self.options.connect_timeout * 3)
+        while started not in err:
+            while channel.recv_ready():
+                out += channel.recv(_READ)
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(_READ)
+            if prompt in err:
+                if answered:
+                    raise GpunodeError("sudo rejected the become password", host=self.name,
+                                       fix="check become_password (ansible_become_password) for this host")
+                err = err.replace(prompt, b"", 1)
+                channel.sendall((password + "\n").encode())
+                answered = True
+                continue
+            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                return out, err  # sudo refused before starting anything: its message is in err
+            if time.monotonic() > deadline:
+                raise ConnectError("sudo did not start the command within 30 s", host=self.name,
+                                   fix="check sudo on the host (sudo -v as this user)")
+            select.select([channel], [], [], 0.2)
+        return out, err
 
 
 def _detect_dead_peer(sock: object) -> None:
@@ -161,8 +222,7 @@ def _detect_dead_peer(sock: object) -> None:
 
 
 def _collect(channel: paramiko.Channel, timeout: float | None, on_output: OutputCallback | None,
-             name: str) -> tuple[int, str, str]:
-    out, err = bytearray(), bytearray()
+             name: str, out: bytearray, err: bytearray) -> tuple[int, str, str]:
     deadline = time.monotonic() + timeout if timeout else None
     pending = ""
     while True:
@@ -216,10 +276,16 @@ class _SshProcess(RemoteProcess):
         select.select([self.channel], [], [], wait)
         return None
 
-    def close(self) -> int | None:
+    def send(self, data: bytes) -> None:
+        self.channel.sendall(data)
+
+    def end_input(self) -> None:
+        self.channel.shutdown_write()
+
+    def close(self, wait: float = 5.0) -> int | None:
         try:
             self.channel.shutdown_write()
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + wait
             while not self.channel.exit_status_ready() and time.monotonic() < deadline:
                 time.sleep(0.02)
             return self.channel.recv_exit_status() if self.channel.exit_status_ready() else None

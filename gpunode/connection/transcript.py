@@ -37,6 +37,8 @@ class Transcript:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._streamed = 0
+        self._running = ""
         self._file: TextIO | None = None
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,10 +52,26 @@ class Transcript:
         """A free-form line in the host's log (step started, step result, ...)."""
         self._write(f"{time.strftime('%H:%M:%S')} {self.redact(message)}\n")
 
-    def record(self, label: str, exit_code: int | None, seconds: float, stdout: str, stderr: str) -> None:
+    def begin(self, label: str) -> None:
+        """A command starts: its stdout lines follow in the log as they arrive (`stream`)."""
+        self._streamed, self._running = 0, label
+
+    def stream(self, line: str) -> None:
+        """One stdout line of the running command, written (masked) the moment it arrives."""
+        if self._streamed == 0:  # the first line: say which command it comes from
+            self._write(f"{time.strftime('%H:%M:%S')} $ {self.redact(self._running)}  (running)\n  [stdout]\n")
+        self._streamed += len(line) + 1
+        if self._streamed <= LOG_OUTPUT_LIMIT:
+            self._write(f"  | {_elide(self.redact(line))}\n")
+        elif self._streamed - len(line) - 1 <= LOG_OUTPUT_LIMIT:
+            self._write("  [... cut ...]\n")
+
+    def record(self, label: str, exit_code: int | None, seconds: float, stdout: str, stderr: str,
+               streamed: bool = False) -> None:
+        """A finished command; with `streamed`, its stdout is already in the log (see `begin`)."""
         self.records.append(ExecRecord(label, exit_code, seconds, len(stdout), len(stderr)))
         lines = [f"{time.strftime('%H:%M:%S')} $ {self.redact(label)}  -> exit {exit_code} in {seconds:.2f}s\n"]
-        for name, text in (("stdout", stdout), ("stderr", stderr)):
+        for name, text in (("stdout", "" if streamed else stdout), ("stderr", stderr)):
             if text.strip():
                 shown = text if len(text) <= LOG_OUTPUT_LIMIT else text[:LOG_OUTPUT_LIMIT] + "\n[... cut ...]\n"
                 lines.append(f"  [{name}]\n" + "".join(f"  | {_elide(ln)}\n" for ln in self.redact(shown).splitlines()))

@@ -127,6 +127,21 @@ class PackageManagerInfo:
     managers_found: tuple[str, ...] = ()
     busy_processes: tuple[ProcessInfo, ...] = ()
     lock_files: tuple[str, ...] = ()
+    dpkg_journal: bool = False             # /var/lib/dpkg/updates is not empty: dpkg was interrupted
+    dpkg_unfinished: tuple[str, ...] = ()  # "package:status" left half-way (unpacked, half-configured...)
+    yum_unfinished: bool = False           # /var/lib/yum/transaction-all.* left by an interrupted yum
+
+    @property
+    def interrupted(self) -> str:
+        """Why the package manager needs a repair before use ("" when it does not)."""
+        reasons = []
+        if self.dpkg_journal:
+            reasons.append("dpkg was interrupted (/var/lib/dpkg/updates is not empty)")
+        if self.dpkg_unfinished:
+            reasons.append("packages left half-way: " + ", ".join(self.dpkg_unfinished))
+        if self.yum_unfinished:
+            reasons.append("yum left an unfinished transaction (/var/lib/yum/transaction-all.*)")
+        return "; ".join(reasons)
 
     @property
     def locked(self) -> bool:

@@ -216,6 +216,9 @@ def _pkg(b: Blocks) -> PackageManagerInfo:
         managers_found=tuple(b.all("pkgmgr", "has")),
         busy_processes=tuple(procs.values()),
         lock_files=tuple(b.all("pkgmgr", "lock_file")),
+        dpkg_journal=b.get("pkgmgr", "dpkg_journal") == "1",
+        dpkg_unfinished=tuple(b.get("pkgmgr", "dpkg_unfinished").split()),
+        yum_unfinished=b.get("pkgmgr", "yum_unfinished") == "1",
     )
 
 

@@ -219,7 +219,10 @@ DOCKER_CE_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io")
 
 def docker_packages(os: OsInfo) -> tuple[str, ...]:
     """docker.io on Debian/Ubuntu, docker on Amazon Linux, docker-ce from Docker's repository on EL
-    (moby-engine is in no EL 8/9 repository)."""
+    (moby-engine is in no EL 8/9 repository). From Debian 13 the client is its own package (docker-cli), only
+    recommended by docker.io."""
+    if os.id == "debian" and (os.version_major or 0) >= 13 or os.id == "debian" and not os.version_id:
+        return ("docker.io", "docker-cli")
     if os.family == "debian":
         return ("docker.io",)
     if os.id == "amzn":

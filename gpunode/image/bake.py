@@ -19,6 +19,7 @@ from gpunode.commands.common import load_hosts
 from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import UsageError
 from gpunode.image import aws
+from gpunode.image.bases import batch_image_type
 from gpunode.image.build import BuildResult
 from gpunode.image.inspect import inspect_host
 from gpunode.image.keys import public_key_line
@@ -84,8 +85,9 @@ def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResul
                                                          root_device=instance.get("RootDeviceName", "/dev/sda1")),
                                          request.launch_template))
     if request.batch:
-        result.outputs.append(write_json(batch_compute_environment(image_id, request.name, [instance_type]),
-                                         request.batch))
+        image_type = batch_image_type(str((report.image or {}).get("os_id", "")))
+        result.outputs.append(write_json(batch_compute_environment(image_id, request.name, [instance_type],
+                                                                   image_type=image_type), request.batch))
     (directory / "image.json").write_text(json.dumps({"build_id": build_id, "image_id": image_id,
                                                       "region": request.region, "tags": tags}, indent=2) + "\n")
     out(f"AMI {image_id} ({request.region}) from {instance_id}: driver {tags['gpunode:driver']}, "
@@ -104,7 +106,8 @@ def _prepare_instance(request: BakeRequest, host, options: ConnectOptions, repor
         return
     key = None if request.keep_key or not host.key_file else public_key_line(host.key_file)
     report.phase = "finalize"
-    if not run_phase(load_playbook(FINALIZE), host, finalize_vars(key, None, request.min_free_gb, False), options,
+    if not run_phase(load_playbook(FINALIZE), host, finalize_vars(key, None, request.min_free_gb, False,
+                                                                  ecs_agent=bool(request.batch)), options,
                      report, "finalize"):
         return
     report.phase, report.ok = "done", True

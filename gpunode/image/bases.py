@@ -15,6 +15,8 @@ class AwsBase:
     owners: tuple[str, ...]
     ssh_username: str
     root_device: str
+    ecs_agent: bool = False             # the base ships the ECS agent (what AWS Batch starts jobs through)
+    batch_image_type: str = "ECS_AL2_NVIDIA"  # Ec2Configuration.imageType of a Batch compute environment
 
 
 AWS_BASES = {
@@ -22,12 +24,20 @@ AWS_BASES = {
                             "/dev/sda1"),
     "ubuntu-24.04": AwsBase("ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*", (CANONICAL,), "ubuntu",
                             "/dev/sda1"),
-    "al2023": AwsBase("al2023-ami-2023.*-kernel-6.1-x86_64", (AMAZON,), "ec2-user", "/dev/xvda"),
+    "al2023": AwsBase("al2023-ami-2023.*-kernel-6.1-x86_64", (AMAZON,), "ec2-user", "/dev/xvda",
+                      batch_image_type="ECS_AL2023_NVIDIA"),
+    # The ECS-optimized AL2023 AMIs (ECS agent, Docker, containerd): what AWS Batch instances run. The GPU one also
+    # carries NVIDIA's driver and container toolkit as AWS ships them.
+    "al2023-ecs": AwsBase("al2023-ami-ecs-hvm-2023.0.*-kernel-6.1-x86_64", (AMAZON,), "ec2-user", "/dev/xvda",
+                          ecs_agent=True, batch_image_type="ECS_AL2023_NVIDIA"),
+    "al2023-ecs-gpu": AwsBase("al2023-ami-ecs-gpu-hvm-2023.0.*-kernel-6.1-x86_64", (AMAZON,), "ec2-user",
+                              "/dev/xvda", ecs_agent=True, batch_image_type="ECS_AL2023_NVIDIA"),
     "debian-12": AwsBase("debian-12-amd64-*", (DEBIAN,), "admin", "/dev/xvda"),
 }
 # Alibaba Cloud and Tencent Cloud need the base image id (`--source-image`); the base picks the login user.
-ALICLOUD_USERS = {"ubuntu-22.04": "root", "ubuntu-24.04": "root", "debian-12": "root"}
-TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root"}
+# Alibaba Cloud Linux 3 and TencentOS Server 3 are the clouds' own OS for ACK and TKE node pools (root logs in).
+ALICLOUD_USERS = {"ubuntu-22.04": "root", "ubuntu-24.04": "root", "debian-12": "root", "alinux-3": "root"}
+TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root", "tencentos-3": "root"}
 QEMU_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "debian"}
 
 
@@ -36,6 +46,13 @@ def aws_base(base: str) -> AwsBase:
         return AWS_BASES[base]
     except KeyError:
         raise UsageError(f"unknown base {base!r} for AWS", fix=f"use one of: {', '.join(AWS_BASES)}") from None
+
+
+def batch_image_type(os_id: str) -> str:
+    """The Batch imageType for an image whose /etc/os-release is `ID-VERSION_ID` (bake: the base is not known)."""
+    if os_id.startswith("amzn-2023"):
+        return "ECS_AL2023_NVIDIA"
+    return "ECS_AL2_NVIDIA"
 
 
 def other_base(builder: str, base: str) -> str:

@@ -16,8 +16,10 @@ from gpunode.commands.common import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
 from gpunode.image.bases import aws_base, other_base
-from gpunode.image.keys import generate_key, public_key_line
+from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
+from gpunode.image.names import check_network_vars, cloud_image_name
+from gpunode.image.outputs import JobSpec
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import static_tags, version_tags
@@ -31,7 +33,7 @@ class BuildRequest:
     """Everything `build-ami` / `build-image` was asked for."""
 
     builder: str = "aws"
-    playbook: str = "playbooks/gpu-node.yml"
+    playbook: str = "gpu-node"  # a built-in name or a path
     variables: list[str] = field(default_factory=list)     # playbook variables, KEY=VALUE
     base: str = "ubuntu-22.04"
     region: str | None = None
@@ -48,6 +50,9 @@ class BuildRequest:
     validate_only: bool = False
     launch_template: str | None = None
     batch: str | None = None
+    batch_job_definition: str | None = None                 # also write a Batch job definition (needs `job`)
+    job: JobSpec | None = None
+    user_data: str = ""                                     # embedded in the launch template (--user-data FILE)
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
@@ -76,7 +81,11 @@ class _Build:
 
     @property
     def name(self) -> str:
-        return self.request.name or f"gpunode-{self.book.name}-{self.request.base}-{self.build_id}"
+        """The image name; on alicloud/tencent one the cloud accepts (it is also the Name tag and the record's)."""
+        name = self.request.name or f"gpunode-{self.book.name}-{self.request.base}-{self.build_id}"
+        if self.request.builder in ("alicloud", "tencent"):
+            return cloud_image_name(self.request.builder, name, self.build_id, bool(self.request.name))
+        return name
 
     @property
     def keypair_name(self) -> str:
@@ -94,6 +103,9 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
     _check_base(request)
+    check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
+    if request.batch_job_definition and request.job is None:
+        raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
     build = _prepare(request)
     variables = _template_vars(build)
     staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
@@ -128,7 +140,8 @@ def _check_base(request: BuildRequest) -> None:
         return
     other_base(request.builder, request.base)
     if not request.source_image:
-        example = {"alicloud": "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
+        example = {"alicloud": "aliyun_3_x64_20G_alibase_<date>.vhd" if request.base == "alinux-3" else
+                   "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
                    "qemu": "a qcow2 path or URL, e.g. debian-12-genericcloud-amd64.qcow2"}[request.builder]
         raise UsageError(f"{request.builder} builds need the base image", fix=f"add --source-image ({example})")
     if request.builder == "qemu" and "://" not in request.source_image:
@@ -144,6 +157,9 @@ def _prepare(request: BuildRequest) -> _Build:
     book = load_playbook(request.playbook)
     variables = parse_vars(request.variables)
     parse_vars(request.packer_vars)  # refused now, not after a build folder exists
+    if request.ssh_key and not Path(request.ssh_key).expanduser().is_file():
+        raise UsageError(f"no such key file: {request.ssh_key}", source="--ssh-key",
+                         fix="give the path of an existing private key, or leave --ssh-key out: gpunode makes one")
     build_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     directory = Path(request.build_root).resolve() / build_id
     directory.mkdir(parents=True)
@@ -151,15 +167,23 @@ def _prepare(request: BuildRequest) -> _Build:
     if request.ssh_key:
         build.key_file = str(Path(request.ssh_key).resolve())
         build.public_key = public_key_line(build.key_file)
-    elif request.builder in ("aws", "qemu"):
+    else:  # every builder: gpunode's own key (imported on AWS, user data on alicloud/tencent, NoCloud on qemu)
         build.key_file = str(directory / "id_ed25519")
         build.public_key = generate_key(Path(build.key_file), f"gpunode-build-{build_id}")
     if request.driver_branch:
         variables["driver_branch"] = int(request.driver_branch)
     BuildSpec(playbook=str(Path(book.path).resolve()), build_dir=str(directory), variables=variables,
               key_file=build.key_file, verify=request.verify, expect_gpus=request.expect_gpus,  # type: ignore[arg-type]
-              min_free_gb=request.min_free_gb, power_off=request.builder == "qemu").write()
+              min_free_gb=request.min_free_gb, power_off=request.builder == "qemu",
+              ecs_agent=needs_ecs_agent(request)).write()
     return build
+
+
+def needs_ecs_agent(request: BuildRequest) -> bool:
+    """An image for AWS Batch (an ECS base, or a Batch output asked for) must pass the ECS agent checks."""
+    if request.builder != "aws":
+        return False
+    return aws_base(request.base).ecs_agent or bool(request.batch or request.batch_job_definition)
 
 
 def _template_vars(build: _Build) -> dict[str, Any]:
@@ -181,15 +205,14 @@ def _template_vars(build: _Build) -> dict[str, Any]:
         )
         variables.setdefault("region", "us-east-1")
     elif request.builder in ("alicloud", "tencent"):
-        variables.update(image_name=build.name[:60] if request.builder == "tencent" else build.name,
-                         source_image=request.source_image, tags=build.static_tags(),
-                         ssh_username=other_base(request.builder, request.base))
+        user = other_base(request.builder, request.base)
+        variables.update(image_name=build.name, source_image=request.source_image, tags=build.static_tags(),
+                         ssh_username=user, ssh_private_key_file=build.key_file,
+                         user_data=key_user_data(user, build.public_key))
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),
             ssh_private_key_file=build.key_file, seed_dir=str(_nocloud_seed(build)), accelerator=qemu_accelerator())
-    if request.builder in ("alicloud", "tencent") and build.key_file:
-        variables["ssh_private_key_file"] = build.key_file
     variables.update(parse_vars(request.packer_vars))
     return variables
 
@@ -249,7 +272,7 @@ def _artifact(build: _Build, run: packer_cli.PackerRun) -> str:
 def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
                out: Callable[[str], None]) -> BuildResult:
     from gpunode.image import aws
-    from gpunode.image.outputs import batch_compute_environment, launch_template, write_json
+    from gpunode.image.outputs import batch_compute_environment, batch_job_definition, launch_template, write_json
 
     request = build.request
     ec2 = aws.ec2_client(result.region, request.endpoint)
@@ -273,11 +296,15 @@ def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
     base = aws_base(request.base)
     if request.launch_template:
         result.outputs.append(write_json(launch_template(result.image_id, build.name, request.instance_type or
-                                                         "g5.xlarge", result.tags, root_device=base.root_device),
+                                                         "g5.xlarge", result.tags, root_device=base.root_device,
+                                                         user_data=request.user_data),
                                          request.launch_template))
     if request.batch:
         result.outputs.append(write_json(batch_compute_environment(result.image_id, build.name, [
-            request.instance_type or "g5.xlarge"]), request.batch))
+            request.instance_type or "g5.xlarge"], image_type=base.batch_image_type), request.batch))
+    if request.batch_job_definition and request.job:
+        result.outputs.append(write_json(batch_job_definition(build.name, request.job, result.image_id),
+                                         request.batch_job_definition))
     _record(build, result)
     out(f"AMI {result.image_id} ({result.region}) tagged: driver {result.tags['gpunode:driver']}, "
         f"CUDA {result.tags['gpunode:cuda']}, container toolkit {result.tags['gpunode:container-toolkit']}")

@@ -19,16 +19,20 @@ from typing import Any
 
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image.machine import Artifacts, MachineLine, parse_line
+from gpunode.playbook.builtin import PACKER_DIR
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "packer"
+TEMPLATES_DIR = PACKER_DIR  # packer/ in the repo, shipped in the wheel as gpunode/_packer
 TEMPLATES = {"aws": "aws.pkr.hcl", "alicloud": "alicloud.pkr.hcl", "tencent": "tencent.pkr.hcl", "qemu": "qemu.pkr.hcl"}
 # Packer 1.7+ needs these plugins (packer/plugins.pkr.hcl lists them all for `packer init`).
+# Each range is one minor series whose first and last releases' argument lists were read from the plugin's source
+# (tests/data/packer_builder_args.json); a template argument missing from any of them fails a test.
 PLUGINS = {
-    "aws": ("amazon", "github.com/hashicorp/amazon", ">= 1.2.0"),
-    "alicloud": ("alicloud", "github.com/hashicorp/alicloud", ">= 1.1.0"),
-    "tencent": ("tencentcloud", "github.com/hashicorp/tencentcloud", ">= 1.0.0"),
-    "qemu": ("qemu", "github.com/hashicorp/qemu", ">= 1.1.0"),
+    "aws": ("amazon", "github.com/hashicorp/amazon", ">= 1.8.0, < 1.9.0"),
+    "alicloud": ("alicloud", "github.com/hashicorp/alicloud", ">= 1.1.0, < 1.2.0"),
+    "tencent": ("tencentcloud", "github.com/hashicorp/tencentcloud", ">= 1.2.0, < 1.3.0"),
+    "qemu": ("qemu", "github.com/hashicorp/qemu", ">= 1.1.0, < 1.2.0"),
 }
+MODERN_ONLY = "#gpunode-1.7+ "  # template lines for Packer 1.7+ plugins only, uncommented when staged there
 INSTALL_FIX = ("install Packer: `apt-get install packer` (Debian's 1.6.6 has every builder built in and works offline) "
                "or HashiCorp's Packer 1.9+ and then `packer init packer/plugins.pkr.hcl`")
 
@@ -82,10 +86,18 @@ def stage(builder: str, packer: Packer, directory: Path) -> Path:
     if builder not in TEMPLATES:
         raise UsageError(f"unknown builder {builder!r}", fix=f"use one of: {', '.join(TEMPLATES)}")
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(TEMPLATES_DIR / TEMPLATES[builder], directory / TEMPLATES[builder])
+    (directory / TEMPLATES[builder]).write_text(template_text(builder, packer.modern))
     if packer.modern:
         (directory / "plugins.pkr.hcl").write_text(plugins_hcl(builder))
     return directory
+
+
+def template_text(builder: str, modern: bool) -> str:
+    """The template as staged: on Packer 1.7+ the plugin-only lines (MODERN_ONLY) become arguments."""
+    text = (TEMPLATES_DIR / TEMPLATES[builder]).read_text()
+    if not modern:
+        return text
+    return re.sub(rf"^(\s*){re.escape(MODERN_ONLY)}", r"\1", text, flags=re.M)
 
 
 def ensure_plugins(builder: str, packer: Packer, directory: Path, log: Callable[[str], None] = print) -> None:

@@ -21,7 +21,7 @@ from gpunode.image.poweroff import wait_until_powered_off
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.inventory import Host
-from gpunode.playbook import Playbook, load_playbook
+from gpunode.playbook import Playbook, builtin_path, load_playbook
 from gpunode.report.live import PlainEvents
 from gpunode.report.model import RunResult
 from gpunode.report.summary import print_summary
@@ -29,7 +29,7 @@ from gpunode.runner import RunOptions, run_playbook
 from gpunode.steps.image import ALL
 from gpunode.verify import Expectations
 
-FINALIZE = Path(__file__).resolve().parents[2] / "playbooks" / "image-finalize.yml"
+FINALIZE = builtin_path("image-finalize")  # playbooks/image-finalize.yml, shipped in the wheel
 
 
 def build_host(spec: BuildSpec, address: str, port: int, user: str) -> Host:
@@ -84,7 +84,7 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
         return
     finalize = load_playbook(spec.finalize_playbook or FINALIZE)
     variables = finalize_vars(public_key_line(host.key_file or ""), spec.cleanup, spec.min_free_gb,
-                              spec.require_driver, power_off=spec.power_off)
+                              spec.require_driver, power_off=spec.power_off, ecs_agent=spec.ecs_agent)
     report.phase = "finalize"
     if not run_phase(finalize, host, variables, options, report, "finalize"):
         return
@@ -96,13 +96,13 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
 
 
 def finalize_vars(public_key: str | None, cleanup: list[str] | None, min_free_gb: float,
-                  require_driver: bool, power_off: bool = False) -> dict:
+                  require_driver: bool, power_off: bool = False, ecs_agent: bool = False) -> dict:
     """Variables for playbooks/image-finalize.yml; without a known key there is no build key to remove."""
     categories = list(ALL) if cleanup is None else list(cleanup)
     if not public_key:
         categories = [c for c in categories if c != "build-key"]
     return {"build_public_key": public_key, "cleanup_categories": categories, "min_free_gb": min_free_gb,
-            "require_driver": require_driver, "power_off": power_off}
+            "require_driver": require_driver, "power_off": power_off, "ecs_agent": ecs_agent}
 
 
 def run_phase(book: Playbook, host: Host, variables: dict, options: ConnectOptions, report: BuildReport,

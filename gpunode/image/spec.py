@@ -31,6 +31,7 @@ class BuildSpec:
     require_driver: bool = False
     cleanup: list[str] | None = None     # image_cleanup categories; None: all
     power_off: bool = False              # qemu: gpunode powers the VM off at the end (the template cannot)
+    ecs_agent: bool = False              # AWS Batch: the image must run the ECS agent (image_validate checks it)
 
     @property
     def report_path(self) -> Path:

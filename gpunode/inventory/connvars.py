@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from gpunode.inventory.layers import Origin, Resolved, usage_error
+from gpunode.inventory.model import Host
 from gpunode.inventory.sshargs import SshOptions, parse_ssh_args
+from gpunode.values import FALSE_WORDS, TRUE_WORDS
 
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-_TRUE = frozenset({"true", "yes", "y", "on", "1", "t"})
-_FALSE = frozenset({"false", "no", "n", "off", "0", "f"})
+_TRUE = TRUE_WORDS
+_FALSE = FALSE_WORDS - {""}
 _SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
 
-# Each setting: native name first, then the Ansible names. The value set at the highest precedence level wins;
-# at the same level the native name wins.
+# Each setting: native name first, then the Ansible names. An Ansible name (`ansible_user`...) always wins, at
+# whatever level it is set (the one at the highest level among them); the native short name applies only where no
+# Ansible name is set, so an application's own `user` or `port` variable never changes how gpunode connects.
 ADDRESS = ("address", "ansible_host", "ansible_ssh_host")
 PORT = ("port", "ansible_port", "ansible_ssh_port")
 USER = ("user", "ansible_user", "ansible_ssh_user")
@@ -24,6 +28,7 @@ PASSWORD = ("password", "ansible_password", "ansible_ssh_pass", "ansible_ssh_pas
 BECOME = ("become", "ansible_become")
 BECOME_PASSWORD = ("become_password", "ansible_become_password", "ansible_become_pass")
 CONNECTION = ("connection", "ansible_connection")
+SETTINGS = (ADDRESS, PORT, USER, KEY, PASSWORD, BECOME, BECOME_PASSWORD, CONNECTION)
 
 
 @dataclass(frozen=True)
@@ -37,12 +42,26 @@ class Picked:
 
 
 def pick(resolved: Resolved, names: tuple[str, ...]) -> Picked | None:
-    """The variable among ``names`` set at the highest precedence level (earlier name wins a tie)."""
+    """The variable for one setting: the Ansible names win (highest level first), else the native name."""
     best: Picked | None = None
-    for name in names:
+    for name in names[1:]:
         if name in resolved.values and (best is None or resolved.rank[name] > best.rank):
             best = Picked(name, resolved.values[name], resolved.origins[name], resolved.rank[name])
+    if best is None and names[0] in resolved.values:
+        name = names[0]
+        best = Picked(name, resolved.values[name], resolved.origins[name], resolved.rank[name])
     return best
+
+
+def with_extra_vars(host: Host, extra: dict[str, Any]) -> Host:
+    """The host as `--var` sees it: extra vars win over the inventory, connection variables included (Ansible)."""
+    names = {n for setting in SETTINGS for n in setting} | set(_SSH_ARG_VARS) | {"jump", "known_hosts"}
+    if not names & set(extra):
+        return host
+    resolved = Resolved(dict(host.vars), {k: Origin("<inventory>") for k in host.vars}, {k: 0 for k in host.vars})
+    for key, value in extra.items():
+        resolved.values[key], resolved.origins[key], resolved.rank[key] = value, Origin("--var"), 1
+    return dataclasses.replace(host, vars=resolved.values, **connection_settings(host.name, resolved))
 
 
 def connection_settings(host: str, resolved: Resolved) -> dict[str, Any]:
@@ -63,6 +82,7 @@ def connection_settings(host: str, resolved: Resolved) -> dict[str, Any]:
         "proxy_command": proxy_command,
         "known_hosts": _path(_text(pick(resolved, ("known_hosts",)))),
         "local": _is_local(host, address, pick(resolved, CONNECTION)),
+        "accept_new_host_keys": _accept_new_keys(host, resolved, ssh),
     }
 
 
@@ -120,6 +140,15 @@ def _bool(host: str, picked: Picked | None) -> bool:
         f"host {host!r}: {picked.name} must be true or false, got {value!r}",
         f"set {picked.name}: true (or false)",
     )
+
+
+def _accept_new_keys(host: str, resolved: Resolved, ssh: SshOptions) -> bool:
+    """Trust unknown host keys on first use when the inventory turns host key checking off the Ansible way
+    (`-o StrictHostKeyChecking=no|accept-new`, `ansible_host_key_checking: false`). A changed key is still refused."""
+    checking = pick(resolved, ("host_key_checking", "ansible_host_key_checking"))
+    if checking is not None and _bool(host, checking) is False:
+        return True
+    return ssh.strict_host_keys in ("no", "off", "accept-new")
 
 
 def _is_local(host: str, address: str | None, connection: Picked | None) -> bool:

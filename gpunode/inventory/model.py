@@ -31,6 +31,7 @@ class Host:
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict, repr=False)
     jump_key_file: str | None = None
+    accept_new_host_keys: bool = False   # the inventory turned strict host key checking off (first use only)
 
 
 @dataclass
@@ -77,6 +78,6 @@ class Inventory:
         """The structure ``ansible-inventory --list`` prints (secrets redacted)."""
         return ansible_list(self)
 
-    def graph(self) -> str:
-        """The tree ``ansible-inventory --graph`` prints."""
-        return graph(self)
+    def graph(self, keep: set[str] | None = None) -> str:
+        """The tree ``ansible-inventory --graph`` prints (only the `keep` hosts when given)."""
+        return graph(self, keep)

@@ -41,16 +41,23 @@ def ansible_list(inventory: Inventory) -> dict[str, Any]:
     return result
 
 
-def graph(inventory: Inventory) -> str:
-    """``@all:`` then ``  |--@group:`` and ``  |  |--host`` lines, children before hosts."""
+def graph(inventory: Inventory, keep: set[str] | None = None) -> str:
+    """``@all:`` then ``  |--@group:`` and ``  |  |--host`` lines, children before hosts; only `keep` hosts
+    (and the groups that lead to them) when given, as ``ansible-inventory --graph --limit``."""
     lines: list[str] = []
+
+    def shown(group: Group) -> bool:
+        if keep is None:
+            return True
+        return any(h in keep for h in group.hosts) or any(shown(inventory.groups[c]) for c in group.children)
 
     def walk(group: Group, depth: int) -> None:
         lines.append(_indent(f"@{group.name}:", depth))
         for child in group.children:
-            walk(inventory.groups[child], depth + 1)
+            if shown(inventory.groups[child]):
+                walk(inventory.groups[child], depth + 1)
         if group.name != "all":
-            lines.extend(_indent(host, depth + 1) for host in group.hosts)
+            lines.extend(_indent(host, depth + 1) for host in group.hosts if keep is None or host in keep)
 
     walk(inventory.groups["all"], 0)
     return "\n".join(lines)

@@ -30,6 +30,7 @@ class SshOptions:
     proxy_command: str | None = None
     jump_key_file: str | None = None
     proxy_seen: bool = False
+    strict_host_keys: str | None = None   # StrictHostKeyChecking: "no" / "accept-new" mean trust on first use
 
     def merge(self, later: SshOptions) -> SshOptions:
         """Combine with options that come later on the ssh command line (earlier values win)."""
@@ -37,6 +38,7 @@ class SshOptions:
             port=self.port or later.port,
             user=self.user or later.user,
             key_file=self.key_file or later.key_file,
+            strict_host_keys=self.strict_host_keys or later.strict_host_keys,
         )
         proxy_owner = self if self.proxy_seen else later
         out.jump, out.proxy_command = proxy_owner.jump, proxy_owner.proxy_command
@@ -76,6 +78,8 @@ def _apply_option(opts: SshOptions, key: str, value: str) -> None:
         opts.user = opts.user or value
     elif key == "identityfile":
         opts.key_file = opts.key_file or value
+    elif key == "stricthostkeychecking":
+        opts.strict_host_keys = opts.strict_host_keys or value.lower()
     elif key in ("proxyjump", "proxycommand") and not opts.proxy_seen:
         opts.proxy_seen = True
         if value.lower() == "none":

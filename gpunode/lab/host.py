@@ -52,6 +52,9 @@ class LabHost:
         (root / "etc/hostname").write_text(self.name + "\n")
         (root / "etc/hosts").write_text(f"127.0.0.1 localhost\n{self.address} {self.name}\n")
         shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
+        # Tests and the bench open many connections at once; sshd's default MaxStartups (10:30:100) drops
+        # unauthenticated connections beyond 10 at random, which looked like a flaky lab.
+        (root / "etc/ssh/sshd_config.d/lab-limits.conf").write_text("MaxStartups 200:30:400\n")
         key = root / "etc/ssh/ssh_host_ed25519_key"
         if not key.exists():
             sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.name, "-f", str(key))

@@ -15,6 +15,10 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
+class SubnetInUse(ValueError):
+    """Another interface (usually another lab's bridge) already has an address in this lab's subnet."""
+
+
 class LabNetwork:
     """Bridge `br<tag>` on `subnet`: .1 is the gateway, hosts get addresses from .10 up."""
 
@@ -28,19 +32,33 @@ class LabNetwork:
         return str(self.subnet.network_address + 10 + index)
 
     def up(self) -> None:
-        """Create the bridge and NAT (idempotent)."""
+        """Create the bridge and NAT (idempotent); refuse a subnet that another interface already uses."""
+        self.check_subnet_free()
         if sh("ip", "link", "show", self.bridge, check=False).returncode != 0:
             sh("ip", "link", "add", self.bridge, "type", "bridge")
         sh("ip", "addr", "replace", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
         sh("ip", "link", "set", self.bridge, "up")
         Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
         rule = ["-s", str(self.subnet), "!", "-o", self.bridge, "-j", "MASQUERADE"]
-        if sh("iptables", "-t", "nat", "-C", "POSTROUTING", *rule, check=False).returncode != 0:
-            sh("iptables", "-t", "nat", "-A", "POSTROUTING", *rule)
+        if sh("iptables", "-w", "-t", "nat", "-C", "POSTROUTING", *rule, check=False).returncode != 0:
+            sh("iptables", "-w", "-t", "nat", "-A", "POSTROUTING", *rule)
+
+    def check_subnet_free(self) -> None:
+        """Two labs on one subnet get the same addresses on two bridges: connections then reach the other lab's
+        host (host key "changed", or authentication cut off mid-way). Refuse instead."""
+        listing = sh("ip", "-o", "-4", "addr", "show", check=False).stdout
+        for line in listing.splitlines():
+            fields = line.split()
+            if len(fields) < 4 or fields[2] != "inet" or fields[1] == self.bridge:
+                continue
+            interface = ipaddress.ip_interface(fields[3])
+            if interface.network.overlaps(self.subnet):
+                raise SubnetInUse(f"subnet {self.subnet} is already used by {fields[1]} ({fields[3]}), "
+                                  "another lab or network on this machine")
 
     def down(self) -> None:
         rule = ["-s", str(self.subnet), "!", "-o", self.bridge, "-j", "MASQUERADE"]
-        while sh("iptables", "-t", "nat", "-D", "POSTROUTING", *rule, check=False).returncode == 0:
+        while sh("iptables", "-w", "-t", "nat", "-D", "POSTROUTING", *rule, check=False).returncode == 0:
             pass
         sh("ip", "link", "del", self.bridge, check=False)
 

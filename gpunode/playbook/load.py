@@ -1,4 +1,8 @@
-"""Load and validate a playbook before anything runs: unknown steps and bad arguments are file:line errors."""
+"""Load and validate a playbook before anything runs: unknown steps and bad arguments are file:line errors.
+
+A step may instead include another playbook (`- include: gpu-node` for a built-in, or a path relative to the
+including file) with its own `vars`, `when` and `tags`; its steps and handlers are validated the same way.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from gpunode.errors import UsageError
+from gpunode.playbook.builtin import resolve_playbook
 from gpunode.playbook.template import has_template
 from gpunode.steps import STEP_TYPES
 from gpunode.steps.base import build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
-STEP_KEYWORDS = {"name", "when", "notify", "tags"}
+STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log"}
+INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
 
 
@@ -30,6 +36,11 @@ class StepSpec:
     notify: list[str]
     source: str
     line: int
+    tags: list[str] = field(default_factory=list)
+    # defaults in scope for an included step (its playbook's vars, the includer's, the include's own `vars:`);
+    # inventory vars and --var still override them
+    vars: dict[str, Any] = field(default_factory=dict)
+    sensitive: bool = False  # `sensitive: true` (Ansible: `no_log`): content, diff and output never shown
 
     @property
     def where(self) -> str:
@@ -48,16 +59,23 @@ class Playbook:
     handlers: dict[str, StepSpec] = field(default_factory=dict)
     sha256: str = ""
 
+    @property
+    def tags(self) -> list[str]:
+        """Every tag used by a step, in order of first use."""
+        return list(dict.fromkeys(t for s in self.steps for t in s.tags))
 
-def load_playbook(path: str | Path) -> Playbook:
-    """Parse and validate; raises UsageError naming file:line for any problem."""
+
+def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
+    """Parse and validate; a bare name (`gpu-node`) is a built-in playbook, anything else a path.
+    Raises UsageError naming file:line for any problem."""
+    path = resolve_playbook(ref) if isinstance(ref, str) else Path(ref)
     source = str(path)
     data = load_yaml_file(path)
     if isinstance(data, LineList) and len(data) == 1 and isinstance(data[0], dict):
         data = data[0]  # an Ansible-style one-play list
     if not isinstance(data, LineDict):
         raise UsageError("a playbook must be a mapping with `steps:`", source=source, line=1,
-                         fix="see playbooks/base.yml for the shape")
+                         fix="see `gpunode playbooks --show base` for the shape")
     for key in data:
         if key not in PLAY_KEYS:
             raise UsageError(f"unknown playbook key {key!r}", source=source, line=data.line_of(key),
@@ -69,19 +87,109 @@ def load_playbook(path: str | Path) -> Playbook:
     if not isinstance(steps_data, list) or not steps_data:
         raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
                          fix="add steps, e.g. `- packages: {names: [curl]}`")
-    steps = [_step(item, source, _item_line(steps_data, i, data.line_of("steps"))) for i, item in enumerate(steps_data)]
+    chain = (*_chain, path.resolve())
+    steps: list[StepSpec] = []
     handlers: dict[str, StepSpec] = {}
+    included: list[Playbook] = []
+    for i, item in enumerate(steps_data):
+        line = _item_line(steps_data, i, data.line_of("steps"))
+        if isinstance(item, dict) and "include" in item:
+            book = _include(item, source, line, chain)
+            steps += _scoped(book, item, dict(variables))
+            _merge_handlers(handlers, _scoped_handlers(book, dict(variables), item), source, line)
+            included.append(book)
+        else:
+            steps.append(_step(item, source, line))
     for i, item in enumerate(data.get("handlers") or []):
         handler = _step(item, source, _item_line(data["handlers"], i, data.line_of("handlers")))
-        handlers[handler.name] = handler
+        if handler.tags:
+            raise UsageError("`tags` on a handler have no effect (a handler runs when a step notifies it)",
+                             source=source, line=handler.line, fix="tag the step that notifies it")
+        _merge_handlers(handlers, {handler.name: handler}, source, handler.line)
     for step in steps:
         for target in step.notify:
             if target not in handlers:
-                raise UsageError(f"notify: no handler named {target!r}", source=source, line=step.line,
+                raise UsageError(f"notify: no handler named {target!r}", source=step.source, line=step.line,
                                  fix=f"define it under handlers: (known: {', '.join(handlers) or 'none'})")
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    return Playbook(source, str(data.get("name") or Path(path).stem), data.get("hosts"), dict(variables),
+    digest = hashlib.sha256(path.read_bytes() + "".join(b.sha256 for b in included).encode()).hexdigest()
+    return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
                     steps, handlers, digest)
+
+
+def _include(item: dict, source: str, line: int, chain: tuple[Path, ...]) -> Playbook:
+    """Validate an `include:` item and load the playbook it names (relative paths: from the including file)."""
+    for key in item:
+        if key not in INCLUDE_KEYS:
+            raise UsageError(f"unknown key {key!r} in an include", source=source, line=_line(item, key, line),
+                             fix=f"an include takes: {', '.join(sorted(INCLUDE_KEYS))} (steps go in the included "
+                             "playbook or in their own list item)")
+    ref = item["include"]
+    where = _line(item, "include", line)
+    if not isinstance(ref, str) or not ref.strip():
+        raise UsageError("`include` needs a built-in playbook name or a path", source=source, line=where,
+                         fix="e.g. `- include: gpu-node` or `- include: ./my-steps.yml`")
+    if not isinstance(item.get("vars") or {}, dict):
+        raise UsageError("`vars` of an include must be a mapping", source=source, line=_line(item, "vars", line))
+    _tags(item, source, line)
+    try:
+        target = resolve_playbook(ref, base=Path(source).parent)
+    except UsageError as exc:
+        raise UsageError(f"include {ref!r}: {exc.cause.split(': ', 1)[-1]}", source=source, line=where,
+                         fix=exc.fix) from None
+    if not target.is_file():
+        raise UsageError(f"include {ref!r}: no such file ({target})", source=source, line=where,
+                         fix="a path is relative to the including playbook; a built-in is a bare name "
+                         "(`gpunode playbooks` lists them)")
+    if target.resolve() in chain:
+        loop = " -> ".join(str(p) for p in (*chain[chain.index(target.resolve()):], target.resolve()))
+        raise UsageError(f"include loop: {loop}", source=source, line=where, fix="remove one of the includes")
+    return load_playbook(target, chain)
+
+
+def _scoped(book: Playbook, item: dict, outer_vars: dict[str, Any]) -> list[StepSpec]:
+    """The included steps with the include's `when`, `tags` and variable defaults applied."""
+    return [_scope(spec, book, item, outer_vars) for spec in book.steps]
+
+
+def _scoped_handlers(book: Playbook, outer_vars: dict[str, Any], item: dict) -> dict[str, StepSpec]:
+    return {name: _scope(spec, book, {"vars": item.get("vars")}, outer_vars) for name, spec in book.handlers.items()}
+
+
+def _scope(spec: StepSpec, book: Playbook, item: dict, outer_vars: dict[str, Any]) -> StepSpec:
+    when = item.get("when")
+    if when is not None and spec.when is not None:
+        when = f"({when}) and ({spec.when})"
+    return dataclasses.replace(
+        spec, when=spec.when if when is None else str(when),
+        tags=list(dict.fromkeys([*_as_list(item.get("tags")), *spec.tags])),
+        vars={**book.vars, **spec.vars, **outer_vars, **dict(item.get("vars") or {})},
+    )
+
+
+def _merge_handlers(handlers: dict[str, StepSpec], new: dict[str, StepSpec], source: str, line: int) -> None:
+    """Handlers of included playbooks join the includer's; one name may not mean two different things."""
+    for name, spec in new.items():
+        known = handlers.get(name)
+        if known and (known.kind, known.args) != (spec.kind, spec.args):
+            raise UsageError(f"handler {name!r} of {spec.where} differs from the one at {known.where}",
+                             source=source, line=line, fix="give one of them another name")
+        handlers.setdefault(name, spec)
+
+
+def _tags(item: dict, source: str, line: int) -> list[str]:
+    """`tags:` as a list of names (a string or a list of strings); anything else is an error."""
+    value = item.get("tags")
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() and "," not in n for n in names):
+        raise UsageError("`tags` must be a name or a list of names", source=source, line=_line(item, "tags", line),
+                         fix="e.g. `tags: [driver]`; select tagged steps with --tags driver (or --skip-tags)")
+    return [n.strip() for n in names]
+
+
+def _as_list(value: Any) -> list[str]:
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
 def _item_line(items: Any, index: int, default: int) -> int:
@@ -105,8 +213,12 @@ def _step(item: Any, source: str, line: int) -> StepSpec:
         raise UsageError(f"arguments of {kind} must be a mapping", source=source, line=_line(item, kind, line))
     notify = item.get("notify") or []
     notify = [notify] if isinstance(notify, str) else list(notify)
+    sensitive = item.get("sensitive", item.get("no_log", False))
+    if not isinstance(sensitive, bool):
+        raise UsageError(f"sensitive must be true or false, got {sensitive!r}", source=source, line=line,
+                         fix="write sensitive: true")
     spec = StepSpec(kind, dict(args), str(item.get("name") or kind), item.get("when"), notify, source,
-                    _line(item, kind, line))
+                    _line(item, kind, line), _tags(item, source, line), sensitive=sensitive)
     check_static_args(spec, args)
     return spec
 

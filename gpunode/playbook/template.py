@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from gpunode.values import bool_filter, truthy
+
 _ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_ENV.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
+
+
+def _lookup(kind: str, name: str) -> str:
+    """Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: secrets kept out of the inventory."""
+    if kind == "env":
+        return os.environ.get(str(name), "")
+    if kind == "file":
+        try:
+            return Path(str(name)).expanduser().read_text().rstrip("\n")  # Ansible strips the final newline
+        except OSError as exc:
+            raise jinja2.TemplateError(f"lookup('file', {name!r}): {exc.strerror or exc}") from None
+    raise jinja2.TemplateError(f"lookup({kind!r}, ...): only 'env' and 'file' lookups exist")
+
+
+_ENV.globals["lookup"] = _lookup
 _WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
 
 
@@ -56,4 +76,4 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
     if isinstance(result, jinja2.Undefined):
         raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
-    return bool(result)
+    return truthy(result)  # Ansible's truthiness: an INI "false" is false

@@ -10,5 +10,6 @@ PIPE_WIDTH = 160
 
 
 def make_console(stderr: bool = False) -> Console:
+    """No emoji codes (`:end:` stays text); user text goes through gpunode.report.text, never as markup."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else PIPE_WIDTH)
+    return Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else PIPE_WIDTH)

@@ -1,30 +1,40 @@
-"""JUnit XML for CI pipelines: one testsuite per host, one testcase per step."""
+"""JUnit XML for CI pipelines: one testsuite per host, one testcase per step.
+
+Every text goes through `visible` (control bytes such as ANSI colours are not allowed in XML 1.0), and each
+suite's counts are counted from the elements written, so they always match.
+"""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
 from gpunode.report.model import RunResult
+from gpunode.report.text import visible
 
 
 def junit_xml(result: RunResult) -> str:
-    suites = ET.Element("testsuites", name=f"gpunode {result.playbook}")
+    suites = ET.Element("testsuites", name=visible(f"gpunode {result.playbook}"))
     for host in result.hosts:
-        suite = ET.SubElement(suites, "testsuite", name=host.host, tests=str(max(1, len(host.steps))),
-                              failures=str(sum(1 for s in host.steps if s.status == "failed")),
-                              errors="1" if host.status in ("unreachable", "cancelled") else "0",
-                              skipped=str(sum(1 for s in host.steps if s.status == "skipped")),
-                              time=f"{host.seconds:.3f}")
+        suite = ET.SubElement(suites, "testsuite", name=visible(host.host), time=f"{host.seconds:.3f}")
         for step in host.steps:
-            case = ET.SubElement(suite, "testcase", classname=host.host, name=step.name, time=f"{step.seconds:.3f}")
+            case = ET.SubElement(suite, "testcase", classname=visible(host.host), name=visible(step.name),
+                                 time=f"{step.seconds:.3f}")
             if step.status == "failed":
-                ET.SubElement(case, "failure", message=step.message[:500]).text = f"{step.message}\nfix: {host.fix}"
+                fix = host.fix if step.name == host.failed_step else ""
+                ET.SubElement(case, "failure", message=visible(step.message[:500])).text = visible(
+                    step.message + (f"\nfix: {fix}" if fix else ""))
             elif step.status == "skipped":
-                ET.SubElement(case, "skipped", message=step.message)
+                ET.SubElement(case, "skipped", message=visible(step.message))
             elif step.actions:
-                ET.SubElement(case, "system-out").text = "\n".join(a["summary"] for a in step.actions)
+                ET.SubElement(case, "system-out").text = visible("\n".join(a["summary"] for a in step.actions))
         if host.status in ("unreachable", "cancelled") or (host.error and not host.steps):
-            case = ET.SubElement(suite, "testcase", classname=host.host, name="connect")
-            ET.SubElement(case, "error", message=host.error[:500]).text = f"{host.error}\nfix: {host.fix}"
+            case = ET.SubElement(suite, "testcase", classname=visible(host.host),
+                                 name="connect" if host.status == "unreachable" or not host.steps else host.status)
+            ET.SubElement(case, "error", message=visible(host.error[:500])).text = visible(
+                f"{host.error}\nfix: {host.fix}")
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        for kind, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            suite.set(attr, str(sum(1 for c in cases if c.find(kind) is not None)))
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

@@ -10,7 +10,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from gpunode.report.console import make_console
 from gpunode.report.model import HostOutcome, StepOutcome
+from gpunode.report.text import literal, visible
 
 STATUS_STYLE = {
     "ok": "green", "changed": "yellow", "would-change": "cyan", "skipped": "dim",
@@ -28,7 +30,7 @@ class PlainEvents:
 
     def _line(self, text: str) -> None:
         with self.lock:
-            print(f"{time.strftime('%H:%M:%S')} {text}", file=self.stream, flush=True)
+            print(f"{time.strftime('%H:%M:%S')} {visible(text)}", file=self.stream, flush=True)
 
     def host_started(self, host: str) -> None:
         self._line(f"[{host}] connecting")
@@ -56,17 +58,18 @@ class LiveEvents:
     """A table with one row per host, refreshed in place."""
 
     def __init__(self, hosts: list[str], console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or make_console(stderr=True)
         self.rows = {h: {"status": "waiting", "step": "", "changed": 0, "started": 0.0, "done": 0.0} for h in hosts}
         self.lock = threading.Lock()
-        self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+        # get_renderable: the table is rebuilt on every refresh, so a long step's time ticks while it runs
+        self.live = Live(console=self.console, refresh_per_second=4, transient=False, get_renderable=self._table)
 
     def __enter__(self) -> LiveEvents:
         self.live.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.live.update(self._table())
+        self.live.refresh()
         self.live.__exit__(*exc)
 
     def _table(self) -> Table:
@@ -74,17 +77,18 @@ class LiveEvents:
         for column in ("host", "status", "step", "changed", "time"):
             table.add_column(column)
         now = time.monotonic()
-        for host, row in self.rows.items():
+        with self.lock:
+            rows = [(host, dict(row)) for host, row in self.rows.items()]
+        for host, row in rows:
             elapsed = (row["done"] or now) - row["started"] if row["started"] else 0.0
-            style = STATUS_STYLE.get(row["status"], "")
-            table.add_row(host, f"[{style}]{row['status']}[/]" if style else row["status"], row["step"],
-                          str(row["changed"]), f"{elapsed:.0f}s")
+            table.add_row(literal(host), literal(row["status"], STATUS_STYLE.get(row["status"], "")),
+                          literal(row["step"]), str(row["changed"]), f"{elapsed:.0f}s")
         return table
 
     def _set(self, host: str, **values) -> None:
         with self.lock:
             self.rows[host].update(values)
-            self.live.update(self._table())
+        self.live.refresh()
 
     def host_started(self, host: str) -> None:
         self._set(host, status="running", step="connect", started=time.monotonic())
@@ -97,7 +101,7 @@ class LiveEvents:
             self._set(host, changed=self.rows[host]["changed"] + 1)
 
     def output(self, host: str, line: str) -> None:
-        self._set(host, step=line[-60:])
+        self._set(host, step=visible(line)[-60:])
 
     def host_finished(self, outcome: HostOutcome) -> None:
         self._set(outcome.host, status=outcome.status, step=outcome.failed_step or "done", done=time.monotonic())

@@ -8,6 +8,7 @@ from rich.table import Table
 from gpunode.report.console import make_console
 from gpunode.report.live import STATUS_STYLE
 from gpunode.report.model import RunResult
+from gpunode.report.text import line, literal
 
 
 def print_summary(result: RunResult, console: Console | None = None, show_diffs: bool | None = None) -> None:
@@ -18,29 +19,32 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
             for step in host.steps:
                 if step.status != "would-change":
                     continue
-                console.print(f"[cyan]{host.host}[/] {step.name} ({step.where}) would:")
+                console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) would:"))
                 for action in step.actions:
-                    reason = f"  [dim]({action['reason']})[/]" if action["reason"] else ""
-                    console.print(f"    - {action['summary']}{reason}", highlight=False)
+                    reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
+                    console.print(line(f"    - {action['summary']}", reason))
                 for diff in step.diffs:
-                    console.print(diff.rstrip("\n"), markup=False, highlight=False)
-    table = Table(title=f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}")
+                    console.print(literal(diff.rstrip("\n")))
+    table = Table(title=literal(f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}"))
     for column in ("host", "status", "ok", "changed", "skipped", "failed", "remote execs", "time"):
         table.add_column(column, justify="right" if column not in ("host", "status") else "left")
     for host in result.hosts:
         counts = {s: sum(1 for st in host.steps if st.status == s) for s in ("ok", "skipped", "failed")}
-        style = STATUS_STYLE.get(host.status, "")
-        table.add_row(host.host, f"[{style}]{host.status}[/]", str(counts["ok"]), str(host.changed),
-                      str(counts["skipped"]), str(counts["failed"]), str(host.exec_count), f"{host.seconds:.1f}s")
+        table.add_row(literal(host.host), literal(host.status, STATUS_STYLE.get(host.status, "")),
+                      str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
+                      str(host.exec_count), f"{host.seconds:.1f}s")
     console.print(table)
     for host in result.hosts:
         if host.error:
             where = f" at step '{host.failed_step}'" if host.failed_step else ""
-            console.print(f"[bold red]{host.host}{where}:[/] {host.error}", highlight=False)
+            console.print(line((f"{host.host}{where}:", "bold red"), " ", host.error))
             if host.fix:
-                console.print(f"  [bold]fix:[/] {host.fix}", highlight=False)
-            if host.log_path:
-                console.print(f"  log: {host.log_path}", highlight=False)
+                console.print(line("  ", ("fix:", "bold"), " ", host.fix))
+        for note in host.notes:
+            if note.startswith(("handlers notified but not run", "handlers that would run")):
+                console.print(line((f"{host.host}:", "yellow"), " ", note))
+        if host.error and host.log_path:
+            console.print(literal(f"  log: {host.log_path}"))
     failed = [h.host for h in result.hosts if h.failed]
-    console.print(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
-                  + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s")
+    console.print(literal(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
+                          + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s"))

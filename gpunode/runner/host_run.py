@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import threading
 import time
@@ -17,6 +18,9 @@ from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import remote_lock
 from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, build_step
+
+# Arguments of a sensitive step that stay visible (where and how, not what).
+VISIBLE_ARGS = {"path", "dest", "owner", "group", "mode", "state", "create", "backup", "timeout", "name"}
 
 
 class Cancelled(GpunodeError):
@@ -51,6 +55,9 @@ class HostRun:
         self.reboot_required = False
         self.changed_something = False
         self.shared: dict[str, Any] = {}
+        self.facts: Facts | None = None
+        self.notified: list[str] = []        # handlers notified by changed steps, in order
+        self.handlers_ran: set[str] = set()
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -66,12 +73,21 @@ class HostRun:
             self._fail(exc, "cancelled")
         except GpunodeError as exc:
             self._fail(exc, "failed")
+            self._handlers_after_failure()
         except Exception as exc:  # noqa: BLE001 - one host's bug must never stop the others
             self._fail(GpunodeError(f"internal error: {type(exc).__name__}: {exc}",
                                     fix="please report this with the host log"), "failed")
         finally:
+            pending = [n for n in self.notified if n not in self.handlers_ran]
+            if pending and not self.check:
+                self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
+            self.conn.activity = "release"
             if self.lock:
                 self.lock.release()
+                if self.lock.still_running:
+                    self.outcome.notes.append(
+                        f"still running on the host (a package transaction is never killed; the host's lock is "
+                        f"held until it ends): {self.lock.still_running}")
             self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.seconds = time.monotonic() - started
@@ -95,15 +111,15 @@ class HostRun:
         self.conn.transcript.note(f"FAILED ({status}): {exc}")
 
     # ---- steps -----------------------------------------------------------------------------------
-    def _variables(self, facts: Facts) -> dict[str, Any]:
-        """Playbook vars are defaults; inventory vars override them; --var overrides both."""
-        return {**self.playbook.vars, **self.host.vars, **self.extra_vars,
+    def _variables(self, facts: Facts, scope: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Playbook vars (and an included step's scope) are defaults; inventory vars override them; --var both."""
+        return {**self.playbook.vars, **(scope or {}), **self.host.vars, **self.extra_vars,
                 "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check}
 
     def _prepare(self, specs: list[StepSpec], facts: Facts) -> list[PlannedStep]:
-        variables = self._variables(facts)
         planned = []
         for spec in specs:
+            variables = self._variables(facts, spec.vars)
             try:
                 if spec.when is not None and not evaluate(str(spec.when), variables):
                     planned.append(PlannedStep(spec, None))
@@ -111,32 +127,53 @@ class HostRun:
                 step = build_step(spec.kind, render(spec.args, variables))
             except (TemplateError, ValueError) as exc:
                 self.outcome.failed_step = spec.name
+                failed = StepOutcome(spec.name, spec.kind, "failed", message=f"{spec.where}: {exc}", where=spec.where)
+                self._finish(failed, time.monotonic(), facts)  # a failed step in every report, not a host error
                 raise GpunodeError(f"{spec.where}: {exc}", step=spec.name,
                                    fix="fix the playbook or the variable it uses") from None
             planned.append(PlannedStep(spec, step, step.probe(facts)))
         return planned
 
     def _run_steps(self, facts: Facts) -> None:
+        self.facts = facts
         planned = self._prepare(self.playbook.steps, facts)
         self._probe(planned)
-        notified: list[str] = []
         for item in planned:
-            facts = self._run_one(item, facts)
-            if self.outcome.steps[-1].status == "changed":
-                notified += [n for n in item.spec.notify if n not in notified]
-        if notified and not self.check:
-            handlers = self._prepare([self.playbook.handlers[n] for n in notified], facts)
-            self._probe(handlers)
-            for item in handlers:
-                facts = self._run_one(item, facts)
-        elif notified:
-            self.outcome.notes.append(f"handlers that would run: {', '.join(notified)}")
+            facts = self.facts = self._run_one(item, facts)
+            if self.outcome.steps[-1].status in ("changed", "would-change"):
+                self.notified += [n for n in item.spec.notify if n not in self.notified]
+        if self.notified and self.check:
+            self.outcome.notes.append(f"handlers that would run: {', '.join(self.notified)}")
+        elif self.notified:
+            self._run_handlers(facts)
+
+    def _run_handlers(self, facts: Facts) -> None:
+        """Run the notified handlers once each, in the order they were notified."""
+        for name in [n for n in self.notified if n not in self.handlers_ran]:
+            (item,) = self._prepare([self.playbook.handlers[name]], facts)  # one by one: a broken one stops only
+            if not self.changed_something:                                   # itself and those after it
+                self._probe([item])  # (after a change, _run_one probes it afresh anyway)
+            self.handlers_ran.add(name)
+            facts = self.facts = self._run_one(item, facts)
+
+    def _handlers_after_failure(self) -> None:
+        """Like Ansible's --force-handlers: a step failed, but the changes already made still get their handlers."""
+        if self.check or self.cancel.is_set() or self.facts is None or not self.notified:
+            return
+        error, fix, failed_step = self.outcome.error, self.outcome.fix, self.outcome.failed_step
+        try:
+            self._run_handlers(self.facts)
+        except GpunodeError as exc:
+            self.outcome.notes.append(f"handler {exc.step or '?'} failed too: {self.conn.transcript.redact(exc.cause)}")
+        finally:  # the host's failure stays the step that failed first
+            self.outcome.error, self.outcome.fix, self.outcome.failed_step = error, fix, failed_step
 
     def _probe(self, planned: list[PlannedStep]) -> None:
         """All probes in one exec, each output split back to its step."""
         todo = [p for p in planned if p.step is not None and p.probe]
         if not todo:
             return
+        self.conn.activity = "probe"
         nonce = secrets.token_hex(4)
         script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
         script += "true\n"  # a probe's own exit status is data for its step, not a failure of the probe
@@ -154,6 +191,10 @@ class HostRun:
         if self.cancel.is_set():
             raise Cancelled("cancelled by the user before this step", step=spec.name)
         self.events.step_started(self.host.name, spec.name)
+        self.conn.activity = spec.name
+        self.conn.sensitive = spec.sensitive
+        if spec.sensitive and item.step is not None:
+            self._hide_values(item.step)
         started = time.monotonic()
         outcome = StepOutcome(spec.name, spec.kind, "ok", where=spec.where)
         self.conn.transcript.note(f"step {spec.name} ({spec.kind}) at {spec.where}")
@@ -163,7 +204,7 @@ class HostRun:
         if self.changed_something and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
         ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.reboot_required,
-                          shared=self.shared)
+                          shared=self.shared, on_output=lambda line: self.events.output(self.host.name, line))
         try:
             actions = item.step.plan(ctx)
             outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
@@ -180,6 +221,8 @@ class HostRun:
             self.reboot_required = ctx.reboot_required
         except GpunodeError as exc:
             outcome.status = "failed"
+            if spec.sensitive:  # its output could hold what the step keeps secret
+                exc.cause = exc.cause.splitlines()[0] + " (output hidden: sensitive step)"
             outcome.message = str(exc.cause)
             self._finish(outcome, started, facts)
             exc.host, exc.step = self.host.name, spec.name
@@ -187,8 +230,21 @@ class HostRun:
             raise
         return self._finish(outcome, started, facts)
 
+    def _hide_values(self, step: Step) -> None:
+        """A sensitive step's argument values (content, lines, commands) become secrets for the logs."""
+        for item in dataclasses.fields(step):
+            if item.name in VISIBLE_ARGS:
+                continue
+            value = getattr(step, item.name)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str):
+                    self.conn.transcript.redact.add(text, *text.splitlines())
+
     def _finish(self, outcome: StepOutcome, started: float, facts: Facts) -> Facts:
         redact = self.conn.transcript.redact  # secrets from vars must not reach diffs, reports or the screen
+        if self.conn.sensitive and outcome.diffs:
+            outcome.diffs = ["(diff hidden: sensitive step)"]
+        self.conn.sensitive = False
         outcome.diffs = [redact(d) for d in outcome.diffs]
         outcome.actions = [{k: redact(v) for k, v in a.items()} for a in outcome.actions]
         outcome.message = redact(outcome.message)

@@ -1,7 +1,11 @@
 """One remote exec that takes the host's run lock, gathers facts, and holds the lock until we let go.
 
-The lock is a flock(1) held by that exec's shell: if the controller dies or the connection drops, sshd
-ends the shell and the kernel releases the lock, so no stale lock is ever left behind.
+The lock is a flock(1) held by that exec's shell. The run's commands are recorded in the guard folder next to
+the lock (`gpunode/connection/guard.py`). The holder lets go when the controller closes its input (the run
+ended, or the connection dropped) or when the controller's heartbeat stops (a network cut). Before letting go
+it stops every command of the run that still runs, except package transactions: for those it keeps the lock
+until they end. A new run is refused while the lock is held or while a recorded command still runs (even if
+its holder died), and the refusal names the step, the command and since when.
 """
 
 from __future__ import annotations
@@ -9,31 +13,86 @@ from __future__ import annotations
 import getpass
 import os
 import socket
+import threading
 import time
 
 from gpunode.connection import Connection, RemoteProcess, q
+from gpunode.connection.guard import FUNCTIONS
+from gpunode.connection.ssh import DEAD_PEER_SECONDS, KEEPALIVE_SECONDS
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts, facts_subshell, parse_facts
 
 FACTS_END = "@@gpunode-facts-end"
 LOCKED = "GPUNODE_LOCKED"
+RUNNING = "GPUNODE_RUNNING"
+WAITING = "@@gpunode-waiting"
+HEARTBEAT_TIMEOUT = max(DEAD_PEER_SECONDS, 10)  # the holder lets go after this long without a heartbeat
 
-
-def _script(owner: str) -> str:
-    return f"""lock_dir=/run/lock; [ -d "$lock_dir" ] && [ -w "$lock_dir" ] || lock_dir=${{TMPDIR:-/tmp}}
-lock="$lock_dir/gpunode.lock"
-exec 9>>"$lock" || {{ echo "{LOCKED} cannot open $lock"; exit 70; }}
-if ! flock -n 9; then echo "{LOCKED} $(cat "$lock.owner" 2>/dev/null)"; echo {FACTS_END}; exit 75; fi
-printf '%s\\n' {q(owner)} > "$lock.owner"
-{facts_subshell("9>&-")}echo {FACTS_END}
-cat >/dev/null
-rm -f "$lock.owner"
+# Bash: list the guard records whose command still runs (stale ones are removed), one per line.
+_LIVE = f"""_gn_live() {{ for _f in "$gd"/[0-9]*; do [ -f "$_f" ] || continue; _p=${{_f##*/}}
+  if _gn_alive "$_p"; then printf '{RUNNING} %s\\t%s\\n' "$_p" "$(cat "$_f" 2>/dev/null)"
+  else rm -f "$_f" 2>/dev/null; fi; done; }}
 """
 
 
-def owner_label() -> str:
-    """Who holds the lock: user@controller, pid and start time."""
-    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+def _script(owner: str) -> str:
+    # One { } block: bash parses all of it before running any, so the heartbeat loop reads heartbeats, not
+    # the rest of the script (bash reads a script from stdin as it goes).
+    return "{\n" + f"""{FUNCTIONS}{_LIVE}lock="$d/gpunode.lock"
+exec 9>>"$lock" || {{ echo "{LOCKED} cannot open $lock"; exit 70; }}
+if ! flock -n 9; then echo "{LOCKED} $(cat "$lock.owner" 2>/dev/null)"; _gn_live; echo {FACTS_END}; exit 75; fi
+live=$(_gn_live)
+if [ -n "$live" ]; then echo "{LOCKED} an earlier run ended, but its commands still run"; echo "$live"
+  echo {FACTS_END}; exit 75; fi
+printf '%s\\n' {q(owner)} > "$lock.owner"
+{facts_subshell("9>&-")}echo {FACTS_END}
+while IFS= read -r -t {HEARTBEAT_TIMEOUT} _; do :; done
+trap '' PIPE HUP INT TERM
+# the run is over (let go, disconnected, or silent): stop what it left running; wait for package transactions
+left=
+for f in "$gd"/[0-9]*; do [ -f "$f" ] || continue; p=${{f##*/}}
+  if _gn_stop "$p"; then rm -f "$f"; else left="$left $p"; fi; done
+if [ -n "$left" ]; then
+  printf '%s\\n' "$(cat "$lock.owner") - ended; its package transaction still runs" > "$lock.owner"
+  echo "{WAITING} $(_gn_live | tr '\\n' ' ')" 2>/dev/null
+  for p in $left; do while _gn_alive "$p"; do sleep 1; done; rm -f "$gd/$p"; done
+fi
+rm -f "$lock.owner"
+""" + "}\n"
+
+
+def this_run() -> str:
+    """This controller process: user@controller and pid (the start of every lock label it writes)."""
+    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def owner_label(host_name: str = "") -> str:
+    """Who holds the lock: user@controller, pid, start time and the inventory name it reached the host by."""
+    return f"{this_run()} since {time.strftime('%Y-%m-%d %H:%M:%S')}" + (f" as {host_name}" if host_name else "")
+
+
+def refusal(conn: Connection, holder: str, running: str = "") -> GpunodeError:
+    """Why the lock was not taken: a lock file this user may not open, this very run, or another run (and what
+    of it still runs there)."""
+    if holder.startswith("cannot open"):
+        return GpunodeError(
+            f"{holder}: the lock file belongs to another user (an earlier run as root?), not to another run",
+            fix="run with become (ansible_become: true) like the earlier runs, or remove the file on the host "
+            "when no gpunode run is active",
+            host=conn.name, step="lock")
+    if holder.startswith(this_run() + " "):
+        other = holder.rpartition(" as ")[2] if " as " in holder else "another inventory name"
+        return GpunodeError(
+            f"this machine is already being provisioned by this same run as {other}: two inventory names point at "
+            "one machine",
+            fix="remove the duplicate entry (same address and port) from the inventory, or narrow --limit",
+            host=conn.name, step="lock")
+    return GpunodeError(
+        f"another gpunode run holds this host's lock ({holder})"
+        + (f"; still running there: {running}" if running else ""),
+        fix="wait for that run to finish; the lock is released automatically when it ends or disconnects "
+        "(a package transaction is never killed: the lock waits for it)",
+        host=conn.name, step="lock")
 
 
 class RunLock:
@@ -42,23 +101,39 @@ class RunLock:
     def __init__(self, process: RemoteProcess, facts: Facts) -> None:
         self.process = process
         self.facts = facts
+        self.still_running = ""  # set by release(): a package transaction the lock now waits for
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="lock-heartbeat", daemon=True)
+        self._beat.start()
 
-    def release(self) -> None:
-        self.process.close()
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(KEEPALIVE_SECONDS):
+            try:
+                self.process.send(b"\n")
+            except Exception:  # noqa: BLE001 - a dead channel: the run notices that elsewhere
+                return
+
+    def release(self, wait: float = 15.0) -> None:
+        """Let go: the holder stops the run's leftovers (or says which package transaction it now waits for)."""
+        self._stop.set()
+        try:
+            self.process.end_input()
+            self.process.read_until(WAITING, wait)
+            if self.process.found:
+                self.still_running = describe(self.process.read_until("\n", 5.0)) or "a package transaction"
+        except (TimeoutError, OSError, EOFError, Exception):  # noqa: BLE001 - a dead channel: nothing to wait for
+            pass
+        self.process.close(wait=0 if self.still_running else 5.0)
 
 
 def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
     """Take the lock and gather facts in one exec; refuse if another run holds the lock."""
-    process = conn.start("bash -s", stdin=_script(owner_label()), label="lock + facts (facts.sh)")
+    process = conn.start("bash -s", stdin=_script(owner_label(conn.name)), label="lock + facts (facts.sh)")
     output = process.read_until(FACTS_END, timeout)
     if output.startswith(LOCKED):
         process.close()
-        holder = output[len(LOCKED):].strip() or "unknown"
-        raise GpunodeError(
-            f"another gpunode run holds this host's lock ({holder})",
-            fix="wait for that run to finish; the lock is released automatically when it ends or disconnects",
-            host=conn.name, step="lock",
-        )
+        first, _, records = output[len(LOCKED):].partition("\n")
+        raise refusal(conn, first.strip() or "unknown", describe(records))
     try:
         facts = parse_facts(output)
     except ValueError as exc:
@@ -66,3 +141,16 @@ def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
         raise GpunodeError(f"could not gather facts: {exc}", host=conn.name, step="facts",
                            fix="check that bash and coreutils exist on the host; see the host log") from None
     return RunLock(process, facts)
+
+
+def describe(records: str) -> str:
+    """Guard records (`GPUNODE_RUNNING pid<TAB>since<TAB>step<TAB>command`) as one line for people."""
+    parts = []
+    for line in records.replace(RUNNING, "\n").splitlines():
+        fields = line.strip().split("\t")
+        if len(fields) < 4 or not fields[0].isdigit():
+            continue
+        pid, since, step, command = fields[:4]
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(since))) if since.isdigit() else since
+        parts.append(f"step {step!r}: `{command}` since {when} (pid {pid})")
+    return "; ".join(parts)

@@ -47,7 +47,7 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
         for future in futures:
             future.cancel()
         for conn in connections.values():
-            conn.close()  # in-flight commands end; remote locks go with their sessions
+            conn.interrupt()  # in-flight commands end with their channels; each host then releases its lock
         pool.shutdown(wait=True, cancel_futures=True)
         for future, run in futures.items():
             if run.host.name not in outcomes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -12,6 +13,11 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
+from gpunode.values import as_bool, file_mode
+
+
+class Mode(str):
+    """A step argument holding a permission mode: normalised to octal digits by `coerce` (see values.file_mode)."""
 
 
 @dataclass
@@ -27,6 +33,7 @@ class Action:
     changes: bool = True          # False for waits and checks that alter nothing
     reboot: bool = False          # the runner performs reboots (reconnect, boot-id check)
     fix: str = ""                 # what to tell the user if this action fails
+    writes: str = ""              # the file this action creates, changes or removes (see StepContext.wrote)
 
 
 @dataclass
@@ -41,6 +48,19 @@ class StepContext:
     reboot_required: bool = False
     notes: list[str] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)   # what steps tell later steps (target kernel...)
+    on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
+
+    def wrote(self, path: str) -> None:
+        """Record a file changed in this run; what later steps must do about it is decided here, once.
+
+        A systemd unit or drop-in -> `daemon_reload_pending` (the `service` step reloads before it acts);
+        a package source or keyring -> `package_sources_changed` (the `packages` step refreshes the lists).
+        """
+        drop_in = ".d/" in path and path.endswith(".conf")
+        if path.startswith(SYSTEMD_DIRS) and (path.endswith(UNIT_SUFFIXES) or drop_in):
+            self.shared["daemon_reload_pending"] = True
+        if path.startswith(PACKAGE_SOURCE_PATHS):
+            self.shared["package_sources_changed"] = True
 
     def require_reboot(self, reason: str) -> None:
         """Ask for a reboot (done by a later `reboot` step) and say why."""
@@ -55,7 +75,25 @@ class StepContext:
         return str(self.shared.get("target_kernel") or self.facts.kernel.running)
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
+        kwargs.setdefault("on_output", self.on_output)
         return self.conn.run(command, **kwargs)
+
+
+SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/lib/systemd/system/", "/usr/lib/systemd/system/",
+                "/usr/local/lib/systemd/system/")
+UNIT_SUFFIXES = (".service", ".socket", ".timer", ".mount", ".automount", ".path", ".target", ".slice", ".swap")
+PACKAGE_SOURCE_PATHS = ("/etc/apt/sources.list", "/etc/apt/trusted.gpg", "/etc/apt/keyrings/",
+                        "/usr/share/keyrings/", "/etc/yum.repos.d/", "/etc/dnf/")
+DISK_FULL = ("No space left on device", "You don't have enough free space", "not enough free space",
+             "Disk quota exceeded")
+
+
+def failure_fix(output: str) -> str:
+    """A fix that the output itself points at (a full disk), whatever the command was; "" when none."""
+    if any(marker in output for marker in DISK_FULL):
+        return ("the host is out of disk space: see `df -h / /var` on it, free space (`apt-get clean` or "
+                "`dnf clean all`, old logs with `journalctl --vacuum-size=200M`) or grow the disk, then run again")
+    return ""
 
 
 class StepFailed(GpunodeError):
@@ -92,8 +130,10 @@ class Step:
             if not result.ok:
                 raise StepFailed(
                     f"{action.summary} failed (exit {result.exit_code}):\n{_indent(result.tail())}",
-                    fix=action.fix or "read the output above and the host's log; fix the cause and run again",
+                    fix=_fix(action, result),
                 )
+            if action.writes:
+                ctx.wrote(action.writes)
             self.after_action(ctx, action, result)
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
@@ -151,6 +191,8 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         raise ValueError(errors[0] if errors else f"{where}: bad value {value!r}")
     if origin is Literal:
         allowed = typing.get_args(hint)
+        if isinstance(value, bool) and ("yes" if value else "no") in allowed:
+            return "yes" if value else "no"  # YAML reads an unquoted `containerd: yes` as true
         if value not in allowed:
             raise ValueError(f"{where} must be one of {', '.join(map(str, allowed))}, got {value!r}")
         return value
@@ -166,11 +208,12 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
             raise ValueError(f"{where} must be a mapping, got {type(value).__name__}")
         return dict(value)
     if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "yes", "on", "false", "no", "off"):
-            return value.lower() in ("true", "yes", "on")
-        raise ValueError(f"{where} must be true or false, got {value!r}")
+        flag = as_bool(value)
+        if flag is None:
+            raise ValueError(f"{where} must be true or false, got {value!r}")
+        return flag
+    if hint is Mode:
+        return Mode(file_mode(value, where))
     if hint in (int, float):
         if isinstance(value, bool):
             raise ValueError(f"{where} must be a number, got {value!r}")
@@ -183,6 +226,15 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
             return str(value)
         raise ValueError(f"{where} must be a string, got {type(value).__name__}")
     return value
+
+
+def _fix(action: Action, result: ExecResult) -> str:
+    """What to tell the user: what the output points at (a full disk) first; for a file write, that the old file
+    was kept; else the action's own fix."""
+    pointed = failure_fix(result.stdout + result.stderr)
+    if pointed:
+        return f"{pointed}; {action.fix}" if action.writes and action.fix else pointed
+    return action.fix or "read the output above and the host's log; fix the cause and run again"
 
 
 def _indent(text: str) -> str:

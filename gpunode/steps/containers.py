@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,12 +20,16 @@ from gpunode.gpu.distro import (
     toolkit_repo_file,
 )
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.containerd_config import ConfigError, LayoutError, Loaded, add_nvidia_runtime, loaded_config
 from gpunode.steps.pkgmgr import Wanted, manager_for
-from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
-CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
+CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"  # where older gpunode releases put the runtime
+OLD_DROPIN_HEADER = "# Written by gpunode: the NVIDIA runtime for containerd."
+CDI_STATIC = "/etc/cdi/nvidia.yaml"        # nvidia-ctk cdi generate (toolkit < 1.18)
+CDI_DYNAMIC = "/var/run/cdi/nvidia.yaml"   # nvidia-cdi-refresh (toolkit 1.18+)
 
 
 @register
@@ -38,17 +43,19 @@ class DockerStep(Step):
     def probe(self, facts: Facts) -> str:
         repo = docker_repo_file(facts.os)
         repo_probe = f"; echo @@repo; {probe_file(repo[0])}" if repo else ""
-        return "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; command -v dockerd || true" + \
-            repo_probe
+        return ("systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; "
+                "command -v dockerd; command -v docker" + repo_probe)
 
     def plan(self, ctx: StepContext) -> list[Action]:
         status, _, repo_probe = ctx.probe_output.partition("@@repo\n")
         props = dict(line.split("=", 1) for line in status.splitlines() if "=" in line)
-        has_engine = ctx.facts.containers.docker_installed or "/dockerd" in status
+        paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
+        has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
+        has_client = any(p.endswith("/docker") for p in paths)
+        names = docker_packages(ctx.facts.os)
         actions = []
+        manager = manager_for(ctx.facts.os.package_manager)
         if not has_engine:
-            manager = manager_for(ctx.facts.os.package_manager)
-            names = docker_packages(ctx.facts.os)
             repo = docker_repo_file(ctx.facts.os)
             state = parse_file_probe(repo_probe)
             if repo and state.content != repo[1]:
@@ -56,6 +63,11 @@ class DockerStep(Step):
                                             reason="docker-ce comes from Docker's repository on EL"))
             actions.append(Action(f"install Docker: {', '.join(names)}", "no Docker engine installed",
                                   manager.install([Wanted(n) for n in names], refresh=True, recommends=False),
+                                  timeout=self.timeout))
+        elif not has_client and names[0] == "docker.io" and len(names) > 1:  # Debian 13: docker.io only
+            # recommends its client
+            actions.append(Action(f"install the Docker client: {', '.join(names[1:])}", "no docker command",
+                                  manager.install([Wanted(n) for n in names[1:]], refresh=True, recommends=False),
                                   timeout=self.timeout))
         if not has_engine or props.get("UnitFileState") != "enabled":
             actions.append(Action("enable docker", "the engine must start at boot", "systemctl enable docker"))
@@ -119,7 +131,8 @@ class ContainerToolkitStep(Step):
 @dataclass
 class ContainerRuntimeStep(Step):
     """Register the nvidia runtime with Docker (merged into daemon.json, every user key kept) and containerd
-    (a drop-in file; the main config only gains an `imports` line), optionally as the default runtime."""
+    (added to config.toml in place, as `nvidia-ctk runtime configure` does: a copy of runc's settings, comments
+    and every other key kept), optionally as the default runtime; optionally a CDI spec."""
 
     kind = "container_runtime"
     docker: bool = True
@@ -129,25 +142,34 @@ class ContainerRuntimeStep(Step):
     cdi: bool = False
 
     def probe(self, facts: Facts) -> str:
-        return (f"{probe_file(DAEMON_JSON)}; echo @@; {probe_file(CONTAINERD_CONFIG)}; echo @@; "
-                f"{probe_file(CONTAINERD_DROPIN)}; echo @@; containerd --version 2>/dev/null; echo @@; "
-                "ls /etc/cdi/nvidia.yaml 2>/dev/null")
+        sections = {
+            "daemon": probe_file(DAEMON_JSON),
+            "main": probe_file(CONTAINERD_CONFIG),
+            "dropin": probe_file(CONTAINERD_DROPIN),
+            "version": "containerd --version 2>/dev/null",
+            "dump": "command -v containerd >/dev/null && containerd config dump 2>/dev/null",
+            "default": "command -v containerd >/dev/null && containerd config default 2>/dev/null",
+            "ctk": "nvidia-ctk --version 2>/dev/null | head -n 1",
+            "cdi": f"ls {CDI_STATIC} {CDI_DYNAMIC} 2>/dev/null; "
+                   "systemctl is-enabled nvidia-cdi-refresh.path 2>/dev/null",
+        }
+        return "; ".join(f"echo @@{name}; {snippet}" for name, snippet in sections.items())
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        daemon, main, dropin, version, cdi = (ctx.probe_output.split("@@\n") + [""] * 5)[:5]
+        sections = _sections(ctx.probe_output)
         actions = []
+        if self.cdi:  # first: it fails without the toolkit, and then nothing else is half-done
+            actions += self._cdi(sections.get("ctk", ""), sections.get("cdi", ""))
         if self.docker:
-            actions += self._docker(parse_file_probe(daemon))
-        has_containerd = bool(version.strip())
-        if self.containerd == "yes" or (self.containerd == "auto" and has_containerd):
-            actions += self._containerd(parse_file_probe(main), parse_file_probe(dropin), version)
-        if self.cdi and "/etc/cdi/nvidia.yaml" not in cdi:
-            actions.append(Action("generate the CDI spec /etc/cdi/nvidia.yaml", "cdi: true",
-                                  "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
-                                  fix="the driver must be loaded (reboot first if it was just installed)"))
+            actions += self._docker(parse_file_probe(sections.get("daemon", "")))
+        version = sections.get("version", "")
+        if self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
+            actions += self._containerd(ctx, parse_file_probe(sections.get("main", "")),
+                                        parse_file_probe(sections.get("dropin", "")), version,
+                                        loaded_config(sections.get("dump", ""), sections.get("default", "")))
         return actions
 
-    def _docker(self, state) -> list[Action]:
+    def _docker(self, state: FileState) -> list[Action]:
         try:
             config = json.loads(state.content) if state.exists and state.content.strip() else {}
         except json.JSONDecodeError as exc:
@@ -156,54 +178,114 @@ class ContainerRuntimeStep(Step):
                              "run again") from None
         if not isinstance(config, dict):
             raise StepFailed(f"{DAEMON_JSON} is not a JSON object; it was left untouched", fix=f"fix {DAEMON_JSON}")
+        runtimes = config.get("runtimes", {})
+        if runtimes is not None and not isinstance(runtimes, dict):
+            raise StepFailed(f'{DAEMON_JSON}: "runtimes" is a {type(runtimes).__name__}, Docker wants an object; '
+                             "it was left untouched", fix=f'make "runtimes" an object (or remove it) in {DAEMON_JSON}')
         merged = json.loads(json.dumps(config))
-        merged.setdefault("runtimes", {})["nvidia"] = {"path": self.runtime_path, "args": []}
+        runtimes = merged.get("runtimes") or {}
+        nvidia = runtimes.get("nvidia") if isinstance(runtimes.get("nvidia"), dict) else {}
+        nvidia = {**nvidia, "path": self.runtime_path}  # the user's runtimeArgs (or args) stay
+        if "args" not in nvidia and "runtimeArgs" not in nvidia:
+            nvidia["args"] = []  # as nvidia-ctk writes it
+        merged["runtimes"] = {**runtimes, "nvidia": nvidia}
         if self.default_runtime:
             merged["default-runtime"] = "nvidia"
         if merged == config:
             return []
-        text = json.dumps(merged, indent=4) + "\n"
+        text = json.dumps(merged, indent=_json_indent(state.content)) + "\n"
         return [write_action(DAEMON_JSON, state, text, reason="nvidia runtime missing from Docker's config")]
 
-    def _containerd(self, main, dropin, version: str) -> list[Action]:
-        major = 2 if " v2." in version or " 2." in version else 1
-        if major >= 2:  # containerd 2.x: config version 3, CRI runtime plugin renamed
-            body = ('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
-                    '  runtime_type = "io.containerd.runc.v2"\n'
-                    '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n'
-                    f'  BinaryName = "{self.runtime_path}"\n')
-        else:
-            body = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
-                    '  runtime_type = "io.containerd.runc.v2"\n'
-                    '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
-                    f'  BinaryName = "{self.runtime_path}"\n')
-        if self.default_runtime:
-            plugin = "io.containerd.cri.v1.runtime" if major >= 2 else "io.containerd.grpc.v1.cri"
-            body += f'[plugins."{plugin}".containerd]\n  default_runtime_name = "nvidia"\n'
-        content = "# Written by gpunode: the NVIDIA runtime for containerd.\n" + body
+    def _containerd(self, ctx: StepContext, main: FileState, dropin: FileState, version: str,
+                    loaded: Loaded) -> list[Action]:
+        if not version.strip():
+            raise StepFailed("containerd: yes, but containerd is not installed: a config.toml written now would "
+                             "hold only the nvidia runtime, and containerd's package would keep it (no runc: the CRI "
+                             "plugin fails)", fix="install containerd before this step (its package ships "
+                             "config.toml), or use containerd: auto")
+        major = containerd_major(version)
         actions = []
-        if dropin.content != content:
-            actions.append(write_action(CONTAINERD_DROPIN, dropin, content, reason="nvidia runtime drop-in"))
-        new_main = _with_import(main.content if main.exists else "", "/etc/containerd/conf.d/*.toml", major)
-        if new_main != (main.content if main.exists else None):
-            actions.append(write_action(CONTAINERD_CONFIG, main, new_main,
-                                        reason="containerd must import its conf.d drop-ins"))
+        if dropin.exists and dropin.content.startswith(OLD_DROPIN_HEADER):
+            # older gpunode releases wrote the runtime here; containerd 1.x let it replace the CRI section
+            actions.append(Action(f"remove {CONTAINERD_DROPIN}", "written by an older gpunode: on containerd 1.x "
+                                  "it replaced the whole CRI section (SystemdCgroup, sandbox_image, mirrors)",
+                                  f"rm -f -- {q(CONTAINERD_DROPIN)}"))
+        try:
+            edit = add_nvidia_runtime(main.content if main.exists else "", major, self.runtime_path,
+                                      self.default_runtime, loaded)
+        except ConfigError as exc:
+            where = f" (line {exc.line}, column {exc.column})" if exc.line else ""
+            raise StepFailed(f"{CONTAINERD_CONFIG} is {exc}{where}; it was left untouched and containerd was not "
+                             "restarted", fix=f"fix {CONTAINERD_CONFIG} by hand (or restore a backup; check it with "
+                             "`containerd config dump`), then run again") from None
+        except LayoutError as exc:
+            raise StepFailed(f"{CONTAINERD_CONFIG} is valid, but {exc}; it was left untouched and containerd was not "
+                             "restarted", fix=f"write the runtimes in {CONTAINERD_CONFIG} as section tables "
+                             "([plugins.\"...\".containerd.runtimes.runc], as `containerd config default` does), "
+                             "then run again; or add the nvidia runtime by hand") from None
+        if edit.note:
+            ctx.notes.append(edit.note)
+        if edit.changes:
+            # containerd itself must load the new file with the runtime in it; on containerd 1.x an imported file
+            # that holds a CRI section replaces the main file's, and the runtime would silently not load.
+            validate = 'containerd --config "$1" config dump | grep -q "runtimes\\.nvidia\\]"'
+            write = write_action(CONTAINERD_CONFIG, main, edit.text, validate=validate, reason="; ".join(edit.changes))
+            write.fix = ("if containerd did not load the runtime: an imported file (see `imports` in "
+                         f"{CONTAINERD_CONFIG}) holds a CRI section and replaces the main file's on containerd 1.x; "
+                         "add the nvidia runtime to that file, or move its settings into config.toml")
+            actions.append(write)
         return actions
 
+    def _cdi(self, ctk: str, present: str) -> list[Action]:
+        """Toolkit 1.18+ keeps /var/run/cdi/nvidia.yaml current itself (nvidia-cdi-refresh); older ones need
+        `nvidia-ctk cdi generate` into /etc/cdi."""
+        if _toolkit_version(ctk) >= (1, 18):
+            if "enabled" in present.split():
+                return []
+            return [Action("enable nvidia-cdi-refresh (the toolkit writes /var/run/cdi/nvidia.yaml)",
+                           "cdi: true; toolkit 1.18+ generates and refreshes the CDI spec itself",
+                           "systemctl enable --now nvidia-cdi-refresh.path && systemctl start nvidia-cdi-refresh",
+                           fix="the driver must be loaded (reboot first if it was just installed)")]
+        if CDI_STATIC in present.split():
+            return []
+        return [Action(f"generate the CDI spec {CDI_STATIC}", "cdi: true",
+                       f"nvidia-ctk cdi generate --output={CDI_STATIC}",
+                       fix="install the container toolkit; the driver must be loaded (reboot first if it was just "
+                       "installed)")]
 
-def _with_import(config: str, pattern: str, major: int) -> str:
-    """The main containerd config with `pattern` in its top-level `imports` (added, never rewritten)."""
-    lines = config.splitlines()
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            break
-        if stripped.startswith("imports"):
-            if pattern in stripped:
-                return config
-            head, _, rest = stripped.partition("[")
-            items = rest.rstrip("]").strip()
-            lines[i] = f'{head}[{items + ", " if items else ""}"{pattern}"]'
-            return "\n".join(lines) + "\n"
-    prefix = [] if any(ln.strip().startswith("version") for ln in lines) else [f"version = {3 if major >= 2 else 2}"]
-    return "\n".join([*prefix, f'imports = ["{pattern}"]', *lines]) + "\n"
+
+def _json_indent(text: str) -> int | str:
+    """The indentation a JSON file already uses (so a merge does not reformat every line); 4 for a new file."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            return line[: len(line) - len(stripped)] if "\t" in line[: len(line) - len(stripped)] \
+                else len(line) - len(stripped)
+    return 4
+
+
+def containerd_major(version: str) -> int:
+    """containerd's major version from `containerd --version` (`containerd github.com/... v2.1.4 ...`)."""
+    for word in version.split()[1:]:
+        match = re.match(r"v?(\d+)\.\d+", word)
+        if match:
+            return int(match.group(1))
+    return 1
+
+
+def _toolkit_version(line: str) -> tuple[int, ...]:
+    match = re.search(r"version (\d+)\.(\d+)", line)
+    return (int(match.group(1)), int(match.group(2))) if match else (0,)
+
+
+def _sections(output: str) -> dict[str, str]:
+    """Probe output split at `@@name` lines."""
+    sections: dict[str, str] = {}
+    name = ""
+    for line in output.splitlines(keepends=True):
+        if line.startswith("@@") and line[2:].strip().isidentifier():
+            name = line[2:].strip()
+            sections.setdefault(name, "")
+            continue
+        sections[name] = sections.get(name, "") + line
+    return sections

@@ -8,8 +8,9 @@ from typing import Literal
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.base import Action, Mode, Step, StepContext, register
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+from gpunode.values import file_mode
 
 
 @register
@@ -20,7 +21,7 @@ class FileStep(Step):
     kind = "file"
     path: str
     content: str | None = None
-    mode: str | None = None
+    mode: Mode | None = None
     owner: str | None = None
     group: str | None = None
     state: Literal["present", "absent"] = "present"
@@ -30,8 +31,8 @@ class FileStep(Step):
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError(f"file.path must be absolute, got {self.path!r}")
-        if self.mode is not None and not re.fullmatch(r"0?[0-7]{3,4}", str(self.mode)):
-            raise ValueError(f"file.mode must be octal like '0644', got {self.mode!r}")
+        if self.mode is not None:
+            self.mode = Mode(file_mode(self.mode, "file.mode"))
 
     def probe(self, facts: Facts) -> str:
         return probe_file(self.path)
@@ -42,8 +43,8 @@ class FileStep(Step):
             if not state.exists:
                 return []
             return [Action(f"remove {self.path}", "file exists", f"rm -f -- {q(self.path)}",
-                           diff=f"--- {self.path}\n+++ /dev/null\n")]
-        mode = format(int(self.mode, 8), "o") if self.mode else ""
+                           diff=f"--- {self.path}\n+++ /dev/null\n", writes=self.path)]
+        mode = self.mode or ""
         if self.content is not None and (not state.exists or state.content != self.content):
             return [write_action(self.path, state, self.content, mode=mode, owner=self.owner or "",
                                  group=self.group or "", backup=self.backup, validate=self.validate or "")]
@@ -52,11 +53,11 @@ class FileStep(Step):
         actions = []
         if mode and state.mode != mode:
             actions.append(Action(f"chmod {mode} {self.path}", f"mode is {state.mode}",
-                                  f"chmod {q(mode)} -- {q(self.path)}"))
+                                  f"chmod {q(mode)} -- {q(self.path)}", writes=self.path))
         if (self.owner and state.owner != self.owner) or (self.group and state.group != self.group):
             who = f"{self.owner or state.owner}:{self.group or state.group}"
             actions.append(Action(f"chown {who} {self.path}", f"owned by {state.owner}:{state.group}",
-                                  f"chown {q(who)} -- {q(self.path)}"))
+                                  f"chown {q(who)} -- {q(self.path)}", writes=self.path))
         return actions
 
 
@@ -70,9 +71,9 @@ class LineStep(Step):
     line: str | None = None
     regexp: str | None = None
     state: Literal["present", "absent"] = "present"
-    create: bool = True
+    create: bool = False  # as Ansible's lineinfile: a mistyped path fails instead of creating a file
     backup: bool = True
-    mode: str | None = None
+    mode: Mode | None = None
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
@@ -81,6 +82,8 @@ class LineStep(Step):
             raise ValueError("line.line is required when state is present")
         if "\n" in (self.line or ""):
             raise ValueError("line.line must be a single line (no newline)")
+        if self.mode is not None:
+            self.mode = Mode(file_mode(self.mode, "line.mode"))
         if self.regexp is not None:
             try:
                 re.compile(self.regexp)
@@ -117,6 +120,6 @@ class LineStep(Step):
         new = self.edit(state.content)
         if state.exists and new == state.content:
             return []
-        mode = format(int(self.mode, 8), "o") if self.mode else ""
+        mode = self.mode or ""
         return [write_action(self.path, state, new, mode=mode, backup=self.backup,
                              reason="line missing or different" if self.state == "present" else "line present")]

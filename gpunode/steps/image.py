@@ -21,6 +21,7 @@ CATEGORIES = {  # category -> what it is, for reasons (scripts/image_cleanup.sh 
     "dhcp": "DHCP leases",
     "udev-net": "udev net rules",
     "auto-upgrades": "unattended upgrades while NVIDIA packages are held",
+    "ecs-state": "ECS agent state (registration, checkpoints)",
     "build-key": "build key in authorized_keys",  # last: nobody logs in with it afterwards
 }
 ALL = list(CATEGORIES)
@@ -96,6 +97,7 @@ class ImageValidateStep(Step):
     authorized_key: str | None = None
     min_free_gb: float = 2.0
     require_driver: bool = False
+    ecs_agent: bool = False            # AWS Batch: the ECS agent enabled, GPU support on when there is a driver
 
     def __post_init__(self) -> None:
         _check_categories(self.cleaned, "image_validate.cleaned")
@@ -117,6 +119,8 @@ class ImageValidateStep(Step):
                 problems += [f"not cleaned ({category}): {what}" for what in items[:5]]
         boot_kernel = sections.get("boot-kernel", "").strip() or ctx.facts.kernel.running
         problems += self._driver_problems(ctx, boot_kernel, sections)
+        if self.ecs_agent:
+            problems += ecs_problems(sections.get("ecs", ""), self._has_driver(ctx, sections), ctx.notes)
         free = ctx.facts.storage.free_bytes.get("/")
         if free is not None and free < self.min_free_gb * 1e9:
             problems.append(f"only {free / 1e9:.1f} GB free on / (at least {self.min_free_gb:g} GB wanted)")
@@ -125,8 +129,15 @@ class ImageValidateStep(Step):
         if problems:
             raise StepFailed("the image is not fit to capture:\n" + "\n".join(f"    - {p}" for p in problems),
                              fix="run image_cleanup for leftovers; build DKMS for the boot kernel (headers for it "
-                             "installed, `dkms autoinstall -k KERNEL`); hold one driver version; grow the root disk")
+                             "installed, `dkms autoinstall -k KERNEL`); hold one driver version; grow the root disk; "
+                             "for AWS Batch, start from --base al2023-ecs (or install and enable the ECS agent), set "
+                             "ECS_ENABLE_GPU_SUPPORT=true in /etc/ecs/ecs.config")
         return []
+
+    @staticmethod
+    def _has_driver(ctx: StepContext, sections: dict[str, str]) -> bool:
+        return bool(driver_versions(ctx.facts.nvidia.packages) or ctx.facts.nvidia.dkms
+                    or sections.get("modules", "").split())
 
     def _driver_problems(self, ctx: StepContext, kernel: str, sections: dict[str, str]) -> list[str]:
         facts = ctx.facts
@@ -157,6 +168,40 @@ class ImageValidateStep(Step):
         else:
             ctx.notes.append(f"nvidia modules built for the boot kernel {kernel}")
         return problems
+
+
+def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]:
+    """What AWS Batch needs of an image, from image_validate.sh's @@ecs lines.
+
+    Batch starts jobs through the ECS agent: its unit enabled (and its program there), its configuration present
+    (/etc/ecs/ecs.config, or the AMI's /var/lib/ecs/ecs.config), ECS_ENABLE_GPU_SUPPORT=true there when the image has
+    an NVIDIA driver (else GPU jobs never get a GPU), and no agent state baked in.
+    """
+    lines = [line.split(" ", 1) for line in evidence.splitlines() if line.strip()]
+    facts: dict[str, list[str]] = {}
+    for key, *rest in lines:
+        facts.setdefault(key, []).append(rest[0] if rest else "")
+    problems = []
+    enabled = (facts.get("enabled") or ["missing"])[0]
+    if enabled not in ("enabled", "enabled-runtime", "static", "alias"):
+        problems.append(f"the ECS agent (ecs.service) is {'not installed' if enabled == 'missing' else enabled}: "
+                        "AWS Batch instances of this image would never join the compute environment")
+    for program in facts.get("program", []):
+        path, _, ok = program.rpartition(" ")
+        if ok != "yes":
+            problems.append(f"ecs.service starts {path}, which is not an executable file")
+    if (facts.get("config") or ["no"])[0] != "yes":
+        problems.append("/etc/ecs/ecs.config is missing (the ECS agent's configuration; /var/lib/ecs/ecs.config "
+                        "neither)")
+    gpu = (facts.get("gpu") or [""])[-1].strip().strip('"').lower()
+    if has_driver and gpu != "true":
+        problems.append("the image has an NVIDIA driver but neither /etc/ecs/ecs.config nor /var/lib/ecs/ecs.config "
+                        "sets ECS_ENABLE_GPU_SUPPORT=true: Batch GPU jobs would get no GPU")
+    for path in facts.get("state", []):
+        problems.append(f"ECS agent state {path} would be baked in (image_cleanup's ecs-state removes it)")
+    if not problems:
+        notes.append(f"ECS agent enabled, its configuration present{', GPU support on' if has_driver else ''}")
+    return problems
 
 
 def _sections(output: str) -> dict[str, str]:

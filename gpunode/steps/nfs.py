@@ -149,6 +149,11 @@ class NfsMountStep(Step):
             actions.append(Action(f"create the mount point {self.path}", "it does not exist",
                                   f"mkdir -p -- {q(self.path)}"))
         fstab_changed = not fstab.exists or new_text != fstab.content
+        if fstab_changed and self.fstab_only and not self.v3 and self.preflight:
+            # no mount follows to prove the export: ask the server's export list before writing the line
+            actions.append(self._role(Action(
+                f"check that {self.server} exports {self.export}", "fstab only: no mount will check the export",
+                self._script("exports", self.server, self.timeout), changes=False), "exports-v4"))
         if fstab_changed:
             actions.append(self._fstab_action(fstab, new_text, state))
         mounting = self._mount_actions(state, remount, fstab_changed)
@@ -305,8 +310,22 @@ class NfsMountStep(Step):
                 problem = export_problem(parse_state(result.stdout), self.server, self.export)
                 if problem:
                     raise StepFailed(f"{problem[0]}; nothing was changed", fix=problem[1])
+            elif role == "exports-v4":
+                self._check_v4_export(ctx, parse_state(result.stdout))
             elif role == "verify":
                 self._verify(parse_state(result.stdout))
+
+    def _check_v4_export(self, ctx: StepContext, listed: NfsState) -> None:
+        """Refuse an export the server's list rules out; say so when the server gives no list (EFS, v4-only)."""
+        if listed.showmount == "ok":
+            problem = export_problem(listed, self.server, self.export)
+            if problem:
+                raise StepFailed(f"{problem[0]}; nothing was changed",
+                                 fix=f"{problem[1]} (an NFSv4 server may map other pseudo paths: if you are sure, "
+                                 "skip the check with --no-preflight / preflight: false)")
+            return
+        ctx.notes.append(f"NFSv4: {self.server} gives no export list ({listed.showmount_error or 'no showmount'}); "
+                         f"{self.export} is not verified until the first mount")
 
     def _restore_fstab(self, ctx: StepContext) -> str:
         assert self._fstab_change is not None

@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, register
-from gpunode.steps.pkgmgr import Wanted, manager_for
+from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 
 # A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
 PACKAGE_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:~-]*(=[A-Za-z0-9._+:~*?\[\]-]+)?")
@@ -40,6 +41,20 @@ class PackagesStep(Step):
         if not self.names:
             return []
         manager = manager_for(ctx.facts.os.package_manager)
+        repair = self._repair(ctx, manager)
+        return repair + self._plan(ctx, manager)
+
+    def _repair(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
+        """An interrupted transaction (a cut-off first-boot upgrade, a killed install) is finished first."""
+        why = ctx.facts.pkg.interrupted
+        if not why or ctx.shared.get("package_manager_repaired"):
+            return []
+        ctx.shared["package_manager_repaired"] = True
+        return [Action("repair the interrupted package manager first" + (
+            " (dpkg --configure -a, apt-get -f install)" if manager.name == "apt" else ""), why, manager.repair(),
+            timeout=self.timeout, fix="run the repair by hand on the host and read its errors (dpkg --audit)")]
+
+    def _plan(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
         state = manager.parse(ctx.probe_output)
         wanted = [Wanted.parse(n) for n in self.names]
         if self.state == "absent":
@@ -51,13 +66,16 @@ class PackagesStep(Step):
         missing = [w for w in wanted if not w.satisfied_by(state.installed.get(w.name))]
         if not missing:
             return []
-        stale = state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
+        sources_changed = bool(ctx.shared.get("package_sources_changed"))  # a repository added earlier in this run
+        stale = sources_changed or state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
         reasons = [
             f"{w.name} is {state.installed[w.name]}, wanted {w.version}" if w.name in state.installed
             else f"{w.name} is not installed"
             for w in missing
         ]
         refresh_note = " (after refreshing the package lists)" if stale and manager.name == "apt" else ""
+        if sources_changed:
+            reasons.append("package sources changed in this run: lists refreshed first")
         return [Action(
             f"install packages: {', '.join(w.name for w in missing)}{refresh_note}",
             "; ".join(reasons),
@@ -66,3 +84,8 @@ class PackagesStep(Step):
             fix="check the package names for this distro, the repositories (apt-get update / dnf repolist) and "
             "network access to the mirror",
         )]
+
+    def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
+        command = action.command or ""
+        if " update && " in command or "--refresh" in command:
+            ctx.shared.pop("package_sources_changed", None)  # the lists now know the new sources

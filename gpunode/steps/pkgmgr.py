@@ -84,6 +84,10 @@ class PackageManager:
         """Shell enabling the repositories DKMS builds need (EPEL + CRB/PowerTools on EL); "" when none."""
         return ""
 
+    def repair(self) -> str:
+        """Finish an interrupted transaction (dpkg --configure -a, yum-complete-transaction)."""
+        raise NotImplementedError
+
 
 class AptManager(PackageManager):
     name = "apt"
@@ -138,6 +142,17 @@ class AptManager(PackageManager):
         specs = " ".join(f'{q(n)}="${version_var}*"' for n in names)
         return f"{APT_ENV} apt-get {join(APT_OPTS + ['--no-install-recommends'])} install -- {specs}"
 
+    def repair(self) -> str:
+        # dpkg finishes what it unpacked; apt fixes broken dependencies; what is still half-installed (its
+        # unpack was cut off) is reinstalled; the audit must then be empty.
+        half = ("dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' | "
+                "awk 'substr($0,2,1) ~ /[HU]/ || substr($0,3,1) == \"R\" {print $2}'")
+        return (f"{APT_ENV} dpkg --force-confdef --force-confold --configure -a; "
+                f"apt-get {join(APT_OPTS)} -f install && left=$({half}) && "
+                f"{{ [ -z \"$left\" ] || apt-get {join(APT_OPTS)} install --reinstall -- $left; }} && "
+                "dpkg --configure -a && audit=$(dpkg --audit) && [ -z \"$audit\" ] || "
+                "{ echo \"dpkg --audit after the repair: $audit\" >&2; exit 1; }")
+
 
 class DnfManager(PackageManager):
     """dnf (EL 8/9, Amazon Linux 2023) or yum (Amazon Linux 2)."""
@@ -159,6 +174,7 @@ class DnfManager(PackageManager):
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
         weak = [] if recommends or self.name != "dnf" else ["--setopt=install_weak_deps=False"]  # yum has none
+        weak += ["--refresh"] if refresh and self.name == "dnf" else []  # new repositories: fresh metadata
         return f"{self.name} -y {join(weak)} install -- {join(specs)}".replace("  ", " ")
 
     def remove(self, names: list[str]) -> str:
@@ -213,6 +229,11 @@ class DnfManager(PackageManager):
             return (f"subscription-manager repos --enable codeready-builder-for-rhel-{el}-$(arch)-rpms && "
                     f"{{ rpm -q epel-release >/dev/null || dnf -y install {epel_rpm}; }}")
         return f"{{ rpm -q epel-release >/dev/null || dnf -y install {epel_rpm}; }}"
+
+    def repair(self) -> str:
+        if self.name == "yum":
+            return "yum-complete-transaction -y --cleanup-only && yum -y check"
+        return "dnf -y remove --duplicates; dnf -y check"
 
 
 # One `versionlock list` entry without its `.*`: the name, an optional epoch, version and release.

@@ -68,4 +68,5 @@ def write_action(path: str, state: FileState, content: str, *, mode: str = "", o
         stdin=data,
         diff=unified_diff(path, state.content, content),
         fix="check free space and permissions on the host; the old file was left untouched",
+        writes=path,
     )

@@ -1,53 +1,88 @@
-"""`service`: a systemd unit started/stopped/restarted and enabled/disabled."""
+"""`service`: a systemd unit started/stopped/restarted and enabled/disabled, with daemon-reload when needed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from gpunode.connection import q
+from gpunode.connection import ExecResult, q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+
+JOURNAL_LINES = 15
+
+
+def verified(verb: str, name: str) -> str:
+    """`systemctl VERB` and then a check that the unit is still active a moment later (a unit that dies at once
+    fails here, with its last journal lines), a finished oneshot counting as success."""
+    unit = q(name)
+    journal = f"journalctl -u {unit} -n {JOURNAL_LINES} --no-pager -o short 2>&1"
+    return (
+        f"systemctl {verb} -- {unit} || {{ rc=$?; {{ echo 'its last journal lines:'; {journal}; }} >&2; exit $rc; }};"
+        f" sleep 1; state=$(systemctl show -p ActiveState --value -- {unit});"
+        f" sub=$(systemctl show -p SubState --value -- {unit}); res=$(systemctl show -p Result --value -- {unit});"
+        ' case "$state/$sub/$res" in active/*|reloading/*|inactive/*/success|activating/start*) exit 0;; esac;'
+        f' {{ printf "%s is %s (%s, result %s) right after {verb}; its last journal lines:\\n" {unit} "$state"'
+        f' "$sub" "$res"; {journal}; }} >&2; exit 3'
+    )
 
 
 @register
 @dataclass
 class ServiceStep(Step):
-    """Ensure a systemd unit's state. `restarted`/`reloaded` always act: use them as handlers."""
+    """Ensure a systemd unit's state. `restarted`/`reloaded` always act: use them as handlers.
+
+    `started` and `restarted` check that the unit is active a second later. Unit files or drop-ins changed
+    on disk (systemd's NeedDaemonReload, or written by an earlier step of this run) are reloaded first;
+    `daemon_reload: true` always reloads (as Ansible's systemd module).
+    """
 
     kind = "service"
     name: str
     state: Literal["started", "stopped", "restarted", "reloaded"] | None = None
     enabled: bool | None = None
+    daemon_reload: bool = False
 
     def probe(self, facts: Facts) -> str:
-        return f"systemctl show -p LoadState -p ActiveState -p UnitFileState -- {q(self.name)} 2>&1; true"
+        return (f"systemctl show -p LoadState -p ActiveState -p SubState -p UnitFileState -p NeedDaemonReload"
+                f" -- {q(self.name)} 2>&1; true")
 
     def plan(self, ctx: StepContext) -> list[Action]:
         props = dict(line.split("=", 1) for line in ctx.probe_output.splitlines() if "=" in line)
         unit = q(self.name)
-        if props.get("LoadState") == "not-found":
+        actions = []
+        pending = props.get("NeedDaemonReload") == "yes" or ctx.shared.get("daemon_reload_pending")
+        if pending or self.daemon_reload:
+            actions.append(Action("systemctl daemon-reload",
+                                  "unit files changed on disk" if pending else "daemon_reload requested",
+                                  "systemctl daemon-reload", changes=bool(pending)))
+        if props.get("LoadState") == "not-found" and not pending:
             if self.enabled is True or self.state in ("started", "restarted", "reloaded"):
                 raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
                                  fix=f"install the package that provides {self.name}, or fix the unit name")
             ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
-            return []
-        active = props.get("ActiveState") in ("active", "activating", "reloading")
+            return actions
+        auto_restart = props.get("SubState") == "auto-restart"  # dying and being restarted: not running
+        active = props.get("ActiveState") in ("active", "activating", "reloading") and not auto_restart
         enabled = props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias", "indirect")
-        actions = []
+        journal = f"look at `journalctl -u {self.name}` on the host (its last lines are above) for why it fails"
         if self.enabled is True and not enabled:
             actions.append(Action(f"enable {self.name}", f"unit file state is {props.get('UnitFileState')}",
                                   f"systemctl enable -- {unit}"))
         if self.enabled is False and props.get("UnitFileState") == "enabled":
             actions.append(Action(f"disable {self.name}", "enabled", f"systemctl disable -- {unit}"))
         if self.state == "started" and not active:
-            actions.append(Action(f"start {self.name}", f"it is {props.get('ActiveState')}",
-                                  f"systemctl start -- {unit}",
-                                  fix=f"look at `journalctl -u {self.name}` on the host for why it fails"))
+            state = props.get("ActiveState") + (" (auto-restart)" if auto_restart else "")
+            actions.append(Action(f"start {self.name}", f"it is {state}", verified("start", self.name), fix=journal))
         elif self.state == "stopped" and active:
             actions.append(Action(f"stop {self.name}", "it is running", f"systemctl stop -- {unit}"))
-        elif self.state in ("restarted", "reloaded"):
-            verb = "restart" if self.state == "restarted" else "reload-or-restart"
-            actions.append(Action(f"{verb} {self.name}", "requested", f"systemctl {verb} -- {unit}",
-                                  fix=f"look at `journalctl -u {self.name}` on the host for why it fails"))
+        elif self.state == "restarted":
+            actions.append(Action(f"restart {self.name}", "requested", verified("restart", self.name), fix=journal))
+        elif self.state == "reloaded":
+            actions.append(Action(f"reload-or-restart {self.name}", "requested",
+                                  verified("reload-or-restart", self.name), fix=journal))
         return actions
+
+    def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
+        if action.command == "systemctl daemon-reload":
+            ctx.shared.pop("daemon_reload_pending", None)

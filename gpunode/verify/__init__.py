@@ -8,7 +8,7 @@ from gpunode.verify.evidence import ContainerTest, Evidence, Expectations, Fabri
 from gpunode.verify.kernel_log import XID_MEANINGS, scan_kernel_log
 from gpunode.verify.lspci import PciDevice, classify_pci, parse_lspci
 from gpunode.verify.model import Finding, GpuInfo, SmiReport
-from gpunode.verify.report import junit_xml, verify_report
+from gpunode.verify.report import HostReport, junit_xml, verify_report
 from gpunode.verify.smi_csv import parse_smi_csv, parse_smi_list
 from gpunode.verify.smi_table import parse_smi_table
 from gpunode.verify.smi_text import parse_smi_text
@@ -16,7 +16,8 @@ from gpunode.verify.smi_xml import parse_smi_xml
 
 __all__ = [
     "XID_MEANINGS", "ContainerTest", "DiagnoseResult", "Evidence", "Expectations", "FabricManagerState",
-    "FileResult", "Finding", "GpuInfo", "PciDevice", "SmiParseError", "SmiReport", "analyze", "classify_pci",
+    "FileResult", "Finding", "GpuInfo", "HostReport", "PciDevice", "SmiParseError", "SmiReport", "analyze",
+    "classify_pci",
     "detect_kind", "diagnose_files", "is_healthy", "junit_xml", "parse_lspci", "parse_smi_csv",
     "parse_smi_list", "parse_smi_table", "parse_smi_text", "parse_smi_xml", "scan_kernel_log",
     "verify_report",

@@ -12,7 +12,8 @@ from gpunode.verify.lspci import PciDevice
 from gpunode.verify.model import Finding
 from gpunode.verify.values import normalize_bus_id
 
-_EXPLAINED_BY_NO_GPU = frozenset({"driver-not-loaded", "no-devices-found", "nvml-library-missing"})
+_EXPLAINED_BY_NO_GPU = frozenset({"driver-not-loaded", "no-devices-found", "nvml-library-missing",
+                                  "nvidia-smi-missing"})
 _NVML_VERSION = re.compile(r"NVML library version:\s*\S+")
 
 

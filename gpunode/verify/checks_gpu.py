@@ -165,6 +165,17 @@ def _throttle(gpus: list[GpuInfo]) -> Finding | None:
         "event log. HW slowdown alone can be either: see `nvidia-smi -q -d PERFORMANCE,POWER`.", hits)
 
 
+def _lost(gpus: list[GpuInfo]) -> Finding | None:
+    hits, notes = _collect(gpus, lambda g: "nvidia-smi shows 'GPU requires reset' / 'GPU is lost' for "
+                           + ", ".join(g.lost_fields) if g.lost_fields else None)
+    if not hits:
+        return None
+    return _finding(
+        "gpu-reset-required", "critical", f"{len(hits)} GPU(s) must be reset before they can be used", notes,
+        "Drain the GPU, reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; "
+        "look for the Xid that preceded it in `dmesg` (79, 119, 48/94/95) and RMA the GPU if it recurs.", hits)
+
+
 def _unknown_fields(gpus: list[GpuInfo]) -> Finding | None:
     hits, notes = _collect(gpus, lambda g: "NVML returned Unknown Error/ERR! for " + ", ".join(
         g.unknown_error_fields) if g.unknown_error_fields else None)
@@ -210,6 +221,6 @@ def _on(flag: bool) -> str:
 
 
 _CHECKS: tuple[Callable[[list[GpuInfo]], Finding | None], ...] = (
-    _ecc, _remap_failure, _remap_pending, _retired_pending, _unknown_fields, _throttle, _pcie, _persistence,
+    _ecc, _remap_failure, _remap_pending, _retired_pending, _lost, _unknown_fields, _throttle, _pcie, _persistence,
     _inforom, _mig,
 )

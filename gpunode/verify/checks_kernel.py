@@ -27,13 +27,17 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
         quoted = f"first: {events[0].line!r}"
         if len(events) > 1:
             quoted += f"; last: {events[-1].line!r}"
+        severity = info.severity
+        if 144 <= code <= 150 and all("Nonfatal" in event.message for event in events):
+            severity = "warning"  # NVLink5 Xids say themselves whether the link error was fatal
         findings.append(Finding(
-            f"xid-{code}", info.severity,
+            f"xid-{code}", severity,
             f"Xid {code} ({info.name}): {len(events)} event(s) on {len(gpus)} GPU(s)",
             f"{len(events)} line(s) on PCI {', '.join(gpus)}; {quoted}; meaning: {info.meaning}",
             f"{info.remedy} (NVIDIA Xid catalog: {XID_DOC_URL})",
             ", ".join(gpus),
         ))
+    findings.extend(_condition_findings(scan, {match.id for match in errors}))
     if scan.lost:
         gpus = sorted({event.pci for event in scan.lost})
         findings.append(Finding(
@@ -46,4 +50,35 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
         if lost is not None:
             findings.append(Finding("gpu-lost", "critical", "a GPU fell off the PCIe bus", repr(lost.line),
                                     _LOST_REMEDY))
+    return findings
+
+
+_INIT_REMEDY = (
+    "The driver could not initialise the GPU. Read the lines around it in `dmesg` (GSP firmware, "
+    "unsupported GPU, BAR/memory allocation): check the GPU is supported by the installed branch and module "
+    "flavour, that Above 4G Decoding / Resizable BAR are enabled in the BIOS for large-BAR GPUs, then reset "
+    "the GPU or reboot; RMA it if it keeps failing on a supported configuration."
+)
+
+
+def _condition_findings(scan: KernelScan, error_ids: set[str]) -> list[Finding]:
+    """One finding per NVRM/module-loader condition, and rm-init-failed for RmInitAdapter failures (unless
+    nvidia-smi's "No devices were found" already reports them: its evidence quotes these lines)."""
+    findings: list[Finding] = []
+    by_id: dict[str, list] = {}
+    for condition, event in scan.conditions:
+        by_id.setdefault(condition.id, []).append((condition, event))
+    for hits in by_id.values():
+        condition, first = hits[0]
+        gpus = sorted({event.pci for _, event in hits if event.pci})
+        quoted = f"first: {first.line[:300]!r}" + (f"; last: {hits[-1][1].line[:300]!r}" if len(hits) > 1 else "")
+        findings.append(Finding(condition.id, condition.severity, condition.summary,
+                                f"{len(hits)} kernel message(s); {quoted}", condition.remedy,
+                                ", ".join(gpus) or None))
+    if scan.init_failures and "no-devices-found" not in error_ids:
+        gpus = sorted({event.pci for event in scan.init_failures})
+        findings.append(Finding(
+            "rm-init-failed", "critical", f"the driver failed to initialise {len(gpus)} GPU(s) (RmInitAdapter)",
+            f"{len(scan.init_failures)} kernel message(s) on PCI {', '.join(gpus)}; first: "
+            f"{scan.init_failures[0].line!r}", _INIT_REMEDY, ", ".join(gpus)))
     return findings

@@ -8,6 +8,8 @@ from gpunode.verify.errors_text import has_user_space_error
 from gpunode.verify.kernel_log import has_kernel_markers
 from gpunode.verify.lspci import is_lspci_line
 from gpunode.verify.smi_csv import csv_query_kind
+from gpunode.verify.smi_table import TABLE_ROW
+from gpunode.verify.smi_text import is_gpu_fragment
 
 KINDS = ("smi-xml", "smi-text", "smi-table", "smi-csv", "smi-list", "lspci", "kernel-log", "error-text",
          "unknown")
@@ -26,7 +28,7 @@ def detect_kind(text: str) -> str:
     if "==============NVSMI LOG==============" in head or (
             _TEXT_HEADER.search(head) and _TEXT_ATTACHED.search(head)):
         return "smi-text"
-    if _TABLE_BANNER.search(text):
+    if _TABLE_BANNER.search(text) or TABLE_ROW.search(text):
         return "smi-table"
     lines = [line for line in text.splitlines() if line.strip()]
     if lines and all(_LIST_LINE.match(line.rstrip()) for line in lines):
@@ -36,6 +38,8 @@ def detect_kind(text: str) -> str:
     pci_lines = sum(1 for line in lines if is_lspci_line(line))
     if pci_lines and pci_lines * 2 >= len(lines):
         return "lspci"
+    if is_gpu_fragment(text):
+        return "smi-text"
     if has_user_space_error(text):
         return "error-text"
     if has_kernel_markers(text):

@@ -49,6 +49,19 @@ _NOT_LOADED_REMEDY = (
     "(blacklist it and rebuild the initramfs). Then `modprobe nvidia` and re-run nvidia-smi."
 )
 
+_RUNTIME_REMEDY = (
+    "docker does not know the `nvidia` runtime: install nvidia-container-toolkit, run `sudo nvidia-ctk runtime "
+    "configure --runtime=docker` (it writes the runtime into /etc/docker/daemon.json; rootless docker reads "
+    "~/.config/docker/daemon.json), then `sudo systemctl restart docker` and check `docker info | grep -i "
+    "runtimes` lists nvidia. Docker Desktop/WSL: enable the WSL2 backend instead."
+)
+_CDI_REMEDY = (
+    "No CDI specification describes the requested device: run `sudo nvidia-ctk cdi generate "
+    "--output=/etc/cdi/nvidia.yaml` (again after every driver upgrade, or enable the toolkit's "
+    "nvidia-cdi-refresh service), check `nvidia-ctk cdi list` lists the name the runtime asks for (e.g. "
+    "nvidia.com/gpu=all or management.nvidia.com/gpu=GPU-<uuid>), make the file readable, then retry."
+)
+
 SIGNATURES: tuple[ErrorSignature, ...] = (
     ErrorSignature(
         "driver-not-loaded",
@@ -62,7 +75,8 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         + _NOT_LOADED_REMEDY + " Then restart the container.", "critical"),
     ErrorSignature(
         "driver-library-mismatch",
-        re.compile(r"Failed to initialize NVML: Driver/library version mismatch.*"),
+        re.compile(r"Failed to initialize NVML: Driver/library version mismatch.*|nvml error: driver/library "
+                   r"version mismatch.*", re.I),
         "host", "NVML library and loaded kernel module are different driver versions", _MISMATCH_REMEDY,
         "critical"),
     ErrorSignature(
@@ -109,10 +123,36 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "reset/reboot.", "critical"),
     ErrorSignature(
         "container-runtime-missing",
-        re.compile(r"could not select device driver \"?[^\"]*\"? with capabilities: \[\[gpu\]\].*"),
+        re.compile(r"could not select device driver\s+(?:\"[^\"]*\"\s+|\S+\s+)?with capabilities:\s*\[\[gpu\]\].*"),
         "container", "docker has no GPU device driver: NVIDIA Container Toolkit missing or not configured",
         "Install nvidia-container-toolkit, run `sudo nvidia-ctk runtime configure --runtime=docker`, then "
         "`sudo systemctl restart docker` and test with `docker run --rm --gpus all ubuntu nvidia-smi`.",
+        "critical"),
+    ErrorSignature(
+        "container-cli-driver-timeout",
+        re.compile(r"nvidia-container-cli: initialization error: (?:driver rpc error|driver error|nvcgo rpc error)"
+                   r": (?:timed out|failed to process request)[^\n\\\"]*"),
+        "container", "nvidia-container-cli timed out (or failed) talking to the driver while starting the container",
+        "The driver is slow to initialise the GPUs for every new client: enable persistence mode (run "
+        "nvidia-persistenced, or `nvidia-smi -pm 1`) so the driver stays initialised, check the host's "
+        "`nvidia-smi` answers quickly and `dmesg` has no Xid, and retry; a loaded node (many containers starting "
+        "at once) makes the 10 s RPC timeout of libnvidia-container more likely.", "critical"),
+    ErrorSignature(
+        "nvidia-runtime-not-registered",
+        re.compile(r"unknown or invalid runtime name: nvidia.*|Unknown runtime specified nvidia.*", re.I),
+        "container", "the container engine has no `nvidia` runtime registered", _RUNTIME_REMEDY, "critical"),
+    ErrorSignature(
+        "cdi-device-unresolvable",
+        re.compile(r"unresolvable CDI devices? \S+.*", re.I),
+        "container", "the container engine found no CDI spec for the requested NVIDIA device", _CDI_REMEDY,
+        "critical"),
+    ErrorSignature(
+        "nvidia-smi-missing",
+        re.compile(r"^(?:bash: |sh: \d+: |zsh: )?(?:command not found: nvidia-smi|nvidia-smi: (?:command )?not "
+                   r"found)\s*$", re.M),
+        "host", "nvidia-smi is not installed (no NVIDIA user-space driver)",
+        "Install the NVIDIA driver (e.g. `gpunode provision` with the driver step, or the distribution's "
+        "nvidia-driver/nvidia-utils package of the branch you need), reboot, and run nvidia-smi again.",
         "critical"),
     ErrorSignature(
         "gpu-lost",
@@ -126,8 +166,15 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
 def classify_errors(text: str) -> list[ErrorMatch]:
     """Every known error signature in text (first matching line each), in SIGNATURES order."""
     found: list[ErrorMatch] = []
+    joined = re.sub(r"[ \t]*\n[ \t]*", " ", text)  # messages wrapped over lines by the terminal or the poster
     for signature in SIGNATURES:
         match = signature.pattern.search(text)
+        if match is None and signature.context == "container":
+            match = signature.pattern.search(joined)
+            if match:
+                found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,
+                                        signature.severity, match.group(0)[:400]))
+                continue
         if match:
             line = _line_of(text, match.start())
             found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,

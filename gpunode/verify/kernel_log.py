@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpunode.verify.kernel_conditions import CONDITIONS, KernelCondition
+from gpunode.verify.kernel_lines import kernel_messages
 from gpunode.verify.xid_catalog import XID_DOC_URL, XID_MEANINGS, XidInfo, xid_info
 
 __all__ = ["XID_DOC_URL", "XID_MEANINGS", "XidInfo", "xid_info", "XidEvent", "KernelEvent", "KernelScan",
@@ -15,14 +17,13 @@ _XID = re.compile(r"NVRM: Xid \(" + _PCI + r"\):\s*(?P<code>\d+),?\s*(?P<rest>.*
 _XID_DETAIL = re.compile(r"^pid=(?P<pid>'[^']*'|[^,\s]+),\s*name=(?P<name>[^,]*),\s*(?P<msg>.*)$")
 _LOST_OLD = re.compile(r"NVRM: GPU at " + _PCI + r" has fallen off the bus")
 _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
+_LOST_ANY = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?" + _PCI + r"\b.*fallen off the bus", re.I)
 _INIT_FAIL = re.compile(r"NVRM: GPU " + _PCI + r": RmInitAdapter failed! \((?P<code>[^)]*)\)")
-_TIMESTAMPS = (
-    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[,.]?\d*(?:[+-]\d{2}:?\d{2}|Z)?"),
-    re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]"),
-    re.compile(r"^\[\s*(\d+\.\d+)\]"),
-    re.compile(r"^([A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2})"),
-)
-_MARKER = re.compile(r"NVRM:|\bkernel:|^\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:", re.M)
+_MARKER = re.compile(
+    r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
+    r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
+    r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+)\[\d+\]: |SXid \(PCI:",
+    re.M)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class KernelScan:
     xids: list[XidEvent] = field(default_factory=list)
     lost: list[KernelEvent] = field(default_factory=list)
     init_failures: list[KernelEvent] = field(default_factory=list)
+    conditions: list[tuple[KernelCondition, KernelEvent]] = field(default_factory=list)
 
     def xid_counts(self) -> dict[int, int]:
         """{code: number of lines}."""
@@ -67,6 +69,7 @@ class KernelScan:
         self.xids.extend(other.xids)
         self.lost.extend(other.lost)
         self.init_failures.extend(other.init_failures)
+        self.conditions.extend(other.conditions)
 
 
 def has_kernel_markers(text: str) -> bool:
@@ -74,21 +77,18 @@ def has_kernel_markers(text: str) -> bool:
     return _MARKER.search(text) is not None
 
 
-def _timestamp(line: str) -> str | None:
-    for pattern in _TIMESTAMPS:
-        match = pattern.search(line)
-        if match:
-            return match.group(match.lastindex or 0)
-    return None
-
-
 def scan_kernel_log(text: str) -> KernelScan:
-    """Parse dmesg (plain, -T, --decode --time-format=iso) or journal/syslog text."""
+    """Parse kernel messages in any common log form (see kernel_lines) for Xids, lost GPUs and conditions."""
     scan = KernelScan()
-    for raw in text.splitlines():
-        if "NVRM" not in raw:
+    for message in kernel_messages(text):
+        line, ts = message.text, message.timestamp
+        for condition in CONDITIONS:
+            if condition.pattern.search(line):
+                pci = re.search(_PCI, line)
+                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
+                                                               condition.id, ts, line)))
+        if "NVRM" not in line:
             continue
-        line = raw.strip()
         xid = _XID.search(line)
         if xid:
             rest = xid.group("rest").strip()
@@ -99,20 +99,19 @@ def scan_kernel_log(text: str) -> KernelScan:
                 pid=detail.group("pid").strip("'") if detail else None,
                 process=detail.group("name").strip() if detail else None,
                 message=(detail.group("msg") if detail else rest).strip(),
-                timestamp=_timestamp(line),
+                timestamp=ts,
                 line=line,
             )
             scan.xids.append(event)
             if event.code == 79:
                 scan.lost.append(KernelEvent(event.pci, "Xid 79", event.timestamp, line))
             continue
-        lost = _LOST_OLD.search(line) or _LOST_NEW.search(line)
+        lost = _LOST_OLD.search(line) or _LOST_NEW.search(line) or _LOST_ANY.search(line)
         if lost:
-            pci = lost.group("pci").lower()
-            scan.lost.append(KernelEvent(pci, "fallen off the bus", _timestamp(line), line))
+            scan.lost.append(KernelEvent(lost.group("pci").lower(), "fallen off the bus", ts, line))
             continue
         init = _INIT_FAIL.search(line)
         if init:
             pci = init.group("pci").lower()
-            scan.init_failures.append(KernelEvent(pci, init.group("code"), _timestamp(line), line))
+            scan.init_failures.append(KernelEvent(pci, init.group("code"), ts, line))
     return scan

@@ -63,6 +63,7 @@ class GpuInfo:
     mig_devices: int = 0
     inforom_ok: bool | None = None
     unknown_error_fields: list[str] = field(default_factory=list)
+    lost_fields: list[str] = field(default_factory=list)  # fields reading "GPU requires reset" / "GPU is lost"
     performance_state: str | None = None
     utilization_gpu_pct: int | None = None
     fabric_state: str | None = None

@@ -3,21 +3,62 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from gpunode.verify.checks import is_healthy
 from gpunode.verify.model import Finding, SmiReport
 
 
+@dataclass
+class HostReport:
+    """verify-gpu's result for one host: its findings and nvidia-smi report, or why it could not be checked."""
+
+    host: str
+    findings: list[Finding] = field(default_factory=list)
+    smi: SmiReport | None = None
+    error: str | None = None  # set when the host could not be checked (unreachable, unreadable facts)
+    exec_count: int | None = None
+
+    @property
+    def healthy(self) -> bool | None:
+        """None when the host could not be checked; else False on any critical finding."""
+        return None if self.error is not None else is_healthy(self.findings)
+
+    @property
+    def verdict(self) -> str:
+        return {True: "healthy", False: "unhealthy", None: "unreachable"}[self.healthy]
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON report (gpunode/verify/report.schema.json)."""
+        data: dict[str, object] = {
+            "kind": "verify-gpu",
+            "host": self.host,
+            "healthy": self.healthy,
+            "verdict": self.verdict,
+            "driver_version": self.smi.driver_version if self.smi else None,
+            "cuda_version": self.smi.cuda_version if self.smi else None,
+            "gpus": [gpu.to_dict() for gpu in self.smi.gpus] if self.smi else [],
+            "findings": [finding.to_dict() for finding in self.findings],
+        }
+        if self.error is not None:
+            data["error"] = self.error
+        if self.exec_count is not None:
+            data["exec_count"] = self.exec_count
+        return data
+
+
 def verify_report(host: str, smi_report: SmiReport | None, findings: list[Finding]) -> dict[str, object]:
-    """{"host", "healthy", "driver_version", "cuda_version", "gpus": [...], "findings": [...]}."""
-    return {
-        "host": host,
-        "healthy": is_healthy(findings),
-        "driver_version": smi_report.driver_version if smi_report else None,
-        "cuda_version": smi_report.cuda_version if smi_report else None,
-        "gpus": [gpu.to_dict() for gpu in smi_report.gpus] if smi_report else [],
-        "findings": [finding.to_dict() for finding in findings],
-    }
+    """The JSON report of a checked host (HostReport.to_dict)."""
+    return HostReport(host, findings, smi_report).to_dict()
+
+
+def unreachable_report(host: str, error: str) -> dict[str, object]:
+    """The JSON report of a host that could not be checked: verdict "unreachable", healthy null, the cause."""
+    return HostReport(host, error=error).to_dict()
+
+
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 
 def junit_xml(reports: list[dict[str, object]]) -> str:

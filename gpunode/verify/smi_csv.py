@@ -8,7 +8,7 @@ import re
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, first_token, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
 
 _FIX = "capture it with `nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,... --format=csv`"
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -28,8 +28,25 @@ def field_name(header: str) -> str:
     return _UNIT.sub("", header.strip())
 
 
+_QUERY = re.compile(r"--query-(?:gpu|compute-apps|retired-pages)[= ](?P<fields>\S+)")
+
+
+def csv_body(text: str) -> str:
+    """text without a leading echoed command line (`nvidia-smi --query-gpu=... --format=csv`); for
+    `--format=csv,noheader` the field list of that command line becomes the header."""
+    lines = text.splitlines(keepends=True)
+    header = None
+    while lines and ("--query-" in lines[0] or not lines[0].strip()):
+        query = _QUERY.search(lines[0])
+        if query and "noheader" in lines[0]:
+            header = ", ".join(query.group("fields").split(",")) + "\n"
+        lines.pop(0)
+    return (header or "") + "".join(lines)
+
+
 def csv_query_kind(text: str) -> str | None:
     """Which nvidia-smi CSV query produced text: "gpu", "compute-apps", "retired-pages", or None."""
+    text = csv_body(text)
     first = next((line for line in text.splitlines() if line.strip()), "")
     fields = {field_name(part) for part in first.split(",")}
     if not all(_FIELD.match(name) for name in fields):
@@ -49,7 +66,7 @@ def parse_smi_csv(text: str) -> SmiReport:
     if kind != "gpu":
         what = f"--query-{kind} output" if kind else "no recognised --query-gpu header"
         raise SmiParseError(f"{what}: it does not list GPUs", fix=_FIX)
-    rows = list(csv.reader(io.StringIO(text.strip()), skipinitialspace=True))
+    rows = list(csv.reader(io.StringIO(csv_body(text).strip()), skipinitialspace=True))
     header = [field_name(name) for name in rows[0]]
     records = [dict(zip(header, (value.strip() for value in row), strict=False)) for row in rows[1:] if row]
     gpus = [_gpu(record, position) for position, record in enumerate(records)]
@@ -111,6 +128,7 @@ def _gpu(record: dict[str, str], position: int) -> GpuInfo:
         mig_mode_pending=to_bool(record.get("mig.mode.pending")),
         inforom_ok=None if checksum is None else checksum.lower() == "valid",
         unknown_error_fields=[key for key, value in record.items() if is_unknown_error(value)],
+        lost_fields=[key for key, value in record.items() if is_gpu_lost(value)],
         performance_state=clean(record.get("pstate")),
         utilization_gpu_pct=to_int(record.get("utilization.gpu")),
         fabric_state=clean(record.get("fabric.state")),

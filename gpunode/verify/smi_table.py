@@ -6,30 +6,35 @@ import re
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, is_unknown_error, normalize_bus_id, to_bool, to_float, to_int
+from gpunode.verify.values import clean, is_gpu_lost, is_unknown_error, normalize_bus_id, to_bool, to_float, to_int
 
 _FIX = "capture the complete output again with `nvidia-smi > smi-table.txt`"
 _BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+(?P<smi>\S+)(?P<rest>.*)\|")
 _DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\S+)")
 _CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\S+)")
-_ROW1_LEFT = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<pers>On|Off|N/A)\s*$")
+# The persistence column reads WDDM / TCC / MCDM (the driver model) on Windows.
+_ROW1_LEFT = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<pers>On|Off|N/A|WDDM|TCC|MCDM)\s*$")
 _ROW1_MID = re.compile(
     r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>\S+)\s*$")
 _ROW2_LEFT = re.compile(
     r"^\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<draw>\S+)\s*/\s*(?P<cap>\S+)\s*$")
 _MEMORY = re.compile(r"^\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*$")
 _ROW2_RIGHT = re.compile(r"^\s*(?P<util>\S+)\s+(?P<mode>.+?)\s*$")
+# A GPU's first row: "|   0  NVIDIA A100 ...  On  | 00000000:07:00.0 Off |" (also in a fragment without banner).
+TABLE_ROW = re.compile(r"^\|\s+\d+\s+.+?\s+(?:On|Off|N/A|WDDM|TCC|MCDM)\s*\|"
+                       r"\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", re.M)
 _INFOROM = re.compile(r"WARNING: infoROM is corrupted at gpu\s+(\S+)")
 
 
 def parse_smi_table(text: str) -> SmiReport:
     """Parse plain `nvidia-smi` output into one GpuInfo per GPU row."""
     banner = _BANNER.search(text)
-    if banner is None:
-        raise SmiParseError("no '| NVIDIA-SMI <version> ... |' banner line: not plain `nvidia-smi` output",
-                            fix=_FIX)
-    driver = _DRIVER.search(banner.group("rest"))
-    cuda = _CUDA.search(banner.group("rest"))
+    if banner is None and not TABLE_ROW.search(text):
+        raise SmiParseError("no '| NVIDIA-SMI <version> ... |' banner line and no GPU row: not plain "
+                            "`nvidia-smi` output", fix=_FIX)
+    rest = banner.group("rest") if banner else ""
+    driver = _DRIVER.search(rest)
+    cuda = _CUDA.search(rest)
     driver_version = driver.group(1) if driver else None
     cuda_version = cuda.group(1) if cuda else None
     gpus = _gpu_rows(text, driver_version, cuda_version)
@@ -44,6 +49,7 @@ def parse_smi_table(text: str) -> SmiReport:
         attached_gpus=None,
         gpus=gpus,
         source_kind="table",
+        warnings=[] if banner else ["a fragment of the table: no NVIDIA-SMI banner, so no driver version"],
     )
 
 
@@ -55,8 +61,11 @@ def _gpu_rows(text: str, driver: str | None, cuda: str | None) -> list[GpuInfo]:
     """GPU rows are the box lines after the first '|====' rule, up to the first non-box line."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("|=")), None)
-    if start is None:
-        return []
+    if start is None:  # a fragment: the GPU rows start at the first box line
+        first = next((i for i, line in enumerate(lines) if TABLE_ROW.match(line)), None)
+        if first is None:
+            return []
+        start = first - 1
     gpus: list[GpuInfo] = []
     current: GpuInfo | None = None
     row = 0
@@ -67,6 +76,9 @@ def _gpu_rows(text: str, driver: str | None, cuda: str | None) -> list[GpuInfo]:
             current, row = None, 0
             continue
         cells = _cells(line)
+        if current is not None and any(is_gpu_lost(c.strip()) or c.strip() in ("GPU is lost", "Requires reset")
+                                       for c in cells):
+            current.lost_fields.append(f"table row {row + 1}")
         first = _ROW1_LEFT.match(cells[0]) if len(cells) >= 3 else None
         mid = _ROW1_MID.match(cells[1]) if first else None
         if first and mid:

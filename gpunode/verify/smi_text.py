@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, first_token, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
 
 _FIX = "capture the complete output again with `nvidia-smi -q > smi.txt`"
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -53,6 +53,16 @@ class _Node:
             yield from child.walk(child_path)
 
 
+_SECTION = re.compile(r"^\s+(?:Remapped Rows|ECC Errors|Retired Pages|Temperature|GPU Power Readings|Power Readings|"
+                      r"Clocks (?:Event|Throttle) Reasons|Inforom Version|PCI|Persistence Mode)\b.*$", re.M)
+_KEY_VALUE = re.compile(r"^\s+[A-Z][\w ./()-]*?\s+: \S", re.M)
+
+
+def is_gpu_fragment(text: str) -> bool:
+    """True for a piece of one GPU's `nvidia-smi -q` section (indented "Key : value" lines under known headings)."""
+    return _SECTION.search(text) is not None and len(_KEY_VALUE.findall(text)) >= 2
+
+
 def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
     """Parse `nvidia-smi -q` output.
 
@@ -62,6 +72,10 @@ def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
     root = _tree(text)
     gpu_nodes = [node for node in root.children if _GPU_HEADER.match(node.key) and node.value is None]
     driver_raw = root.get("Driver Version")
+    if driver_raw is None and not gpu_nodes and is_gpu_fragment(text):
+        fragment = _Node("GPU (fragment of nvidia-smi -q)", None, 0, root.children)
+        return SmiReport(None, None, None, [_gpu(fragment, 0, None, None, [])], "text",
+                         warnings=["a fragment of one GPU's `nvidia-smi -q` section: no header, no driver version"])
     if driver_raw is None and not gpu_nodes:
         raise SmiParseError(
             "no 'Driver Version' line and no 'GPU <bus id>' section: not `nvidia-smi -q` output", fix=_FIX)
@@ -162,6 +176,7 @@ def _gpu(node: _Node, index: int, driver: str | None, cuda: str | None, warnings
         mig_mode_pending=to_bool(node.get("MIG Mode", "Pending")),
         mig_devices=_mig_devices(node),
         unknown_error_fields=[path for path, child in node.walk() if is_unknown_error(child.value)],
+        lost_fields=[path for path, child in node.walk() if is_gpu_lost(child.value)],
         performance_state=clean(node.get("Performance State")),
         utilization_gpu_pct=to_int(node.get("Utilization", "Gpu")),
         fabric_state=clean(node.get("Fabric", "State")),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
-from gpunode.verify.values import clean, first_token, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
 
 _DTD = re.compile(r"nvsmi_device_v(\d+)\.dtd")
 _FIX = "capture it again with `nvidia-smi -q -x > smi.xml` and check the file is complete"
@@ -116,6 +116,7 @@ def _gpu(g: ET.Element, index: int, driver: str | None, cuda: str | None) -> Gpu
         mig_devices=len(g.findall("mig_devices/mig_device")),
         inforom_ok=None,
         unknown_error_fields=_unknown_errors(g),
+        lost_fields=_unknown_errors(g, is_gpu_lost),
         performance_state=clean(_text(g, "performance_state")),
         utilization_gpu_pct=to_int(_text(g, "utilization/gpu_util")),
         fabric_state=clean(_text(g, "fabric/state")),
@@ -175,8 +176,8 @@ def _active_reasons(g: ET.Element) -> list[str]:
     return active
 
 
-def _unknown_errors(g: ET.Element) -> list[str]:
-    """Paths of fields whose value is "Unknown Error" / "ERR!" (NVML could not read them)."""
+def _unknown_errors(g: ET.Element, test: Callable[[str | None], bool] = is_unknown_error) -> list[str]:
+    """Paths of fields whose value is "Unknown Error" / "ERR!" (NVML could not read them), or that pass test."""
     found: list[str] = []
 
     def walk(element: ET.Element, path: str) -> None:
@@ -184,7 +185,7 @@ def _unknown_errors(g: ET.Element) -> list[str]:
             child_path = f"{path}/{child.tag}" if path else child.tag
             if len(child):
                 walk(child, child_path)
-            elif is_unknown_error(child.text):
+            elif test(child.text):
                 found.append(child_path)
 
     walk(g, "")

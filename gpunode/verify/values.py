@@ -25,6 +25,9 @@ NOT_AVAILABLE = frozenset(
 UNKNOWN_ERROR = frozenset({"Unknown Error", "[Unknown Error]", "ERR!", "GPU requires reset",
                            "[GPU requires reset]", "GPU is lost", "[GPU is lost]"})
 
+# Of those, the ones that say the GPU itself is gone or must be reset (critical, not a transient read error).
+GPU_LOST = frozenset({"GPU requires reset", "[GPU requires reset]", "GPU is lost", "[GPU is lost]"})
+
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
 _TRUE = frozenset({"enabled", "yes", "on", "active", "true", "valid"})
 _FALSE = frozenset({"disabled", "no", "off", "not active", "false", "invalid"})
@@ -41,6 +44,11 @@ def clean(value: str | None) -> str | None:
     if text in NOT_AVAILABLE or text in UNKNOWN_ERROR:
         return None
     return text
+
+
+def is_gpu_lost(value: str | None) -> bool:
+    """True for "GPU requires reset" / "GPU is lost" values (bracketed in CSV)."""
+    return value is not None and value.strip() in GPU_LOST
 
 
 def is_unknown_error(value: str | None) -> bool:

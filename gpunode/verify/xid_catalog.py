@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gpunode.verify.model import Severity
+from gpunode.verify.xid_nvidia_catalog import NVIDIA_XID_CATALOG
 
 XID_DOC_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
@@ -160,9 +161,47 @@ XID_MEANINGS: dict[int, XidInfo] = {
 }
 
 
+_BUCKETS = {
+    "RESTART_APP": "restart the application",
+    "RESET_GPU": "drain the GPU and reset it (`nvidia-smi -r -i <gpu>`), or reboot the node",
+    "RESTART_BM": "reboot the node",
+    "RESTART_VM": "restart the VM",
+    "RESTART_FM": "restart nvidia-fabricmanager",
+    "IGNORE": "no immediate action",
+    "CONTACT_SUPPORT": "contact NVIDIA / the hardware vendor",
+    "CHECK_MECHANICALS": "check the GPU's seating and auxiliary power cabling",
+    "UPDATE_SWFW": "update the driver / firmware",
+    "CHECK_APP/CUDA": "check the application and CUDA version",
+    "CHECK_UVM": "check the application's unified-memory use",
+}
+_CRITICAL_BUCKETS = frozenset({"RESET_GPU", "RESTART_BM", "RESTART_VM", "CHECK_MECHANICALS", "UPDATE_SWFW"})
+
+
+def _action(bucket: str) -> str:
+    if not bucket:
+        return "not given in the catalog"
+    if bucket.startswith("WORKFLOW_") or bucket.startswith("XID_"):
+        return f"{bucket} (follow NVIDIA's documented workflow for this Xid)"
+    return f"{bucket} ({_BUCKETS[bucket]})" if bucket in _BUCKETS else bucket
+
+
+def _from_nvidia_catalog(code: int) -> XidInfo | None:
+    entry = NVIDIA_XID_CATALOG.get(code)
+    if entry is None:
+        return None
+    mnemonic, description, immediate, investigatory = entry
+    critical = immediate in _CRITICAL_BUCKETS or immediate.startswith("WORKFLOW_NVLINK") or (
+        not immediate and any(word in description.lower() for word in ("halt", "fatal", "errors found")))
+    return XidInfo(
+        mnemonic, description,
+        f"{description} (from NVIDIA's Xid catalog).",
+        f"Immediate: {_action(immediate)}. Investigate: {_action(investigatory)}.",
+        "critical" if critical else "warning")
+
+
 def xid_info(code: int) -> XidInfo:
-    """Catalog entry, or a generic one that points at NVIDIA's catalog for codes not listed here."""
-    return XID_MEANINGS.get(code) or XidInfo(
-        "UNKNOWN", f"Xid {code}", "Not in gpunode's table of common Xids.",
+    """gpunode's entry, else NVIDIA's catalog entry, else a generic one pointing at NVIDIA's catalog."""
+    return XID_MEANINGS.get(code) or _from_nvidia_catalog(code) or XidInfo(
+        "UNKNOWN", f"Xid {code}", "Not in NVIDIA's Xid catalog as of late 2025.",
         f"Look the code up in NVIDIA's Xid catalog ({XID_DOC_URL}) and follow its resolution bucket.",
         "warning")

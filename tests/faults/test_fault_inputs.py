@@ -11,6 +11,7 @@ letters, so even a quoting bug can only run the harmless injections listed in IN
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shlex
 import subprocess
@@ -77,12 +78,41 @@ def test_join_round_trips_through_shlex(words):
 @given(command=values, password=st.text(min_size=8, max_size=20).filter(lambda p: p.strip()))
 def test_sudo_wrapper_keeps_the_command_whole_and_the_password_off_the_command_line(command, password):
     plain = SimpleNamespace(become=True, is_root=False, become_password=None)
-    wrapped, stdin = Connection.wrap(plain, command, None)  # type: ignore[arg-type]
-    assert shlex.split(wrapped) == ["sudo", "-n", "-H", "--", "sh", "-c", command] and stdin == b""
-    secret = SimpleNamespace(become=True, is_root=False, become_password=password)
-    wrapped, stdin = Connection.wrap(secret, command, None)  # type: ignore[arg-type]
-    assert shlex.split(wrapped) == ["sudo", "-S", "-p", "", "-H", "--", "sh", "-c", command]
-    assert stdin == (password + "\n").encode() and (password not in wrapped or password in command)
+    wrapped, given_password = Connection.wrap(plain, command, None)  # type: ignore[arg-type]
+    assert shlex.split(wrapped) == ["sudo", "-n", "-H", "--", "sh", "-c", command] and given_password is None
+    secret = SimpleNamespace(become=True, is_root=False, become_password=password, sudo_prompt="@@p@@",
+                             started_marker="@@s")
+    wrapped, given_password = Connection.wrap(secret, command, None)  # type: ignore[arg-type]
+    argv = shlex.split(wrapped)
+    assert argv[:7] == ["sudo", "-S", "-p", "@@p@@", "-H", "--", "sh"] and argv[-2:] == ["gpunode-sudo", command]
+    assert given_password == password and (password not in wrapped or password in command)
+
+
+@SETTINGS
+@given(command=values, data=st.binary(max_size=300), hidden=st.booleans())
+def test_guard_wrapper_runs_the_command_whole_with_exactly_its_input(tmp_path, command, data, hidden):
+    """The guard (gpunode/connection/guard.py) through a real /bin/sh: the command arrives whole (echoed back
+    through printf) and reads exactly the bytes sent, however hostile either is; a hidden (sensitive) command
+    travels on stdin and is not on the command line."""
+    from gpunode.connection.guard import guarded
+
+    real = f'printf "%s" {q(command)} > arg; cat > input'
+    wrapper, prefix = guarded(real, len(data), "step", hidden)
+    assert prefix == (real.encode() if hidden else b"")
+    assert not hidden or (real not in wrapper and q(real) not in wrapper)
+    data_sent = prefix + data
+    argv = shlex.split(wrapper)
+    process = subprocess.Popen(argv, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    process.stdin.write(data_sent)
+    process.stdin.flush()
+    assert process.wait(timeout=20) == 0, process.stderr.read()
+    process.stdin.close()
+    assert (tmp_path / "arg").read_bytes().decode(errors="surrogateescape") == command
+    assert (tmp_path / "input").read_bytes() == data
+    assert not (tmp_path / MARKER).exists()
+    with contextlib.suppress(OSError):  # the wrapper's record folder on this machine: leave nothing behind
+        Path("/run/lock/gpunode.lock.d").rmdir()
 
 
 # ---- file and line: probe and atomic write, run for real -----------------------------------------------------
@@ -163,10 +193,15 @@ def test_command_guards_test_the_named_paths_and_nothing_else(tmp_path, creates,
 def test_service_commands_keep_the_unit_name_whole(name):
     step = build_step("service", {"name": name, "state": "started", "enabled": True})
     probe = shlex.split(step.probe(None))
-    assert probe[:7] == ["systemctl", "show", "-p", "LoadState", "-p", "ActiveState", "-p"] and probe[9] == name
+    assert probe[:4] == ["systemctl", "show", "-p", "LoadState"] and probe[probe.index("--") + 1] == name
     actions = step.plan(ctx("LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n"))
-    assert [shlex.split(a.command) for a in actions] == [["systemctl", "enable", "--", name],
-                                                          ["systemctl", "start", "--", name]]
+    enable, start = (shlex.split(a.command) for a in actions)
+    assert enable == ["systemctl", "enable", "--", name]
+    assert start[:4] == ["systemctl", "start", "--", name]  # then checked active: every use of the name is whole
+    # then checked active: the name enters that script only quoted, exactly where a plain name would
+    plain = build_step("service", {"name": "unit x", "state": "started"}).plan(
+        ctx("LoadState=loaded\nActiveState=inactive\n"))[0].command
+    assert actions[1].command == plain.replace(q("unit x"), q(name))
 
 
 @SETTINGS

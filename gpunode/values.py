@@ -1,0 +1,60 @@
+"""How YAML and INI values are read, the way Ansible reads them: booleans from words, file modes from numbers.
+
+The one place that decides truthiness (`when:`, boolean step arguments, `become`) and what an unquoted
+`mode: 0644` (YAML reads the integer 420) means, so every step and every condition agree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+TRUE_WORDS = frozenset({"true", "yes", "y", "on", "1", "t"})
+FALSE_WORDS = frozenset({"false", "no", "n", "off", "0", "f", ""})
+
+
+def as_bool(value: Any) -> bool | None:
+    """A boolean from a YAML/INI value (`true`, "no", "off", 1, "0"...); None when it is not one."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return bool(value) if value in (0, 1) else None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in TRUE_WORDS:
+            return True
+        if text in FALSE_WORDS:
+            return False
+    return None
+
+
+def truthy(value: Any) -> bool:
+    """Ansible's truthiness for a `when:` result: the strings "false", "no", "0", "off" are false."""
+    word = as_bool(value) if isinstance(value, str) else None
+    return word if word is not None else bool(value)
+
+
+def bool_filter(value: Any) -> bool:
+    """Ansible's `| bool` filter: true only for true, "yes", "on", "1", "true" (any case) and 1."""
+    return as_bool(value) is True
+
+
+def file_mode(value: Any, where: str) -> str:
+    """A permission mode as octal digits ("644").
+
+    A string is octal as written ("0644", "644"). An integer is the number YAML parsed: `mode: 0644`
+    unquoted is 420 == 0o644 (as in Ansible). An integer above 0o777 (setuid/setgid/sticky bits) is refused,
+    because it is nearly always a decimal `mode: 644` meant as octal; quote it to mean it.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{where} must be an octal mode like '0644', got {value!r}")
+    if isinstance(value, int):
+        if not 0 <= value <= 0o777:
+            raise ValueError(
+                f"{where}: the unquoted number {value} means mode {value:o} (with setuid/setgid/sticky bits); "
+                f"quote the mode, e.g. '0{value}', to say which one you mean")
+        return format(value, "o")
+    text = str(value).strip()
+    if not re.fullmatch(r"0?[0-7]{3,4}", text):
+        raise ValueError(f"{where} must be an octal mode like '0644', got {value!r}")
+    return format(int(text, 8), "o")
