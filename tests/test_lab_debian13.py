@@ -52,6 +52,7 @@ def test_trixie_builds_the_550_driver_for_the_612_cloud_kernel(lab, fresh_trixie
 # truth: the open package is the one installed and built, and gpunode stops there with the compiler's error.
 
 
+@pytest.mark.extended  # a DKMS build that fails today on every trixie kernel (see its docstring): opt-in
 def test_trixie_open_modules_come_from_nvidia_open_kernel_dkms(lab, fresh_trixie_host, tmp_path):
     """About 4-8 minutes: kernel_modules: open installs nvidia-open-kernel-dkms (contrib), never the proprietary
     module, and its DKMS build (nvidia-current-open) is what runs -- and fails, named in the error."""
