@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +114,18 @@ def fresh_trio(lab):
     yield hosts
     for host in hosts:
         lab.remove_host(host.name)
+
+
+@contextlib.contextmanager
+def host_iptables(lab, host, *rule: str) -> Iterator[None]:
+    """An iptables rule (chain first) inside a lab host's network namespace while the block runs: drops that act
+    like a security group, a cut cable or an offline network."""
+    netns = ["ip", "netns", "exec", lab.network.netns_name(host.name), "iptables", "-w"]
+    subprocess.run([*netns, "-I", *rule], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run([*netns, "-D", *rule], check=True)
 
 
 def host_inventory(lab, hosts, path: Path, extra_hosts: dict | None = None, **extra_vars) -> Path:

@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 
 import paramiko
 import pytest
-from conftest import REPO, run_cli
 from rich.console import Console
 
 from gpunode.errors import UsageError
@@ -25,6 +24,7 @@ from gpunode.report.live import LiveEvents
 from gpunode.report.model import HostOutcome, RunResult, StepOutcome
 from gpunode.report.summary import print_summary
 from gpunode.steps import build_step
+from tests.conftest import REPO, run_cli
 
 NASTY = "[/etc/foo] :end: \x1b[31m"
 SHOWN = "[/etc/foo] :end: \\x1b[31m"   # control bytes are shown as escapes, everything else as written

@@ -7,16 +7,15 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import REPO, host_inventory, run_cli
 
 from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import ConnectError, GpunodeError
 from gpunode.inventory import load_inventory
 from gpunode.runner import remote_lock
+from tests.conftest import REPO, host_inventory, host_iptables, run_cli
 
 SHOWN = "[/etc/foo] :end: \\x1b[31m"
 
@@ -359,16 +358,9 @@ def test_a_missing_key_file_is_named_at_once(lab, tmp_path):
     assert "attempts" not in outcome["error"] and "network" not in outcome["fix"]
 
 
-@contextmanager
 def ssh_dropped(lab, host):
     """Drop SSH packets to the host inside its network namespace: connections time out instead of failing."""
-    rule = ["INPUT", "-p", "tcp", "--dport", "22", "-j", "DROP"]
-    netns = ["ip", "netns", "exec", lab.network.netns_name(host.name), "iptables"]
-    subprocess.run([*netns, "-I", *rule], check=True)
-    try:
-        yield
-    finally:
-        subprocess.run([*netns, "-D", *rule], check=True)
+    return host_iptables(lab, host, "INPUT", "-p", "tcp", "--dport", "22", "-j", "DROP")
 
 
 def test_refused_and_timed_out_connections_are_told_apart(lab, tmp_path):

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from contextlib import contextmanager
 
 import pytest
 
 from gpunode.steps.nfs_fstab import marker
-from tests.conftest import host_inventory, run_cli
+from tests.conftest import host_inventory, host_iptables, run_cli
 
 pytestmark = pytest.mark.lab
 
@@ -66,16 +65,9 @@ def lab_nfs_address(lab) -> str:
     return lab.network.address(NFS_INDEX)
 
 
-@contextmanager
 def firewall_drop(lab, host, address: str, port: int):
     """Drop the host's TCP traffic to address:port in its network namespace, like a security group would."""
-    rule = ["OUTPUT", "-d", address, "-p", "tcp", "--dport", str(port), "-j", "DROP"]
-    netns = ["ip", "netns", "exec", lab.network.netns_name(host.name), "iptables"]
-    subprocess.run([*netns, "-I", *rule], check=True)
-    try:
-        yield
-    finally:
-        subprocess.run([*netns, "-D", *rule], check=True)
+    return host_iptables(lab, host, "OUTPUT", "-d", address, "-p", "tcp", "--dport", str(port), "-j", "DROP")
 
 
 def test_lab_nfs_server_serves_nfs3_and_nfs4(lab, nfs_server):

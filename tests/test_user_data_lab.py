@@ -9,14 +9,13 @@ import contextlib
 import functools
 import http.server
 import json
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import host_iptables, run_cli
 
 pytestmark = pytest.mark.lab
 # base.yml's packages that the lab rootfs has already: with the host cut off from everything outside the lab subnet,
@@ -24,16 +23,9 @@ pytestmark = pytest.mark.lab
 PRESENT_PACKAGES = "base_packages=[ca-certificates, iproute2, sudo]"
 
 
-@contextlib.contextmanager
 def offline(lab, host) -> Iterator[None]:
     """Drop the host's traffic to anything outside the lab subnet, in its network namespace."""
-    rule = ["OUTPUT", "!", "-d", str(lab.network.subnet), "-j", "DROP"]
-    netns = ["ip", "netns", "exec", lab.network.netns_name(host.name), "iptables"]
-    subprocess.run([*netns, "-I", *rule], check=True)
-    try:
-        yield
-    finally:
-        subprocess.run([*netns, "-D", *rule], check=True)
+    return host_iptables(lab, host, "OUTPUT", "!", "-d", str(lab.network.subnet), "-j", "DROP")
 
 
 @contextlib.contextmanager
