@@ -242,3 +242,13 @@ def test_a_cri_section_in_an_imported_file_is_found_before_anything_is_written(l
     assert "failed validation" in report["error"] and "imported file" in report["fix"]
     assert config.read_bytes() == original
     assert "nvidia" not in json.dumps(loaded(host))
+
+
+def test_a_bad_value_from_a_variable_names_the_variable(lab, tmp_path):
+    """`--var containerd_default_runtime=maybe`: the error names the variable to change, not only the argument."""
+    host = lab.hosts[sorted(lab.hosts)[0]]
+    playbook = runtime_playbook(tmp_path / "containerd.yml", CONTAINERD_STEPS)
+    result, report = provision(lab, host, playbook, tmp_path, "--var", "containerd_default_runtime=maybe")
+    assert result.code == 1, result.output
+    assert "container_runtime.default_runtime must be true or false" in report["error"]
+    assert "the variable containerd_default_runtime" in report["error"]

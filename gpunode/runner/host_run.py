@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import secrets
 import threading
 import time
@@ -127,6 +128,7 @@ class HostRun:
                 step = build_step(spec.kind, render(spec.args, variables))
             except (TemplateError, ValueError) as exc:
                 self.outcome.failed_step = spec.name
+                exc = _name_the_variable(exc, spec)
                 failed = StepOutcome(spec.name, spec.kind, "failed", message=f"{spec.where}: {exc}", where=spec.where)
                 self._finish(failed, time.monotonic(), facts)  # a failed step in every report, not a host error
                 raise GpunodeError(f"{spec.where}: {exc}", step=spec.name,
@@ -286,3 +288,11 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def _name_the_variable(exc: Exception, spec: StepSpec) -> Exception | str:
+    """A bad argument value that came from a variable (`default_runtime: "{{ x }}"` with `--var x=maybe`) names the
+    variable: that is what the user has to change."""
+    raw = spec.args.get(getattr(exc, "arg", None) or "", None)
+    names = re.findall(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)", raw) if isinstance(raw, str) else []
+    return f"{exc} (the value comes from the variable {', '.join(names)})" if names else exc
