@@ -558,6 +558,7 @@ def main() -> None:
     from gpunode import __version__
 
     try:
+        missing_values(sys.argv)
         _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
         sys.stdout.flush()
     except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
@@ -569,6 +570,27 @@ def main() -> None:
         if os.environ.get("GPUNODE_TRACEBACK") == "1":
             raise
         sys.exit(1)
+
+
+def missing_values(argv: list[str]) -> None:
+    """Refuse an option that takes a value but was given none (`provision --var`, `--tags` last on the line): Invoke
+    would drop it silently, and a run meant to be narrowed (--tags, --check-like --var) would run everything."""
+    if len(argv) < 2 or argv[1] not in ns.task_names:
+        return
+    takes_value, flags = {}, {"-h", "--help"}
+    for argument in ns[argv[1]].get_arguments():
+        for name in argument.names:
+            flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+            flags.add(flag)
+            if argument.kind is not bool:
+                takes_value[flag] = f"--{argument.names[0].replace('_', '-')}"
+    for index, token in enumerate(argv[2:], start=2):
+        if token in takes_value:
+            following = argv[index + 1] if index + 1 < len(argv) else None
+            if following is None or following.partition("=")[0] in flags:  # "-1" or "-gpu=x" are values
+                print(f"error: {takes_value[token]} needs a value\n  fix: e.g. {takes_value[token]} VALUE; see "
+                      f"`gpunode --help {argv[1]}`", file=sys.stderr)
+                sys.exit(2)
 
 
 def diagnose_argv(argv: list[str]) -> list[str]:

@@ -52,6 +52,43 @@ def test_unquoted_modes_give_the_permissions_written(lab, tmp_path):
     assert modes.stdout.split() == ["644", "755", "640", "600"]
 
 
+def test_a_line_already_there_still_gets_its_mode(lab, tmp_path):
+    """The line is present but the file is world-readable: `mode:` is enforced as Ansible's lineinfile does
+    (found by a new user: a secret's config stayed 0644)."""
+    host = lab.hosts[sorted(lab.hosts)[0]]
+    host.run_inside("printf 'token=x\\n' > /etc/t15-secret && chmod 0644 /etc/t15-secret")
+    result, report = provision(lab, [host], tmp_path, """steps:
+  - line: {path: /etc/t15-secret, line: token=x, mode: 0600}
+""")
+    assert result.code == 0 and report["hosts"][0]["steps"][0]["status"] == "changed", result.output
+    assert host.run_inside("stat -c '%a' /etc/t15-secret").stdout.split() == ["600"]
+
+
+def test_variables_refer_to_variables_and_templates_keep_their_newline(lab, tmp_path):
+    """As in Ansible: a variable whose value is a template is expanded where it is used (playbook vars, an
+    include's vars, inventory vars, --var), and "{{ x }}\\n" keeps its final newline (found by a new user)."""
+    host = lab.hosts[sorted(lab.hosts)[0]]
+    inner = tmp_path / "inner.yml"
+    inner.write_text("""steps:
+  - file: {path: /etc/t15-vars, content: "{{ greet }}|{{ derived }}|{{ from_inventory }}|{{ from_cli }}\\n"}
+  - file: {path: /etc/t15-name, content: "{{ inventory_hostname }}\\n"}
+""")
+    outer = tmp_path / "outer.yml"
+    outer.write_text("""vars: {derived: "d-{{ inventory_hostname }}"}
+steps:
+  - include: ./inner.yml
+    vars: {greet: "{{ motd_text }}"}
+""")
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml", motd_text="hello from the inventory",
+                               from_inventory="inv-{{ motd_text }}")
+    result = run_cli("provision", "-i", str(inventory), "--playbook", str(outer), "--var",
+                     "from_cli={{ inventory_hostname }}!")
+    assert result.code == 0, result.output
+    assert (host.root / "etc/t15-vars").read_text() == \
+        f"hello from the inventory|d-{host.name}|inv-hello from the inventory|{host.name}!\n"
+    assert (host.root / "etc/t15-name").read_text() == f"{host.name}\n"
+
+
 # ---- items 2 and 12 (must show 2) --------------------------------------------------------------------------------
 def test_remote_text_is_shown_verbatim_and_junit_is_well_formed(lab, tmp_path):
     first, second = (lab.hosts[n] for n in sorted(lab.hosts)[:2])

@@ -11,9 +11,14 @@ ALWAYS = "always"  # a step tagged `always` runs whatever --tags says (unless --
 
 
 def split_tags(values: list[str] | str | None) -> list[str]:
-    """`--tags a,b --tags c` -> [a, b, c]."""
+    """`--tags a,b --tags c` -> [a, b, c]; a value that names no tag at all (`--tags ,`) is refused: running the
+    whole playbook instead of a selection is never what was meant."""
     items = [values] if isinstance(values, str) else values or []
-    return [t.strip() for item in items for t in item.split(",") if t.strip()]
+    tags = [t.strip() for item in items for t in item.split(",") if t.strip()]
+    if items and not tags:
+        raise UsageError(f"no tag in {', '.join(repr(i) for i in items)}", source="--tags/--skip-tags",
+                         fix="name at least one tag, e.g. --tags docker,runtime (gpunode playbooks lists them)")
+    return tags
 
 
 def select_steps(book: Playbook, tags: list[str], skip_tags: list[str]) -> Playbook:

@@ -29,7 +29,9 @@ def _lookup(kind: str, name: str) -> str:
 
 
 _ENV.globals["lookup"] = _lookup
-_WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
+# "{{ expr }}" and nothing else keeps the expression's type; any text around it (even "\n") makes a string.
+_WHOLE = re.compile(r"\A\{\{(?P<expr>.*?)\}\}\Z", re.DOTALL)
+MAX_DEPTH = 10  # variables that refer to variables: how many levels are expanded
 
 
 class TemplateError(ValueError):
@@ -66,6 +68,32 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [render(v, variables) for v in value]
     return value
+
+
+def resolve_variables(variables: dict[str, Any]) -> dict[str, Any]:
+    """Variables whose values refer to other variables (`derived: "d-{{ inventory_hostname }}"`, an include's
+    `greet: "{{ motd_text }}"`, a `--var`) expanded, as Ansible does. A variable that cannot be expanded (an undefined
+    name, a loop) becomes undefined with the reason, so it fails where it is used and nowhere else."""
+    resolved = dict(variables)
+    pending = {k for k, v in resolved.items() if has_template(v)}
+    for _ in range(MAX_DEPTH):
+        changed = False
+        for key in sorted(pending):
+            try:
+                value = render(resolved[key], resolved)
+            except TemplateError as exc:
+                resolved[key] = jinja2.StrictUndefined(hint=f"variable {key!r} cannot be expanded: {exc}")
+                pending.discard(key)
+                continue
+            if value != resolved[key]:
+                resolved[key], changed = value, True
+            if not has_template(value):
+                pending.discard(key)
+        if not changed or not pending:
+            break
+    for key in pending:  # still templated after MAX_DEPTH passes: it refers to itself
+        resolved[key] = jinja2.StrictUndefined(hint=f"variable {key!r} refers to itself")
+    return resolved
 
 
 def evaluate(expression: str, variables: dict[str, Any]) -> bool:

@@ -14,7 +14,7 @@ from gpunode.connection import Connection
 from gpunode.errors import ConnectError, GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
-from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
+from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import remote_lock
 from gpunode.runner.events import Events
@@ -114,8 +114,8 @@ class HostRun:
     # ---- steps -----------------------------------------------------------------------------------
     def _variables(self, facts: Facts, scope: dict[str, Any] | None = None) -> dict[str, Any]:
         """Playbook vars (and an included step's scope) are defaults; inventory vars override them; --var both."""
-        return {**self.playbook.vars, **(scope or {}), **self.host.vars, **self.extra_vars,
-                "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check}
+        return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.extra_vars,
+                                  "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check})
 
     def _prepare(self, specs: list[StepSpec], facts: Facts) -> list[PlannedStep]:
         planned = []

@@ -118,8 +118,11 @@ class LineStep(Step):
             return [Action(f"{self.path} is missing", "create is false", command="false",
                            fix=f"create {self.path} first or set create: true")]
         new = self.edit(state.content)
-        if state.exists and new == state.content:
-            return []
         mode = self.mode or ""
+        if state.exists and new == state.content:
+            if mode and state.mode != mode:  # the line is there, the permissions are not (a secret left readable)
+                return [Action(f"chmod {mode} {self.path}", f"mode is {state.mode}",
+                               f"chmod {q(mode)} -- {q(self.path)}", writes=self.path)]
+            return []
         return [write_action(self.path, state, new, mode=mode, backup=self.backup,
                              reason="line missing or different" if self.state == "present" else "line present")]
