@@ -12,14 +12,11 @@ from typing import Any
 
 import yaml
 
+from gpunode.kube import DNS_NAME, label_key_ok, label_value_ok
 from gpunode.steps.nfs import NfsMountStep
 from gpunode.steps.nfs_options import kernel_options, render
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z")
-# Label keys: [prefix/]name; name and value up to 63 alphanumerics with - _ . inside (Kubernetes' own rules).
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
-_LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _EFS_ID = re.compile(r"^(fs-[0-9a-f]{8,40})(\.|\Z)")
 
 DRIVERS = ("nfs", "csi")
@@ -41,11 +38,10 @@ def parse_labels(pairs: list[str]) -> dict[str, str]:
     labels: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        prefix, slash, name = key.rpartition("/")
-        if not sep or not _LABEL_NAME.match(name) or (slash and (len(prefix) > 253 or not _LABEL_PREFIX.match(prefix))):
+        if not sep or not label_key_ok(key):
             raise ValueError(f"label {pair!r} is not KEY=VALUE with a Kubernetes label key ([prefix/]name: letters, "
                              "digits, - _ . , at most 63 characters)")
-        if value and not _LABEL_NAME.match(value):
+        if not label_value_ok(value):
             raise ValueError(f"label value {value!r} must be at most 63 letters, digits, - _ . (alphanumeric at "
                              "both ends)")
         labels[key] = value
@@ -82,9 +78,9 @@ def volume_manifests(step: NfsMountStep, name: str, size: str = "1Ti", namespace
 
     With labels, the claim selects the PV by them (selector.matchLabels) instead of naming it.
     """
-    if not _NAME.match(name):
+    if not DNS_NAME.match(name):
         raise ValueError(f"name must be a DNS-1123 name (lowercase letters, digits, - and .), got {name!r}")
-    if not _NAME.match(namespace):
+    if not DNS_NAME.match(namespace):
         raise ValueError(f"namespace must be a DNS-1123 name, got {namespace!r}")
     if not _QUANTITY.match(size):
         raise ValueError(f"size must be a Kubernetes quantity like 100Gi or 1Ti, got {size!r}")
