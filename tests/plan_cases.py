@@ -33,6 +33,7 @@ from gpunode.inventory import Host
 from gpunode.scripts import SCRIPTS_DIR, script_text
 from gpunode.steps import build_step
 from gpunode.steps.base import StepContext
+from gpunode.steps.state import HostState
 
 CASES_DIR = Path(__file__).parent / "plans"
 OS_RELEASE_DIR = Path(__file__).parent / "data" / "os-release"
@@ -67,8 +68,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """What the current planner makes of a case, in the form of the case's `expected`."""
     facts = build_facts(case["os_release"], case.get("facts", {}))
     ctx = StepContext(Host(name="case", address="case"), facts, conn=None, check=True,  # type: ignore[arg-type]
-                      probe_output=case.get("probe_output", ""), shared=dict(case.get("shared", {})),
-                      reboot_required=case.get("reboot_required_before", False))
+                      probe_output=case.get("probe_output", ""), state=HostState.of({**case.get("shared", {}),
+                                          "reboot_required": case.get("reboot_required_before", False)}))
     result: dict[str, Any] = {"probe": None, "actions": [], "error": None}
     try:
         step = build_step(case["step"], case.get("args", {}))
@@ -87,7 +88,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         if action.reboot:
             item["reboot"] = True
         result["actions"].append(item)
-    result["target_kernel"] = ctx.shared.get("target_kernel")
+    result["target_kernel"] = ctx.state.target_kernel or None
     result["reboot_required"] = ctx.reboot_required
     if ctx.notes:
         result["notes"] = ctx.notes

@@ -236,8 +236,8 @@ def test_written_files_mark_what_later_steps_must_do(path, reload, refresh):
 
     ctx = StepContext(None, None, None, False)  # type: ignore[arg-type]
     ctx.wrote(path)
-    assert bool(ctx.shared.get("daemon_reload_pending")) is reload
-    assert bool(ctx.shared.get("package_sources_changed")) is refresh
+    assert ctx.state.daemon_reload_pending is reload
+    assert ctx.state.package_sources_changed is refresh
 
 
 def test_inventory_hints_keep_their_brackets(tmp_path):

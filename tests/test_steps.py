@@ -50,7 +50,7 @@ def test_version_pins_and_install_commands():
     assert Wanted.parse("nvidia-driver=535.*").satisfied_by("535.247.01-1~deb12u1")
     assert not Wanted.parse("nvidia-driver=550.*").satisfied_by("535.247.01-1~deb12u1")
     apt = AptManager().install([Wanted.parse("jq"), Wanted.parse("nvidia-driver=535.*")], True, False)
-    assert "apt-get -y -q -o DPkg::Lock::Timeout=600 update && " in apt
+    assert "apt-get -y -q -o DPkg::Lock::Timeout=600 -o Acquire::Languages=none update && " in apt
     assert apt.endswith("--no-install-recommends install -- jq 'nvidia-driver=535.*'")
     assert "DEBIAN_FRONTEND=noninteractive" in apt
     dnf = DnfManager("dnf").install([Wanted.parse("kernel-devel=5.14.0")], False, False)

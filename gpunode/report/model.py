@@ -34,6 +34,8 @@ class HostOutcome:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     log_path: str = ""
+    phases: dict[str, float] = field(default_factory=dict)   # seconds: connect, lock + facts, probe, steps, release
+    commands: list[dict] = field(default_factory=list)       # each remote command: label, seconds, exit_code, session
 
     @property
     def changed(self) -> int:

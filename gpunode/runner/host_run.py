@@ -7,10 +7,12 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpunode.connection import Connection
+from gpunode.connection import Connection, ExecResult
 from gpunode.errors import ConnectError, GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
@@ -19,6 +21,7 @@ from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import remote_lock
 from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, build_step
+from gpunode.steps.state import HostState
 
 # Arguments of a sensitive step that stay visible (where and how, not what).
 VISIBLE_ARGS = {"path", "dest", "owner", "group", "mode", "state", "create", "backup", "timeout", "name"}
@@ -53,9 +56,8 @@ class HostRun:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
                                    log_path=str(self.conn.transcript.log_path or ""))
         self.lock: remote_lock.RunLock | None = None
-        self.reboot_required = False
+        self.state = HostState()             # what steps tell later steps (reboot, target kernel, ...)
         self.changed_something = False
-        self.shared: dict[str, Any] = {}
         self.facts: Facts | None = None
         self.notified: list[str] = []        # handlers notified by changed steps, in order
         self.handlers_ran: set[str] = set()
@@ -65,8 +67,10 @@ class HostRun:
         started = time.monotonic()
         self.events.host_started(self.host.name)
         try:
-            self.conn.open()
-            self.lock = remote_lock.acquire(self.conn)
+            with self._phase("connect"):
+                self.conn.open()
+            with self._phase("lock + facts"):
+                self.lock = remote_lock.acquire(self.conn)
             self._run_steps(self.lock.facts)
         except ConnectError as exc:
             self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
@@ -83,21 +87,35 @@ class HostRun:
             if pending and not self.check:
                 self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
             self.conn.activity = "release"
-            if self.lock:
-                self.lock.release()
-                if self.lock.still_running:
-                    self.outcome.notes.append(
-                        f"still running on the host (a package transaction is never killed; the host's lock is "
-                        f"held until it ends): {self.lock.still_running}")
-            self.conn.close()
+            with self._phase("release"):
+                if self.lock:
+                    self.lock.release()
+                    if self.lock.still_running:
+                        self.outcome.notes.append(
+                            f"still running on the host (a package transaction is never killed; the host's lock "
+                            f"is held until it ends): {self.lock.still_running}")
+                self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
+            self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
+                                      "exit_code": r.exit_code, "session": r.session}
+                                     for r in self.conn.transcript.records]
             self.outcome.seconds = time.monotonic() - started
+            self.conn.transcript.note("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.outcome.phases.items()))
             self.conn.transcript.note(f"finished: {self.outcome.status} after {self.outcome.exec_count} remote execs")
             self.conn.transcript.close()
         if self.outcome.status == "ok" and self.outcome.changed:
             self.outcome.status = "would-change" if self.check else "changed"
         self.events.host_finished(self.outcome)
         return self.outcome
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Time one phase of the host's run (summed when it recurs: probes, steps) for the log and the report."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.outcome.phases[name] = round(self.outcome.phases.get(name, 0.0) + time.monotonic() - started, 4)
 
     def _fail(self, exc: GpunodeError, status: str) -> None:
         if self.cancel.is_set():  # the connection was closed under us on purpose
@@ -138,16 +156,20 @@ class HostRun:
 
     def _run_steps(self, facts: Facts) -> None:
         self.facts = facts
-        planned = self._prepare(self.playbook.steps, facts)
-        self._probe(planned)
-        for item in planned:
-            facts = self.facts = self._run_one(item, facts)
-            if self.outcome.steps[-1].status in ("changed", "would-change"):
-                self.notified += [n for n in item.spec.notify if n not in self.notified]
+        with self._phase("render"):
+            planned = self._prepare(self.playbook.steps, facts)
+        with self._phase("probe"):
+            self._probe(planned)
+        with self._phase("steps"):
+            for item in planned:
+                facts = self.facts = self._run_one(item, facts)
+                if self.outcome.steps[-1].status in ("changed", "would-change"):
+                    self.notified += [n for n in item.spec.notify if n not in self.notified]
         if self.notified and self.check:
             self.outcome.notes.append(f"handlers that would run: {', '.join(self.notified)}")
         elif self.notified:
-            self._run_handlers(facts)
+            with self._phase("handlers"):
+                self._run_handlers(facts)
 
     def _run_handlers(self, facts: Facts) -> None:
         """Run the notified handlers once each, in the order they were notified."""
@@ -179,7 +201,7 @@ class HostRun:
         nonce = secrets.token_hex(4)
         script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
         script += "true\n"  # a probe's own exit status is data for its step, not a failure of the probe
-        result = self.conn.run("sh -s", stdin=script, label=f"probe {len(todo)} steps")
+        result = self._run_probe(script, f"probe {len(todo)} steps")
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
                                step="probe", fix="see the host log")
@@ -187,6 +209,10 @@ class HostRun:
         for chunk in chunks[1:]:
             index, _, body = chunk.partition("\n")
             todo[int(index)].probe_output = body
+
+    def _run_probe(self, script: str, label: str) -> ExecResult:
+        """A probe script runs in the lock's session (no remote command of its own) while the lock is held."""
+        return self.lock.run(script, label) if self.lock else self.conn.run("sh -s", stdin=script, label=label)
 
     def _run_one(self, item: PlannedStep, facts: Facts) -> Facts:
         spec = item.spec
@@ -205,8 +231,8 @@ class HostRun:
             return self._finish(outcome, started, facts)
         if self.changed_something and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
-        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.reboot_required,
-                          shared=self.shared, on_output=lambda line: self.events.output(self.host.name, line))
+        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.state,
+                          on_output=lambda line: self.events.output(self.host.name, line))
         try:
             actions = item.step.plan(ctx)
             outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
@@ -220,7 +246,6 @@ class HostRun:
                 self.changed_something = self.changed_something or bool(changes)
             outcome.message = "; ".join(ctx.notes)
             self.outcome.notes += ctx.notes
-            self.reboot_required = ctx.reboot_required
         except GpunodeError as exc:
             outcome.status = "failed"
             if spec.sensitive:  # its output could hold what the step keeps secret
@@ -263,7 +288,6 @@ class HostRun:
         for action in actions:
             if action.reboot:
                 facts = self._reboot(action, facts)
-                ctx.reboot_required = False
         return facts
 
     def _reboot(self, action: Action, facts: Facts) -> Facts:
@@ -276,10 +300,9 @@ class HostRun:
             self.lock = None
         self.conn.wait_for_reboot(marker, timeout=action.timeout or 600)
         self.lock = remote_lock.acquire(self.conn)
-        self.reboot_required = False
-        self.shared.pop("reboot_reasons", None)
+        self.state.rebooted()
         facts = self.lock.facts
-        wanted = self.shared.get("target_kernel")
+        wanted = self.state.target_kernel
         if wanted and wanted != facts.kernel.running:
             raise GpunodeError(
                 f"rebooted, but the running kernel is still {facts.kernel.running}, not {wanted}",

@@ -1,4 +1,9 @@
-"""One remote exec that takes the host's run lock, gathers facts, and holds the lock until we let go.
+"""One remote exec that takes the host's run lock, gathers facts, runs the probes, and holds the lock until we let go.
+
+While it holds the lock the session is a small command loop: the controller sends a probe script
+(`@@gpunode-run NONCE LENGTH` then exactly LENGTH bytes) and the holder runs it and answers with its output and
+`@@gpunode-ran NONCE STATUS`. So a converged host costs one remote command in all: lock, facts and probe travel in
+the same session, and the apply phase opens sessions only when something must change.
 
 The lock is a flock(1) held by that exec's shell. The run's commands are recorded in the guard folder next to
 the lock (`gpunode/connection/guard.py`). The holder lets go when the controller closes its input (the run
@@ -12,17 +17,20 @@ from __future__ import annotations
 
 import getpass
 import os
+import secrets
 import socket
 import threading
 import time
 
-from gpunode.connection import Connection, RemoteProcess, q
+from gpunode.connection import Connection, ExecResult, RemoteProcess, q
 from gpunode.connection.guard import FUNCTIONS
 from gpunode.connection.ssh import DEAD_PEER_SECONDS, KEEPALIVE_SECONDS
-from gpunode.errors import GpunodeError
+from gpunode.errors import ConnectError, GpunodeError
 from gpunode.facts import Facts, facts_subshell, parse_facts
 
 FACTS_END = "@@gpunode-facts-end"
+RUN = "@@gpunode-run"
+RAN = "@@gpunode-ran"
 LOCKED = "GPUNODE_LOCKED"
 RUNNING = "GPUNODE_RUNNING"
 WAITING = "@@gpunode-waiting"
@@ -46,7 +54,9 @@ if [ -n "$live" ]; then echo "{LOCKED} an earlier run ended, but its commands st
   echo {FACTS_END}; exit 75; fi
 printf '%s\\n' {q(owner)} > "$lock.owner"
 {facts_subshell("9>&-")}echo {FACTS_END}
-while IFS= read -r -t {HEARTBEAT_TIMEOUT} _; do :; done
+while IFS= read -r -t {HEARTBEAT_TIMEOUT} _l; do
+  case $_l in "{RUN} "*) set -- $_l; head -c "$3" | sh -s 9>&- 2>&1; echo "{RAN} $2 $?";; esac
+done
 trap '' PIPE HUP INT TERM
 # the run is over (let go, disconnected, or silent): stop what it left running; wait for package transactions
 left=
@@ -96,12 +106,14 @@ def refusal(conn: Connection, holder: str, running: str = "") -> GpunodeError:
 
 
 class RunLock:
-    """The held lock; `facts` is what the same exec gathered."""
+    """The held lock; `facts` is what the same exec gathered; `run` runs a script in the same session."""
 
-    def __init__(self, process: RemoteProcess, facts: Facts) -> None:
+    def __init__(self, conn: Connection, process: RemoteProcess, facts: Facts) -> None:
+        self.conn = conn
         self.process = process
         self.facts = facts
         self.still_running = ""  # set by release(): a package transaction the lock now waits for
+        self._send = threading.Lock()  # a heartbeat never lands inside a script
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="lock-heartbeat", daemon=True)
         self._beat.start()
@@ -109,9 +121,29 @@ class RunLock:
     def _heartbeat(self) -> None:
         while not self._stop.wait(KEEPALIVE_SECONDS):
             try:
-                self.process.send(b"\n")
+                with self._send:
+                    self.process.send(b"\n")
             except Exception:  # noqa: BLE001 - a dead channel: the run notices that elsewhere
                 return
+
+    def run(self, script: str, label: str, timeout: float = 3600.0) -> ExecResult:
+        """Run `script` with `sh -s` (as root when the run becomes root) in the lock's own session: no new remote
+        command. stdout and stderr come back merged; the log records it like any command."""
+        nonce = secrets.token_hex(4)
+        data = script.encode()
+        started = time.monotonic()
+        self.conn.transcript.begin(label)
+        with self._send:
+            self.process.send(f"{RUN} {nonce} {len(data)}\n".encode() + data)
+        output = self.process.read_until(f"{RAN} {nonce} ", timeout)
+        if not self.process.found:
+            raise ConnectError("the SSH connection was lost while the host ran the probe", host=self.conn.name,
+                               fix="the host may have rebooted or lost its network; run again once it is back")
+        status = self.process.read_until("\n", 10.0).strip()
+        code = int(status) if status.isdigit() else -1
+        seconds = time.monotonic() - started
+        self.conn.transcript.record(f"{label} (in the lock session)", code, seconds, output, "", session=False)
+        return ExecResult(code, output, "", seconds)
 
     def release(self, wait: float = 15.0) -> None:
         """Let go: the holder stops the run's leftovers (or says which package transaction it now waits for)."""
@@ -140,7 +172,7 @@ def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
         process.close()
         raise GpunodeError(f"could not gather facts: {exc}", host=conn.name, step="facts",
                            fix="check that bash and coreutils exist on the host; see the host log") from None
-    return RunLock(process, facts)
+    return RunLock(conn, process, facts)
 
 
 def describe(records: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,8 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
     pool = ThreadPoolExecutor(max_workers=max(1, min(options.forks, len(hosts))), thread_name_prefix="host")
     futures = {pool.submit(run.run): run for run in runs}
     try:
-        for future, run in futures.items():
-            while not future.done():
-                time.sleep(0.05)
-            outcomes[run.host.name] = future.result()
+        for future in as_completed(futures):  # wakes as each host ends (Ctrl-C still interrupts the wait)
+            outcomes[futures[future].host.name] = future.result()
     except KeyboardInterrupt:
         cancel.set()
         for future in futures:

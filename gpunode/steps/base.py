@@ -13,6 +13,7 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
+from gpunode.steps.state import HostState
 from gpunode.values import as_bool, file_mode
 
 
@@ -45,9 +46,8 @@ class StepContext:
     conn: Connection
     check: bool
     probe_output: str = ""
-    reboot_required: bool = False
+    state: HostState = field(default_factory=HostState)   # what earlier steps on this host told later ones
     notes: list[str] = field(default_factory=list)
-    shared: dict[str, Any] = field(default_factory=dict)   # what steps tell later steps (target kernel...)
     on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
 
     def wrote(self, path: str) -> None:
@@ -58,21 +58,24 @@ class StepContext:
         """
         drop_in = ".d/" in path and path.endswith(".conf")
         if path.startswith(SYSTEMD_DIRS) and (path.endswith(UNIT_SUFFIXES) or drop_in):
-            self.shared["daemon_reload_pending"] = True
+            self.state.daemon_reload_pending = True
         if path.startswith(PACKAGE_SOURCE_PATHS):
-            self.shared["package_sources_changed"] = True
+            self.state.package_sources_changed = True
 
     def require_reboot(self, reason: str) -> None:
         """Ask for a reboot (done by a later `reboot` step) and say why."""
-        self.reboot_required = True
-        reasons = self.shared.setdefault("reboot_reasons", [])
-        if reason not in reasons:
-            reasons.append(reason)
+        self.state.reboot_required = True
+        if reason not in self.state.reboot_reasons:
+            self.state.reboot_reasons.append(reason)
+
+    @property
+    def reboot_required(self) -> bool:
+        return self.state.reboot_required
 
     @property
     def target_kernel(self) -> str:
         """The kernel that modules must be built for: the next boot's when a new kernel was installed."""
-        return str(self.shared.get("target_kernel") or self.facts.kernel.running)
+        return self.state.target_kernel or self.facts.kernel.running
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)

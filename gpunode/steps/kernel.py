@@ -75,11 +75,11 @@ class KernelHeadersStep(Step):
         running = facts.kernel.running
         candidate, existing, held = (ctx.probe_output.split("@@") + ["", "", ""])[:3]
         if facts.kernel.running_headers_present:
-            ctx.shared["target_kernel"] = running
+            ctx.state.target_kernel = running
             return self._hold_actions(facts, running, held)
         pending = self._pending_kernel(facts)
         if pending and self.policy == "upgrade":
-            ctx.shared["target_kernel"] = pending
+            ctx.state.target_kernel = pending
             ctx.require_reboot(f"kernel {pending} is installed, {running} is running")
             return self._hold_actions(facts, pending, held)
         headers = headers_package(facts.os, running, facts.kernel.package)
@@ -125,9 +125,9 @@ class KernelHeadersStep(Step):
     def _learn(self, ctx: StepContext, result: ExecResult) -> None:
         for line in result.stdout.splitlines():
             if line.startswith("@@target "):
-                ctx.shared["target_kernel"] = line.split(None, 1)[1].strip()
+                ctx.state.target_kernel = line.split(None, 1)[1].strip()
         if "@@reboot" in result.stdout.split():
-            ctx.require_reboot(f"new kernel {ctx.shared['target_kernel']} installed; {ctx.facts.kernel.running} runs")
+            ctx.require_reboot(f"new kernel {ctx.state.target_kernel} installed; {ctx.facts.kernel.running} runs")
 
     @staticmethod
     def _missing_message(running: str, headers: str, existing: list[str]) -> str:

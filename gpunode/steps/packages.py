@@ -47,9 +47,9 @@ class PackagesStep(Step):
     def _repair(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
         """An interrupted transaction (a cut-off first-boot upgrade, a killed install) is finished first."""
         why = ctx.facts.pkg.interrupted
-        if not why or ctx.shared.get("package_manager_repaired"):
+        if not why or ctx.state.package_manager_repaired:
             return []
-        ctx.shared["package_manager_repaired"] = True
+        ctx.state.package_manager_repaired = True
         return [Action("repair the interrupted package manager first" + (
             " (dpkg --configure -a, apt-get -f install)" if manager.name == "apt" else ""), why, manager.repair(),
             timeout=self.timeout, fix="run the repair by hand on the host and read its errors (dpkg --audit)")]
@@ -66,7 +66,7 @@ class PackagesStep(Step):
         missing = [w for w in wanted if not w.satisfied_by(state.installed.get(w.name))]
         if not missing:
             return []
-        sources_changed = bool(ctx.shared.get("package_sources_changed"))  # a repository added earlier in this run
+        sources_changed = ctx.state.package_sources_changed  # a repository added earlier in this run
         stale = sources_changed or state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
         reasons = [
             f"{w.name} is {state.installed[w.name]}, wanted {w.version}" if w.name in state.installed
@@ -88,4 +88,4 @@ class PackagesStep(Step):
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
         command = action.command or ""
         if " update && " in command or "--refresh" in command:
-            ctx.shared.pop("package_sources_changed", None)  # the lists now know the new sources
+            ctx.state.package_sources_changed = False  # the lists now know the new sources

@@ -114,7 +114,8 @@ class AptManager(PackageManager):
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}={w.version}" if w.version else w.name for w in wanted]
-        update = f"apt-get {join(APT_OPTS[:4])} update && " if refresh else ""
+        # No translated descriptions: a third of the download and of the parsing, unused by a node's provisioning
+        update = f"apt-get {join(APT_OPTS[:4])} -o Acquire::Languages=none update && " if refresh else ""
         extra = [] if recommends else ["--no-install-recommends"]
         return f"{APT_ENV} {update}apt-get {join(APT_OPTS + extra)} install -- {join(specs)}"
 

@@ -51,7 +51,7 @@ class ServiceStep(Step):
         props = dict(line.split("=", 1) for line in ctx.probe_output.splitlines() if "=" in line)
         unit = q(self.name)
         actions = []
-        pending = props.get("NeedDaemonReload") == "yes" or ctx.shared.get("daemon_reload_pending")
+        pending = props.get("NeedDaemonReload") == "yes" or ctx.state.daemon_reload_pending
         if pending or self.daemon_reload:
             actions.append(Action("systemctl daemon-reload",
                                   "unit files changed on disk" if pending else "daemon_reload requested",
@@ -85,4 +85,4 @@ class ServiceStep(Step):
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
         if action.command == "systemctl daemon-reload":
-            ctx.shared.pop("daemon_reload_pending", None)
+            ctx.state.daemon_reload_pending = False

@@ -51,10 +51,9 @@ class RebootStep(Step):
         required = ctx.reboot_required or ctx.facts.pkg.reboot_required
         if self.if_required and not required:
             return []
-        reasons = ctx.shared.get("reboot_reasons") or (["/var/run/reboot-required exists"] if required else [])
+        reasons = ctx.state.reboot_reasons or (["/var/run/reboot-required exists"] if required else [])
         why = self.reason or "; ".join(reasons) or "always reboot"
         if self.mode == "defer":
             ctx.notes.append(f"reboot pending ({why}); deferred: the new state takes effect at the next boot")
-            ctx.shared["reboot_pending"] = why
             return []
         return [Action("reboot", why, reboot=True, timeout=self.timeout)]
