@@ -1,8 +1,9 @@
-"""base.yml on real lab hosts: first run changes, second run converges in at most 3 remote execs."""
+"""base.yml on real lab hosts: first run changes, second run converges with one remote command per host."""
 
 from __future__ import annotations
 
 import json
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -30,6 +31,9 @@ def test_base_playbook_changes_then_converges(lab, fresh_trio, tmp_path):
         inside = host.run_inside("dpkg -s jq >/dev/null && grep -c '^SystemMaxUse=1G$' /etc/systemd/journald.conf")
         assert inside.stdout.strip() == "1", inside.stderr
 
+    for host in hosts:  # sshd logs every session it starts: the hosts' own count of remote commands
+        host.run_inside("echo 'LogLevel VERBOSE' > /etc/ssh/sshd_config.d/90-count.conf && systemctl reload ssh")
+    since = time.time()
     second = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml",
                      "--json-report", str(tmp_path / "second.json"))
     assert second.code == 0, second.output
@@ -37,7 +41,13 @@ def test_base_playbook_changes_then_converges(lab, fresh_trio, tmp_path):
     for host in report["hosts"]:
         assert host["status"] == "ok"
         assert host["changed"] == 0
-        assert host["exec_count"] <= 3, host  # lock+facts and one batched probe
+        assert host["exec_count"] == 1, host  # lock + facts + batched probe, one session
+        assert [c["session"] for c in host["commands"]] == [True, False], host["commands"]
+        assert set(host["phases"]) >= {"connect", "lock + facts", "probe", "steps", "release"}
+    for host in hosts:  # --sync: journald has written every line it received
+        log = host.run_inside("journalctl --sync; journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
+                              f"--since @{since:.6f}").stdout
+        assert log.count("Starting session:") == 1, log
 
 
 def test_check_mode_shows_diffs_and_changes_nothing(lab, fresh_host, tmp_path):

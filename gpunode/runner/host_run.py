@@ -277,7 +277,7 @@ class HostRun:
         outcome.message = redact(outcome.message)
         outcome.seconds = time.monotonic() - started
         self.outcome.steps.append(outcome)
-        self.conn.transcript.note(f"  -> {outcome.status} {outcome.message}".rstrip())
+        self.conn.transcript.note(f"  -> {outcome.status} in {outcome.seconds:.2f}s {outcome.message}".rstrip())
         self.events.step_finished(self.host.name, outcome)
         return facts
 
