@@ -155,6 +155,27 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "nvidia-driver/nvidia-utils package of the branch you need), reboot, and run nvidia-smi again.",
         "critical"),
     ErrorSignature(
+        "mig-pending-reset",
+        re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU\s*[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f.]+"
+                   r"[^\n]*"),
+        "host", "a MIG mode change waits for a GPU reset (nvidia-smi -mig could not apply it)",
+        "The mode is stored but takes effect only after a GPU reset: stop every client of the GPU "
+        "(CUDA jobs, nvidia-persistenced, dcgm/nv-hostengine, nvsm, nvidia-fabricmanager, the device plugin; "
+        "unload nvidia_drm if it is loaded), then `nvidia-smi -r -i <gpu>`; where the reset is not supported "
+        "(`Not Supported`, GPU passthrough in a VM) reboot the node or VM.", "warning"),
+    ErrorSignature(
+        "gpu-reset-refused",
+        re.compile(r"GPU Reset couldn't run because GPU \S+ is the primary GPU[^\n]*|(?:^|\n)[ \t]*GPU "
+                   r"[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f.]+: In use by another client[^\n]*|Unable to reset "
+                   r"GPU \S+ because it's being used by some other process[^\n]*|The following GPUs could "
+                   r"not be reset:[^\n]*|GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f.]+ is currently in use by another process[^\n]*"),
+        "host", "nvidia-smi refused to reset a GPU (it is in use, or it drives the console)",
+        "A GPU reset needs the GPU idle: stop its clients (CUDA jobs, X/Wayland, nvidia-persistenced or "
+        "`nvidia-smi -pm 0`, dcgm/nv-hostengine, nvidia-fabricmanager, monitoring agents, the k8s device "
+        "plugin; unload nvidia_drm), list what holds it with `fuser -v /dev/nvidia*`, then retry "
+        "`nvidia-smi -r -i <gpu>`. The primary (console) GPU cannot be reset while the system uses it: "
+        "reboot instead.", "warning"),
+    ErrorSignature(
         "gpu-lost",
         re.compile(r"(?:GPU has fallen off the bus|has fallen off the bus).*"),
         "kernel", "a GPU has fallen off the PCIe bus",
