@@ -97,6 +97,27 @@ EXPECTED: dict[str, list[str]] = {
     "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt"],
     "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
                              "captures/table/gls__RTX3080__nvidia-smi.txt"],
+    "nvidia-no-adapter": ["captures/kernel/ValveSoftware-SteamOS-209__no-nvidia-adapter-found.txt",
+                          "captures/kernel/todxx-tdxminer-29__no-nvidia-adapter-found-repeated.txt"],
+    "mig-pending-reset": ["captures/errors/yokatayama-e-learning__mig-pending-enable-not-supported-esxi.txt",
+                          "captures/errors/NVIDIA-gpu-operator-1845__mig-pending-enable-in-use.txt",
+                          "captures/errors/NVIDIA-gpu-operator-118__mig-pending-disable-and-reset-in-use.txt"],
+    "gpu-reset-refused": ["captures/errors/NVIDIA-NVSentinel-1692__gpu-reset-in-use.txt",
+                          "captures/errors/NVIDIA-mig-parted-181__gpus-could-not-be-reset-in-use.txt",
+                          "captures/errors/NVIDIA-gpu-operator-118__mig-pending-disable-and-reset-in-use.txt"],
+    "gpu-reset-required": ["captures/kernel/scitix-sichek-51__gsp-alloc-reset-required-dmesg-T.txt",
+                           "captures/kernel/vllm-project-vllm-40652__xid-45-74-154-talos.txt"],
+    "xid-45": ["captures/kernel/NVIDIA-open-gpu-kernel-modules-1150__xid-45-after-149-145-journal.txt",
+               "captures/kernel/vllm-project-vllm-40652__xid-45-74-154-talos.txt"],
+    "xid-63": ["captures/dmesg/gpud__dmesg.0.log",
+               "captures/kernel/huggingface-m4-logs__xid-63-row-remapper-aws-syslog.txt",
+               "captures/kernel/stas00-ml-engineering__xid-63-row-remapper.txt"],
+    "xid-64": ["captures/kernel/NVIDIA-gpu-operator-1146__xid-48-dbe-xid-64-syslog.txt",
+               "captures/kernel/huggingface-m4-logs__xid-64-aws-syslog-elided.txt"],
+    "xid-145": ["captures/kernel/leptonai-gpud-1174__xid-145-rlw-kmsg.txt",
+                "captures/kernel/NVIDIA-nccl-2241__xid-145-137-rlw-anonymized-pci.txt"],
+    "xid-149": ["captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt",
+                "captures/kernel/leptonai-gpud-1160__xid-149-netir-link-evt-kmsg.txt"],
 }
 # Captures of machines that were fine when captured (nvidia-smi outputs of working GPUs).
 HEALTHY_MACHINES = [p for p in CORPUS if p.parent.name in ("xml", "text_q", "table", "csv", "multi")
@@ -269,7 +290,6 @@ def test_gpu_requires_reset_in_any_column_is_critical(tmp_path: Path, text: str)
 
 # Real captures diagnose does not understand (listed, verdict unknown): changes here must be deliberate.
 NOT_UNDERSTOOD = {
-    "captures/errors/NVIDIA-NVSentinel-1692__gpu-reset-in-use.txt",  # `nvidia-smi -r` refusal, not a state
     "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt",  # an Xorg log line
     "captures/lspci/gpud__lspci.gb200",  # plain `lspci` without -nn: no vendor/device ids
 }

@@ -62,6 +62,8 @@ _CDI_REMEDY = (
     "nvidia.com/gpu=all or management.nvidia.com/gpu=GPU-<uuid>), make the file readable, then retry."
 )
 
+_BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"  # nvidia-smi's PCI bus id
+
 SIGNATURES: tuple[ErrorSignature, ...] = (
     ErrorSignature(
         "driver-not-loaded",
@@ -156,8 +158,7 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "critical"),
     ErrorSignature(
         "mig-pending-reset",
-        re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU\s*[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f.]+"
-                   r"[^\n]*"),
+        re.compile(rf"MIG mode is in pending (?:enable|disable) state for GPU\s*{_BUS_ID}[^\n]*"),
         "host", "a MIG mode change waits for a GPU reset (nvidia-smi -mig could not apply it)",
         "The mode is stored but takes effect only after a GPU reset: stop every client of the GPU "
         "(CUDA jobs, nvidia-persistenced, dcgm/nv-hostengine, nvsm, nvidia-fabricmanager, the device plugin; "
@@ -165,10 +166,9 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "(`Not Supported`, GPU passthrough in a VM) reboot the node or VM.", "warning"),
     ErrorSignature(
         "gpu-reset-refused",
-        re.compile(r"GPU Reset couldn't run because GPU \S+ is the primary GPU[^\n]*|(?:^|\n)[ \t]*GPU "
-                   r"[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f.]+: In use by another client[^\n]*|Unable to reset "
-                   r"GPU \S+ because it's being used by some other process[^\n]*|The following GPUs could "
-                   r"not be reset:[^\n]*|GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f.]+ is currently in use by another process[^\n]*"),
+        re.compile(rf"GPU Reset couldn't run because GPU \S+ is the primary GPU[^\n]*|The following GPUs could "
+                   rf"not be reset:[^\n]*|GPU {_BUS_ID}: In use by another client[^\n]*|GPU {_BUS_ID} is currently "
+                   rf"in use by another process[^\n]*"),
         "host", "nvidia-smi refused to reset a GPU (it is in use, or it drives the console)",
         "A GPU reset needs the GPU idle: stop its clients (CUDA jobs, X/Wayland, nvidia-persistenced or "
         "`nvidia-smi -pm 0`, dcgm/nv-hostengine, nvidia-fabricmanager, monitoring agents, the k8s device "

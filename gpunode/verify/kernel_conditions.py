@@ -37,7 +37,8 @@ CONDITIONS: tuple[KernelCondition, ...] = (
         "stop loading the module."),
     KernelCondition(
         "gpu-reset-required",
-        re.compile(r"NV_ERR_RESET_REQUIRED|GPU requires reset|Reset required \[", _I), "critical",
+        re.compile(r"NV_ERR_RESET_REQUIRED|GPU requires reset|Reset required \[|recovery action changed from .* "
+                   r"to 0x1 \(GPU Reset Required\)", _I), "critical",
         "the driver reports that a GPU must be reset before it can be used again",
         "Drain the GPU, then reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; "
         "if it recurs, collect `nvidia-bug-report.sh` and follow NVIDIA's Xid guidance for the preceding errors."),
