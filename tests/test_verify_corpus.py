@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
 from gpunode.verify.kernel_lines import kernel_messages
 from gpunode.verify.kernel_log import XID_MEANINGS, xid_info
+from gpunode.verify.lspci import parse_lspci
 from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
 from gpunode.verify.xid_nvidia_catalog import NVIDIA_XID_CATALOG
 
@@ -291,8 +292,27 @@ def test_gpu_requires_reset_in_any_column_is_critical(tmp_path: Path, text: str)
 # Real captures diagnose does not understand (listed, verdict unknown): changes here must be deliberate.
 NOT_UNDERSTOOD = {
     "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt",  # an Xorg log line
-    "captures/lspci/gpud__lspci.gb200",  # plain `lspci` without -nn: no vendor/device ids
 }
+
+
+def test_plain_lspci_without_nn_lists_the_gpus():
+    """Plain `lspci` names class and vendor instead of their codes: GB200's four GPUs, no bridges or NICs."""
+    capture = DATA / "captures/lspci/gpud__lspci.gb200"
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "lspci" and result.verdict == "healthy"
+    found = parse_lspci(capture.read_text())
+    assert [(d.slot, d.device_id, d.is_gpu) for d in found] == [
+        ("0008:01:00.0", "2941", True), ("0009:01:00.0", "2941", True), ("0018:01:00.0", "2941", True),
+        ("0019:01:00.0", "2941", True)]
+
+
+def test_indented_table_with_inforom_warning():
+    """A table kept indented by the post that quotes it (rst block) is still the table, with its warning."""
+    capture = DATA / "captures/table/NVIDIA-cloud-native-docs__table-470-p100-inforom-corrupted-indented.txt"
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "smi-table"
+    assert [(f.id, f.severity, f.gpu) for f in result.findings] == [
+        ("inforom-corrupted", "warning", "00000000:0B:00.0")]
 
 
 def test_which_captures_are_not_understood():
