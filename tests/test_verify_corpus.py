@@ -290,9 +290,7 @@ def test_gpu_requires_reset_in_any_column_is_critical(tmp_path: Path, text: str)
 
 
 # Real captures diagnose does not understand (listed, verdict unknown): changes here must be deliberate.
-NOT_UNDERSTOOD = {
-    "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt",  # an Xorg log line
-}
+NOT_UNDERSTOOD: set[str] = set()
 
 
 def test_plain_lspci_without_nn_lists_the_gpus():
@@ -313,6 +311,14 @@ def test_indented_table_with_inforom_warning():
     assert result.files[0].kind == "smi-table"
     assert [(f.id, f.severity, f.gpu) for f in result.findings] == [
         ("inforom-corrupted", "warning", "00000000:0B:00.0")]
+
+
+def test_xorg_failed_to_initialize_via_bumblebeed_is_rm_init_failed():
+    """bumblebeed relays X's "(EE) NVIDIA(GPU-0): Failed to initialize the NVIDIA GPU" into the journal."""
+    capture = DATA / "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt"
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "kernel-log"
+    assert [(f.id, f.severity) for f in result.findings] == [("rm-init-failed", "critical")]
 
 
 def test_which_captures_are_not_understood():

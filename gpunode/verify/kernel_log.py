@@ -23,7 +23,8 @@ _INIT_FAIL = re.compile(r"NVRM: GPU " + _PCI + r": RmInitAdapter failed! \((?P<c
 _MARKER = re.compile(
     r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
-    r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+)\[\d+\]: |SXid \(PCI:",
+    r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
+    r"|SXid \(PCI:",
     re.M)
 
 
