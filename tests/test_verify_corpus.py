@@ -117,6 +117,9 @@ EXPECTED: dict[str, list[str]] = {
                "captures/kernel/huggingface-m4-logs__xid-64-aws-syslog-elided.txt"],
     "xid-145": ["captures/kernel/leptonai-gpud-1174__xid-145-rlw-kmsg.txt",
                 "captures/kernel/NVIDIA-nccl-2241__xid-145-137-rlw-anonymized-pci.txt"],
+    "no-devices-found": [
+        "nvidia/errors/nvidia-smi__no-devices-were-found__NVIDIA-open-gpu-kernel-modules-862.txt",
+        "captures/errors/pytorch-pytorch-163658__no-devices-found-set-x-trace.txt"],
     "nvswitch-sxid": ["captures/kernel/leptonai-gpud-338__nvswitch-sxid-12028-dmesg-decode.txt",
                       "captures/kernel/NVIDIA-nvtrust-124__nvswitch-sxid-22013-ppcie-tdx.txt"],
     "xid-149": ["captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt",

@@ -99,7 +99,8 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "the kernel module, run `ldconfig`, then restart the container.", "critical"),
     ErrorSignature(
         "no-devices-found",
-        re.compile(r"^\s*No devices were found\s*$", re.M),
+        # also as a script's `set -x` trace shows nvidia-smi's output captured into a variable
+        re.compile(r"^\s*(?:\+ \w+=(?P<q>['\"]?))?No devices were found(?(q)(?P=q))\s*$", re.M),
         "host", "the driver is loaded but initialised no GPU",
         "Look at `dmesg | grep NVRM` for 'RmInitAdapter failed' or 'not supported' lines. Check the GPU is "
         "supported by the installed driver branch (new GPUs need a newer branch; Blackwell needs the open "
