@@ -95,7 +95,10 @@ EXPECTED: dict[str, list[str]] = {
     "fabricmanager-no-nvswitch": [
         "captures/kernel/NVIDIA-gpu-operator-610__fabricmanager-nothing-to-do-journal.txt",
         "captures/kernel/data-infra-cube-studio-29__fabricmanager-nothing-to-do-journal.txt"],
-    "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt"],
+    "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt",
+                           "captures/errors/NVIDIA-nvidia-docker-600__exec-nvidia-smi-not-found-in-path.txt",
+                           "captures/errors/gw0-docker-keras-7__exec-nvidia-smi-not-found-in-path.txt",
+                           "captures/errors/canonical-docker-snap-184__exec-nvidia-smi-not-found-runc.txt"],
     "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
                              "captures/table/gls__RTX3080__nvidia-smi.txt"],
     "nvidia-no-adapter": ["captures/kernel/ValveSoftware-SteamOS-209__no-nvidia-adapter-found.txt",
@@ -147,8 +150,7 @@ def test_every_capture_is_diagnosed_and_valid_against_the_schema(path: Path):
 
 @pytest.mark.parametrize("finding_id", sorted(EXPECTED))
 def test_each_finding_id_is_produced_by_real_captures(finding_id: str):
-    # nvidia-smi-missing: one public capture; the second is the collect bundle of a lab host (test_verify_cli)
-    assert len(EXPECTED[finding_id]) >= (1 if finding_id == "nvidia-smi-missing" else 2)
+    assert len(EXPECTED[finding_id]) >= 2
     for rel in EXPECTED[finding_id]:
         ids = [f.id for f in diagnose_files([DATA / rel]).findings]
         assert finding_id in ids, f"{rel}: {ids}"

@@ -177,6 +177,15 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "`nvidia-smi -r -i <gpu>`. The primary (console) GPU cannot be reset while the system uses it: "
         "reboot instead.", "warning"),
     ErrorSignature(
+        "nvidia-smi-missing",
+        re.compile(r"exec: \\?\"nvidia-smi\\?\": executable file not found in \$PATH[^\n]*"),
+        "container", "the container has no nvidia-smi: the NVIDIA runtime did not inject the driver utilities",
+        "nvidia-smi comes from the host driver, mounted by the NVIDIA Container Toolkit: start the container "
+        "with `--gpus all` (or `--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all -e "
+        "NVIDIA_DRIVER_CAPABILITIES=compute,utility`), check `docker info | grep -i runtimes` lists nvidia "
+        "(else `sudo nvidia-ctk runtime configure --runtime=docker` and restart docker), and that `nvidia-smi` "
+        "works on the host.", "critical"),
+    ErrorSignature(
         "gpu-lost",
         re.compile(r"(?:GPU has fallen off the bus|has fallen off the bus).*"),
         "kernel", "a GPU has fallen off the PCIe bus",
