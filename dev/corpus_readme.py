@@ -75,9 +75,8 @@ Searched for and not found (issue #18, two searches of public issues and code ea
 test_verify_checks.py): an `nvidia-smi -q`/XML capture of a GPU with `Remapping Failure Occurred: Yes`
 (`row-remap-failure`; every hit was a test fixture, a fake nvidia-smi or documentation), of `Pending Page
 Blacklist: Yes` / `Pending Page Retirement: Yes` (`retired-pages-pending`; the one hit, stas00/ml-engineering,
-is a hand-retyped fragment, not output), and an nvidia-smi table followed by `WARNING: infoROM is corrupted at
-gpu ...` whose repository could be named (`inforom-corrupted`; the search index holds two, but without their
-repository, and the issue threads that show it store only a screenshot or the table without the warning line).
+is a hand-retyped fragment, not output). `inforom-corrupted` has two captures, but one of them is a single warning
+line; no second full table with the warning whose repository could be named was found.
 """
     (REPO / "tests" / "data" / "README.md").write_text(text)
     print("ids with fewer than two captures:", single)

@@ -123,6 +123,9 @@ EXPECTED: dict[str, list[str]] = {
     "no-devices-found": [
         "nvidia/errors/nvidia-smi__no-devices-were-found__NVIDIA-open-gpu-kernel-modules-862.txt",
         "captures/errors/pytorch-pytorch-163658__no-devices-found-set-x-trace.txt"],
+    "inforom-corrupted": [
+        "captures/table/NVIDIA-cloud-native-docs__table-470-p100-inforom-corrupted-indented.txt",
+        "captures/errors/pytorch-pytorch-87464__inforom-corrupted-warning-line.txt"],
     "nvswitch-sxid": ["captures/kernel/leptonai-gpud-338__nvswitch-sxid-12028-dmesg-decode.txt",
                       "captures/kernel/NVIDIA-nvtrust-124__nvswitch-sxid-22013-ppcie-tdx.txt"],
     "xid-149": ["captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt",

@@ -186,6 +186,13 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "(else `sudo nvidia-ctk runtime configure --runtime=docker` and restart docker), and that `nvidia-smi` "
         "works on the host.", "critical"),
     ErrorSignature(
+        "inforom-corrupted",
+        re.compile(r"WARNING: infoROM is corrupted at gpu\s+\S+[^\n]*"),
+        "host", "nvidia-smi reports a corrupted infoROM (exit code 14)",
+        "The GPU still works, but ECC page retirement / row-remap records cannot be trusted or stored. Open "
+        "a case with the vendor to reflash the InfoROM or RMA the board; automation that treats nvidia-smi's "
+        "exit code 14 as a failure (GPU Operator's driver validation) stops until then.", "warning"),
+    ErrorSignature(
         "gpu-lost",
         re.compile(r"(?:GPU has fallen off the bus|has fallen off the bus).*"),
         "kernel", "a GPU has fallen off the PCIe bus",
