@@ -69,9 +69,14 @@ Finding ids that no capture file can produce alone (they need live host evidence
 list of the same host), `gpu-count-expected` / `gpu-model-expected` / `driver-version-too-old` (`--expect-*`,
 `min_driver`), `dkms-*`, `fabricmanager-missing` / `fabricmanager-version-mismatch`, `nouveau-loaded`,
 `container-gpu-test-failed`, `nfs-mount-*`; the lab tests produce several of them on real hosts
-(`test_verify_gpu_on_a_host_without_gpu_is_honest`, `test_collect_bundle_is_diagnosable`). No public capture
-of a GPU with failed row remapping, pending page retirement, a corrupted infoROM (with its warning line) or a
-pending MIG mode change was found in the time given; those checks are covered by test_verify_checks.py.
+(`test_verify_gpu_on_a_host_without_gpu_is_honest`, `test_collect_bundle_is_diagnosable`).
+
+Searched for and not found (issue #18, two searches of public issues and code each; the checks are covered by
+test_verify_checks.py): an `nvidia-smi -q`/XML capture of a GPU with `Remapping Failure Occurred: Yes`
+(`row-remap-failure`; every hit was a test fixture, a fake nvidia-smi or documentation), of `Pending Page
+Blacklist: Yes` / `Pending Page Retirement: Yes` (`retired-pages-pending`; the one hit, stas00/ml-engineering,
+is a hand-retyped fragment, not output). `inforom-corrupted` has two captures, but one of them is a single warning
+line; no second full table with the warning whose repository could be named was found.
 """
     (REPO / "tests" / "data" / "README.md").write_text(text)
     print("ids with fewer than two captures:", single)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
 from gpunode.verify.kernel_lines import kernel_messages
 from gpunode.verify.kernel_log import XID_MEANINGS, xid_info
+from gpunode.verify.lspci import parse_lspci
 from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
 from gpunode.verify.xid_nvidia_catalog import NVIDIA_XID_CATALOG
 
@@ -94,9 +95,41 @@ EXPECTED: dict[str, list[str]] = {
     "fabricmanager-no-nvswitch": [
         "captures/kernel/NVIDIA-gpu-operator-610__fabricmanager-nothing-to-do-journal.txt",
         "captures/kernel/data-infra-cube-studio-29__fabricmanager-nothing-to-do-journal.txt"],
-    "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt"],
+    "nvidia-smi-missing": ["captures/errors/NVIDIA-nvidia-docker-341__bash-nvidia-smi-command-not-found.txt",
+                           "captures/errors/NVIDIA-nvidia-docker-600__exec-nvidia-smi-not-found-in-path.txt",
+                           "captures/errors/gw0-docker-keras-7__exec-nvidia-smi-not-found-in-path.txt",
+                           "captures/errors/canonical-docker-snap-184__exec-nvidia-smi-not-found-runc.txt"],
     "persistence-mode-off": ["captures/table/gls__GTX680__nvidia-smi.txt",
                              "captures/table/gls__RTX3080__nvidia-smi.txt"],
+    "nvidia-no-adapter": ["captures/kernel/ValveSoftware-SteamOS-209__no-nvidia-adapter-found.txt",
+                          "captures/kernel/todxx-tdxminer-29__no-nvidia-adapter-found-repeated.txt"],
+    "mig-pending-reset": ["captures/errors/yokatayama-e-learning__mig-pending-enable-not-supported-esxi.txt",
+                          "captures/errors/NVIDIA-gpu-operator-1845__mig-pending-enable-in-use.txt",
+                          "captures/errors/NVIDIA-gpu-operator-118__mig-pending-disable-and-reset-in-use.txt"],
+    "gpu-reset-refused": ["captures/errors/NVIDIA-NVSentinel-1692__gpu-reset-in-use.txt",
+                          "captures/errors/NVIDIA-mig-parted-181__gpus-could-not-be-reset-in-use.txt",
+                          "captures/errors/NVIDIA-gpu-operator-118__mig-pending-disable-and-reset-in-use.txt"],
+    "gpu-reset-required": ["captures/kernel/scitix-sichek-51__gsp-alloc-reset-required-dmesg-T.txt",
+                           "captures/kernel/vllm-project-vllm-40652__xid-45-74-154-talos.txt"],
+    "xid-45": ["captures/kernel/NVIDIA-open-gpu-kernel-modules-1150__xid-45-after-149-145-journal.txt",
+               "captures/kernel/vllm-project-vllm-40652__xid-45-74-154-talos.txt"],
+    "xid-63": ["captures/dmesg/gpud__dmesg.0.log",
+               "captures/kernel/huggingface-m4-logs__xid-63-row-remapper-aws-syslog.txt",
+               "captures/kernel/stas00-ml-engineering__xid-63-row-remapper.txt"],
+    "xid-64": ["captures/kernel/NVIDIA-gpu-operator-1146__xid-48-dbe-xid-64-syslog.txt",
+               "captures/kernel/huggingface-m4-logs__xid-64-aws-syslog-elided.txt"],
+    "xid-145": ["captures/kernel/leptonai-gpud-1174__xid-145-rlw-kmsg.txt",
+                "captures/kernel/NVIDIA-nccl-2241__xid-145-137-rlw-anonymized-pci.txt"],
+    "no-devices-found": [
+        "nvidia/errors/nvidia-smi__no-devices-were-found__NVIDIA-open-gpu-kernel-modules-862.txt",
+        "captures/errors/pytorch-pytorch-163658__no-devices-found-set-x-trace.txt"],
+    "inforom-corrupted": [
+        "captures/table/NVIDIA-cloud-native-docs__table-470-p100-inforom-corrupted-indented.txt",
+        "captures/errors/pytorch-pytorch-87464__inforom-corrupted-warning-line.txt"],
+    "nvswitch-sxid": ["captures/kernel/leptonai-gpud-338__nvswitch-sxid-12028-dmesg-decode.txt",
+                      "captures/kernel/NVIDIA-nvtrust-124__nvswitch-sxid-22013-ppcie-tdx.txt"],
+    "xid-149": ["captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt",
+                "captures/kernel/leptonai-gpud-1160__xid-149-netir-link-evt-kmsg.txt"],
 }
 # Captures of machines that were fine when captured (nvidia-smi outputs of working GPUs).
 HEALTHY_MACHINES = [p for p in CORPUS if p.parent.name in ("xml", "text_q", "table", "csv", "multi")
@@ -120,8 +153,7 @@ def test_every_capture_is_diagnosed_and_valid_against_the_schema(path: Path):
 
 @pytest.mark.parametrize("finding_id", sorted(EXPECTED))
 def test_each_finding_id_is_produced_by_real_captures(finding_id: str):
-    # nvidia-smi-missing: one public capture; the second is the collect bundle of a lab host (test_verify_cli)
-    assert len(EXPECTED[finding_id]) >= (1 if finding_id == "nvidia-smi-missing" else 2)
+    assert len(EXPECTED[finding_id]) >= 2
     for rel in EXPECTED[finding_id]:
         ids = [f.id for f in diagnose_files([DATA / rel]).findings]
         assert finding_id in ids, f"{rel}: {ids}"
@@ -268,11 +300,35 @@ def test_gpu_requires_reset_in_any_column_is_critical(tmp_path: Path, text: str)
 
 
 # Real captures diagnose does not understand (listed, verdict unknown): changes here must be deliberate.
-NOT_UNDERSTOOD = {
-    "captures/errors/NVIDIA-NVSentinel-1692__gpu-reset-in-use.txt",  # `nvidia-smi -r` refusal, not a state
-    "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt",  # an Xorg log line
-    "captures/lspci/gpud__lspci.gb200",  # plain `lspci` without -nn: no vendor/device ids
-}
+NOT_UNDERSTOOD: set[str] = set()
+
+
+def test_plain_lspci_without_nn_lists_the_gpus():
+    """Plain `lspci` names class and vendor instead of their codes: GB200's four GPUs, no bridges or NICs."""
+    capture = DATA / "captures/lspci/gpud__lspci.gb200"
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "lspci" and result.verdict == "healthy"
+    found = parse_lspci(capture.read_text())
+    assert [(d.slot, d.device_id, d.is_gpu) for d in found] == [
+        ("0008:01:00.0", "2941", True), ("0009:01:00.0", "2941", True), ("0018:01:00.0", "2941", True),
+        ("0019:01:00.0", "2941", True)]
+
+
+def test_indented_table_with_inforom_warning():
+    """A table kept indented by the post that quotes it (rst block) is still the table, with its warning."""
+    capture = DATA / "captures/table/NVIDIA-cloud-native-docs__table-470-p100-inforom-corrupted-indented.txt"
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "smi-table"
+    assert [(f.id, f.severity, f.gpu) for f in result.findings] == [
+        ("inforom-corrupted", "warning", "00000000:0B:00.0")]
+
+
+def test_xorg_failed_to_initialize_via_bumblebeed_is_rm_init_failed():
+    """bumblebeed relays X's "(EE) NVIDIA(GPU-0): Failed to initialize the NVIDIA GPU" into the journal."""
+    capture = DATA / "captures/kernel/Bumblebee-Project-Bumblebee-550__journalctl-failed-to-initialize.txt"
+    result = diagnose_files([capture])
+    assert result.files[0].kind == "kernel-log"
+    assert [(f.id, f.severity) for f in result.findings] == [("rm-init-failed", "critical")]
 
 
 def test_which_captures_are_not_understood():

@@ -23,7 +23,8 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
             continue
         events = by_code[code]
         info = xid_info(code)
-        gpus = sorted({event.pci for event in events})
+        gpus = sorted({event.pci for event in events if event.pci})
+        where = f"on PCI {', '.join(gpus)}" if gpus else "(PCI address not shown in the log)"
         quoted = f"first: {events[0].line!r}"
         if len(events) > 1:
             quoted += f"; last: {events[-1].line!r}"
@@ -32,8 +33,8 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
             severity = "warning"  # NVLink5 Xids say themselves whether the link error was fatal
         findings.append(Finding(
             f"xid-{code}", severity,
-            f"Xid {code} ({info.name}): {len(events)} event(s) on {len(gpus)} GPU(s)",
-            f"{len(events)} line(s) on PCI {', '.join(gpus)}; {quoted}; meaning: {info.meaning}",
+            f"Xid {code} ({info.name}): {len(events)} event(s) on {max(len(gpus), 1)} GPU(s)",
+            f"{len(events)} line(s) {where}; {quoted}; meaning: {info.meaning}",
             f"{info.remedy} (NVIDIA Xid catalog: {XID_DOC_URL})",
             ", ".join(gpus),
         ))

@@ -13,7 +13,7 @@ from gpunode.verify.smi_text import is_gpu_fragment
 
 KINDS = ("smi-xml", "smi-text", "smi-table", "smi-csv", "smi-list", "lspci", "kernel-log", "error-text",
          "unknown")
-_TABLE_BANNER = re.compile(r"^\|\s*NVIDIA-SMI\s+\S+", re.M)
+_TABLE_BANNER = re.compile(r"^[ \t]*\|\s*NVIDIA-SMI\s+\S+", re.M)
 _TEXT_HEADER = re.compile(r"^Driver Version\s+: \S+", re.M)
 _TEXT_ATTACHED = re.compile(r"^Attached GPUs\s+: \d+", re.M)
 _LIST_LINE = re.compile(

@@ -25,7 +25,7 @@ from gpunode.verify.smi_xml import parse_smi_xml
 _REPORT_RANK = {"xml": 0, "text": 1, "csv": 2, "table": 3, "list": 4}
 _SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
                 "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
-_ACCEPTS = ("nvidia-smi -q -x / -q / plain table (or a fragment) / --query-gpu CSV / -L, lspci -nn, a kernel "
+_ACCEPTS = ("nvidia-smi -q -x / -q / plain table (or a fragment) / --query-gpu CSV / -L, lspci (-nn), a kernel "
             "log (dmesg, journalctl -k, syslog), captured nvidia-smi/docker/podman/containerd error output, a "
             "`gpunode collect` bundle (.tar.gz) or a folder of these")
 _UNKNOWN = "not a recognised capture; expected " + _ACCEPTS

@@ -62,6 +62,8 @@ _CDI_REMEDY = (
     "nvidia.com/gpu=all or management.nvidia.com/gpu=GPU-<uuid>), make the file readable, then retry."
 )
 
+_BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"  # nvidia-smi's PCI bus id
+
 SIGNATURES: tuple[ErrorSignature, ...] = (
     ErrorSignature(
         "driver-not-loaded",
@@ -97,7 +99,8 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "the kernel module, run `ldconfig`, then restart the container.", "critical"),
     ErrorSignature(
         "no-devices-found",
-        re.compile(r"^\s*No devices were found\s*$", re.M),
+        # also as a script's `set -x` trace shows nvidia-smi's output captured into a variable
+        re.compile(r"^\s*(?:\+ \w+=(?P<q>['\"]?))?No devices were found(?(q)(?P=q))\s*$", re.M),
         "host", "the driver is loaded but initialised no GPU",
         "Look at `dmesg | grep NVRM` for 'RmInitAdapter failed' or 'not supported' lines. Check the GPU is "
         "supported by the installed driver branch (new GPUs need a newer branch; Blackwell needs the open "
@@ -154,6 +157,41 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "Install the NVIDIA driver (e.g. `gpunode provision` with the driver step, or the distribution's "
         "nvidia-driver/nvidia-utils package of the branch you need), reboot, and run nvidia-smi again.",
         "critical"),
+    ErrorSignature(
+        "mig-pending-reset",
+        re.compile(rf"MIG mode is in pending (?:enable|disable) state for GPU\s*{_BUS_ID}[^\n]*"),
+        "host", "a MIG mode change waits for a GPU reset (nvidia-smi -mig could not apply it)",
+        "The mode is stored but takes effect only after a GPU reset: stop every client of the GPU "
+        "(CUDA jobs, nvidia-persistenced, dcgm/nv-hostengine, nvsm, nvidia-fabricmanager, the device plugin; "
+        "unload nvidia_drm if it is loaded), then `nvidia-smi -r -i <gpu>`; where the reset is not supported "
+        "(`Not Supported`, GPU passthrough in a VM) reboot the node or VM.", "warning"),
+    ErrorSignature(
+        "gpu-reset-refused",
+        re.compile(rf"GPU Reset couldn't run because GPU \S+ is the primary GPU[^\n]*|The following GPUs could "
+                   rf"not be reset:[^\n]*|GPU {_BUS_ID}: In use by another client[^\n]*|GPU {_BUS_ID} is currently "
+                   rf"in use by another process[^\n]*"),
+        "host", "nvidia-smi refused to reset a GPU (it is in use, or it drives the console)",
+        "A GPU reset needs the GPU idle: stop its clients (CUDA jobs, X/Wayland, nvidia-persistenced or "
+        "`nvidia-smi -pm 0`, dcgm/nv-hostengine, nvidia-fabricmanager, monitoring agents, the k8s device "
+        "plugin; unload nvidia_drm), list what holds it with `fuser -v /dev/nvidia*`, then retry "
+        "`nvidia-smi -r -i <gpu>`. The primary (console) GPU cannot be reset while the system uses it: "
+        "reboot instead.", "warning"),
+    ErrorSignature(
+        "nvidia-smi-missing",
+        re.compile(r"exec: \\?\"nvidia-smi\\?\": executable file not found in \$PATH[^\n]*"),
+        "container", "the container has no nvidia-smi: the NVIDIA runtime did not inject the driver utilities",
+        "nvidia-smi comes from the host driver, mounted by the NVIDIA Container Toolkit: start the container "
+        "with `--gpus all` (or `--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all -e "
+        "NVIDIA_DRIVER_CAPABILITIES=compute,utility`), check `docker info | grep -i runtimes` lists nvidia "
+        "(else `sudo nvidia-ctk runtime configure --runtime=docker` and restart docker), and that `nvidia-smi` "
+        "works on the host.", "critical"),
+    ErrorSignature(
+        "inforom-corrupted",
+        re.compile(r"WARNING: infoROM is corrupted at gpu\s+\S+[^\n]*"),
+        "host", "nvidia-smi reports a corrupted infoROM (exit code 14)",
+        "The GPU still works, but ECC page retirement / row-remap records cannot be trusted or stored. Open "
+        "a case with the vendor to reflash the InfoROM or RMA the board; automation that treats nvidia-smi's "
+        "exit code 14 as a failure (GPU Operator's driver validation) stops until then.", "warning"),
     ErrorSignature(
         "gpu-lost",
         re.compile(r"(?:GPU has fallen off the bus|has fallen off the bus).*"),

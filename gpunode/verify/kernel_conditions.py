@@ -36,8 +36,17 @@ CONDITIONS: tuple[KernelCondition, ...] = (
         "that the installed driver branch supports it; on hosts without an NVIDIA GPU, remove the driver or "
         "stop loading the module."),
     KernelCondition(
+        "rm-init-failed",
+        re.compile(r"NVIDIA\((?:GPU-)?\d+\): Failed to initialize the NVIDIA GPU at PCI:", _I), "critical",
+        "the X server could not initialise an NVIDIA GPU (the kernel driver failed to bring it up)",
+        "Xorg (or bumblebeed's X server) reports the kernel driver's failure: find the matching `NVRM: "
+        "RmInitAdapter failed` / `rm_init_adapter failed` lines in `dmesg`, check the driver branch supports "
+        "the GPU, that no other driver (nouveau, vfio-pci) holds it, and on laptops with a switchable GPU that "
+        "it is powered (bbswitch/prime); then reload the module or reboot."),
+    KernelCondition(
         "gpu-reset-required",
-        re.compile(r"NV_ERR_RESET_REQUIRED|GPU requires reset|Reset required \[", _I), "critical",
+        re.compile(r"NV_ERR_RESET_REQUIRED|GPU requires reset|Reset required \[|recovery action changed from .* "
+                   r"to 0x1 \(GPU Reset Required\)", _I), "critical",
         "the driver reports that a GPU must be reset before it can be used again",
         "Drain the GPU, then reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; "
         "if it recurs, collect `nvidia-bug-report.sh` and follow NVIDIA's Xid guidance for the preceding errors."),

@@ -13,7 +13,8 @@ __all__ = ["XID_DOC_URL", "XID_MEANINGS", "XidInfo", "xid_info", "XidEvent", "Ke
            "scan_kernel_log", "has_kernel_markers"]
 
 _PCI = r"(?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)"
-_XID = re.compile(r"NVRM: Xid \(" + _PCI + r"\):\s*(?P<code>\d+),?\s*(?P<rest>.*)$")
+# the PCI address may be redacted by the poster ("Xid (PCI:...): 145"): still an Xid of an unknown GPU
+_XID = re.compile(r"NVRM: Xid \((?:" + _PCI + r"|PCI:[^)]*)\):\s*(?P<code>\d+),?\s*(?P<rest>.*)$")
 _XID_DETAIL = re.compile(r"^pid=(?P<pid>'[^']*'|[^,\s]+),\s*name=(?P<name>[^,]*),\s*(?P<msg>.*)$")
 _LOST_OLD = re.compile(r"NVRM: GPU at " + _PCI + r" has fallen off the bus")
 _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
@@ -22,7 +23,8 @@ _INIT_FAIL = re.compile(r"NVRM: GPU " + _PCI + r": RmInitAdapter failed! \((?P<c
 _MARKER = re.compile(
     r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
-    r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+)\[\d+\]: |SXid \(PCI:",
+    r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
+    r"|SXid \(PCI:",
     re.M)
 
 
@@ -95,7 +97,7 @@ def scan_kernel_log(text: str) -> KernelScan:
             detail = _XID_DETAIL.match(rest)
             event = XidEvent(
                 code=int(xid.group("code")),
-                pci=xid.group("pci").lower(),
+                pci=(xid.group("pci") or "").lower(),
                 pid=detail.group("pid").strip("'") if detail else None,
                 process=detail.group("name").strip() if detail else None,
                 message=(detail.group("msg") if detail else rest).strip(),

@@ -21,13 +21,14 @@ _ROW2_LEFT = re.compile(
 _MEMORY = re.compile(r"^\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*$")
 _ROW2_RIGHT = re.compile(r"^\s*(?P<util>\S+)\s+(?P<mode>.+?)\s*$")
 # A GPU's first row: "|   0  NVIDIA A100 ...  On  | 00000000:07:00.0 Off |" (also in a fragment without banner).
-TABLE_ROW = re.compile(r"^\|\s+\d+\s+.+?\s+(?:On|Off|N/A|WDDM|TCC|MCDM)\s*\|"
+TABLE_ROW = re.compile(r"^[ \t]*\|\s+\d+\s+.+?\s+(?:On|Off|N/A|WDDM|TCC|MCDM)\s*\|"
                        r"\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", re.M)
 _INFOROM = re.compile(r"WARNING: infoROM is corrupted at gpu\s+(\S+)")
 
 
 def parse_smi_table(text: str) -> SmiReport:
     """Parse plain `nvidia-smi` output into one GpuInfo per GPU row."""
+    text = _dedent_box(text)
     banner = _BANNER.search(text)
     if banner is None and not TABLE_ROW.search(text):
         raise SmiParseError("no '| NVIDIA-SMI <version> ... |' banner line and no GPU row: not plain "
@@ -51,6 +52,16 @@ def parse_smi_table(text: str) -> SmiReport:
         source_kind="table",
         warnings=[] if banner else ["a fragment of the table: no NVIDIA-SMI banner, so no driver version"],
     )
+
+
+def _dedent_box(text: str) -> str:
+    """The table as nvidia-smi printed it when a post indents it (a Markdown list, an rst code block)."""
+    lines = text.splitlines()
+    indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.lstrip(" \t")[:1] in ("|", "+")]
+    cut = min(indents, default=0)
+    if not cut:
+        return text
+    return "\n".join(line[cut:] if line[:cut].strip() == "" else line for line in lines) + "\n"
 
 
 def _cells(line: str) -> list[str]:
