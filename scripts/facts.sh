@@ -267,12 +267,14 @@ v=0
 [[ -n $running && -e /lib/modules/$running/build ]] && v=1
 kv running_build "$v"
 # The package that owns the running kernel's modules names its -devel package (AL2023: kernel6.12 -> kernel6.12-devel).
-# The kernel packages whose VERSION-RELEASE.ARCH is the running release are those owners (uname -r of
-# EL, AL2023, Alibaba Cloud Linux kernels); when none is, ask rpm who owns the modules directory.
+# The kernel packages (kernel, kernel6.12 and their -core, -modules* parts) whose VERSION-RELEASE.ARCH is
+# the running release are those owners (uname -r of EL, AL2023, Alibaba Cloud Linux kernels); when
+# none is, ask rpm who owns the modules directory.
+re_kernel_pkg='^kernel[0-9.]*(-core|-modules.*)?$'
 if [[ -n $running && -d /lib/modules/$running ]] && [[ $pkgtool == rpm ]]; then
     matched=0
     while IFS=$'\t' read -r name ver arch; do
-        if [[ $name == kernel* && $ver.$arch == "$running" ]]; then
+        if [[ $name =~ $re_kernel_pkg && $ver.$arch == "$running" ]]; then
             kv running_package "$name"
             matched=1
         fi
