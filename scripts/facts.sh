@@ -85,7 +85,8 @@ prefix_lines() {
 # prefix_text TEXT: prefix_lines for text in a variable, without a loop ("" prints nothing)
 prefix_text() {
     [[ -n $1 ]] || return 0
-    local __t="|${1//$'\n'/$'\n'|}"
+    local __nl=$'\n'
+    local __t="|${1//$__nl/$__nl|}"
     printf '%s\n' "$__t"
 }
 # /proc files are read with mapfile (a few reads): `read` line by line seeks back after every
@@ -349,7 +350,7 @@ if ((${#fcntl_locks[@]})); then
         args=()
         for f in "${fcntl_locks[@]}"; do args+=(-o -lname "$f"); done
         mapfile -t found < <(exec find "${fcntl_locks[@]}" "${pids[@]}" -maxdepth 1 \
-            \( \( ! -path '/proc/*' -printf 'L%i %D %p\n' \) -o \
+            \( \( ! -path '/proc/*' -prune -printf 'L%i %D %p\n' \) -o \
             \( \( -false "${args[@]}" \) -printf 'F%p\t%l\n' \) \) 2>/dev/null </dev/null)
     elif have stat; then
         mapfile -t found < <(exec stat -c 'L%i %d %n' "${fcntl_locks[@]}" 2>/dev/null </dev/null)
