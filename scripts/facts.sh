@@ -349,7 +349,7 @@ if ((${#fcntl_locks[@]})); then
     if have find; then
         args=()
         for f in "${fcntl_locks[@]}"; do args+=(-o -lname "$f"); done
-        mapfile -t found < <(exec find "${fcntl_locks[@]}" "${pids[@]}" -maxdepth 1 \
+        mapfile -t found < <(exec find "${fcntl_locks[@]}" ${pids[@]+"${pids[@]}"} -maxdepth 1 \
             \( \( ! -path '/proc/*' -prune -printf 'L%i %D %p\n' \) -o \
             \( \( -false "${args[@]}" \) -printf 'F%p\t%l\n' \) \) 2>/dev/null </dev/null)
     elif have stat; then
