@@ -89,9 +89,6 @@ prefix_text() {
     local __t="|${1//$__nl/$__nl|}"
     printf '%s\n' "$__t"
 }
-# /proc files are read with mapfile (a few reads): `read` line by line seeks back after every
-# line, and a seek in a /proc file re-generates it from the start. Lines are split into words
-# (no globbing) as `read` with the default IFS would.
 # byte_at VAR FILE OFFSET: the byte at OFFSET of FILE as a decimal number, as
 # `od -An -tu1 -j OFFSET -N1` prints it ("" when the file is shorter or unreadable); no fork
 byte_at() {
@@ -130,6 +127,10 @@ cmdline_of() {
     out=${out//$'\t'/ }
     cmd=${out//$'\n'/ }
 }
+
+# /proc files are read with mapfile (a few reads): `read` line by line seeks back after every
+# line, and a seek in a /proc file re-generates it from the start. Lines are split into words
+# (no globbing) as `read` with the default IFS would.
 
 printf '@@gpunode-facts 1\n'
 
