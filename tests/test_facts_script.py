@@ -53,7 +53,7 @@ def test_real_run_on_this_machine() -> None:
     out, _elapsed = run_script()  # its speed is measured in bench/, not asserted under a loaded CI machine
     facts = parse_facts(out)
     assert facts.complete
-    assert facts.script_ms is not None and facts.script_ms < 1000
+    assert facts.script_ms is not None and facts.script_ms > 0  # a clock that moves forward; no time limit asserted
     assert facts.kernel.running == os.uname().release
     assert facts.os.arch == os.uname().machine
     assert Path("/proc/sys/kernel/random/boot_id").read_text().strip() == facts.boot_id
