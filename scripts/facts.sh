@@ -19,6 +19,12 @@
 # /proc/locks, which is world readable. /proc/self/mounts is filtered to network and FUSE
 # filesystems plus /, /var, /tmp, /home, /boot, /boot/efi. Package lists come from ONE
 # dpkg-query or rpm call; nvidia-smi, apt, dnf and docker are never run.
+#
+# Cost: every value that bash can read itself is read without a fork (files with `read`, paths
+# of commands from bash's hash table, the user name from /etc/passwd, the clock from
+# $EPOCHREALTIME); the commands that remain are run as `$(exec ...)` or `< <(...)`, one process
+# each (plus `timeout`). On a Debian VM: systemd-detect-virt, find, awk, dpkg-query, systemctl
+# and df, about 10 processes (tests/test_lab_facts_cost.py holds the bound).
 
 set -u
 export LC_ALL=C
@@ -27,13 +33,33 @@ export LC_ALL=C
 PATH="${PATH:-/usr/bin:/bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 shopt -s nullglob
 
-start_ns=$(date +%s%N 2>/dev/null </dev/null)
+# now_ns VAR: the clock in ns; bash 5 has $EPOCHREALTIME (microseconds), bash 4 forks date
+now_ns() {
+    local __t=""
+    if ((BASH_VERSINFO[0] >= 5)) && [[ ${EPOCHREALTIME-} == *.* ]]; then
+        __t=${EPOCHREALTIME/./}000
+    else
+        __t=$(exec date +%s%N 2>/dev/null </dev/null)
+    fi
+    printf -v "$1" '%s' "$__t"
+}
+start_ns="" end_ns=""
+now_ns start_ns
 
 have() { command -v "$1" >/dev/null 2>&1; }
-have_timeout=0
-have timeout && have_timeout=1
-# run a possibly slow command with a time limit when coreutils timeout exists
-to() { if ((have_timeout)); then timeout 10 "$@" </dev/null; else "$@" </dev/null; fi; }
+# path_of VAR NAME: what `command -v NAME` prints for a command in PATH, from bash's hash table (no fork)
+path_of() {
+    local __p=""
+    if hash "$2" 2>/dev/null && [[ -n ${BASH_CMDS[$2]-} ]]; then
+        __p=${BASH_CMDS[$2]}
+    elif have "$2"; then
+        __p=$(command -v "$2")
+    fi
+    printf -v "$1" '%s' "$__p"
+}
+# a possibly slow command gets a time limit when coreutils timeout exists: "${TO[@]}" prefix
+TO=()
+have timeout && TO=(timeout 10)
 
 sec() { printf '@@%s %s\n' "$1" "$2"; }
 kv() {
@@ -56,6 +82,36 @@ prefix_lines() {
         ((n >= 5000)) && break
     done
 }
+# prefix_text TEXT: prefix_lines for text in a variable, without a loop ("" prints nothing)
+prefix_text() {
+    [[ -n $1 ]] || return 0
+    local __nl=$'\n'
+    local __t="|${1//$__nl/$__nl|}"
+    printf '%s\n' "$__t"
+}
+# byte_at VAR FILE OFFSET: the byte at OFFSET of FILE as a decimal number, as
+# `od -An -tu1 -j OFFSET -N1` prints it ("" when the file is shorter or unreadable); no fork
+byte_at() {
+    local __seg __pos=0 __val="" __more=1
+    if [[ -r $2 ]]; then
+        while ((__more)); do
+            IFS= read -r -d '' __seg || __more=0
+            if ((__pos + ${#__seg} > $3)); then
+                printf -v __val '%d' "'${__seg:$3-__pos:1}"
+                break
+            fi
+            __pos=$((__pos + ${#__seg}))
+            if ((__more)); then # the NUL that ended the segment
+                if ((__pos == $3)); then
+                    __val=0
+                    break
+                fi
+                __pos=$((__pos + 1))
+            fi
+        done 2>/dev/null <"$2"
+    fi
+    printf -v "$1" '%s' "$__val"
+}
 raw_file() {
     [[ -f $1 && -r $1 ]] || return 0
     sec raw "file $1"
@@ -72,17 +128,41 @@ cmdline_of() {
     cmd=${out//$'\n'/ }
 }
 
+# /proc files are read with mapfile (a few reads): `read` line by line seeks back after every
+# line, and a seek in a /proc file re-generates it from the start. Lines are split into words
+# (no globbing) as `read` with the default IFS would.
+
 printf '@@gpunode-facts 1\n'
 
 # ---------------------------------------------------------------- host / identity / boot
 sec kv host
-kv arch "$(uname -m 2>/dev/null)"
+# the machine (`uname -m`): the kernel's own sysctl (Linux 6.1+), else bash's build machine where it
+# names the same thing as uname (x86_64, aarch64: 64-bit userland on a 64-bit kernel), else uname
+rd v /proc/sys/kernel/arch
+if [[ -z $v ]]; then
+    case ${HOSTTYPE-} in
+    x86_64 | aarch64) v=$HOSTTYPE ;;
+    *) v=$(exec uname -m 2>/dev/null) ;;
+    esac
+fi
+kv arch "$v"
 rd v /proc/sys/kernel/hostname
 kv hostname "$v"
 rd v /proc/sys/kernel/osrelease
 kv kernel "$v"
 kv uid "${EUID:-}"
-kv user "$(id -un 2>/dev/null </dev/null || printf '%s' "${USER:-}")"
+# `id -un`: the first /etc/passwd entry of the effective uid (NSS `files`); other sources through id
+v=""
+if [[ -r /etc/passwd ]]; then
+    while IFS=: read -r name _ id _; do
+        if [[ $id == "${EUID:-}" && -n $name ]]; then
+            v=$name
+            break
+        fi
+    done </etc/passwd
+fi
+[[ -z $v ]] && v=$(id -un 2>/dev/null </dev/null || printf '%s' "${USER:-}")
+kv user "$v"
 kv sudo_user "${SUDO_USER:-}"
 rd v /proc/sys/kernel/random/boot_id
 kv boot_id "$v"
@@ -100,8 +180,23 @@ rd v /proc/cmdline
 kv cmdline "$v"
 virt_c="" virt_v=""
 if have systemd-detect-virt; then
-    virt_c=$(systemd-detect-virt -c 2>/dev/null </dev/null)
-    virt_v=$(systemd-detect-virt -v 2>/dev/null </dev/null)
+    # one call tells both outside containers: systemd-detect-virt checks for a container first,
+    # then for a VM, so "none" or a VM name means no container; in a container, ask -c and -v
+    v=container
+    if [[ ! -e /run/systemd/container && ! -e /.dockerenv ]]; then
+        v=$(exec systemd-detect-virt 2>/dev/null </dev/null)
+    fi
+    case $v in
+    none | qemu | kvm | amazon | zvm | vmware | microsoft | oracle | powervm | xen | bochs | uml | parallels | \
+        bhyve | qnx | acrn | apple | sre | google | vm-other)
+        virt_c=none
+        virt_v=$v
+        ;;
+    *)
+        virt_c=$(exec systemd-detect-virt -c 2>/dev/null </dev/null)
+        virt_v=$(exec systemd-detect-virt -v 2>/dev/null </dev/null)
+        ;;
+    esac
 fi
 kv virt_container "$virt_c"
 kv virt_vm "$virt_v"
@@ -114,15 +209,13 @@ efi=0
 [[ -d /sys/firmware/efi ]] && efi=1
 kv efi "$efi"
 sb=""
-if ((efi)) && have od; then
+if ((efi)); then # efivarfs: 4 bytes of attributes, then the value; the old sysfs interface: the value
     f=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0c9ad3aadd9
     if [[ -r $f ]]; then
-        sb=$(od -An -tu1 -j4 -N1 "$f" 2>/dev/null </dev/null)
+        byte_at sb "$f" 4
     elif [[ -r /sys/firmware/efi/vars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0c9ad3aadd9/data ]]; then
-        sb=$(od -An -tu1 -N1 /sys/firmware/efi/vars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0c9ad3aadd9/data \
-            2>/dev/null </dev/null)
+        byte_at sb /sys/firmware/efi/vars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0c9ad3aadd9/data 0
     fi
-    sb=${sb//[[:space:]]/}
 fi
 kv secure_boot "$sb"
 
@@ -144,6 +237,23 @@ done
 rd v /sys/hypervisor/uuid
 [[ -n $v ]] && kv hypervisor_uuid "$v"
 
+# ---------------------------------------------------------------- installed packages (one query)
+# queried here, printed below: on rpm systems the kernel section reads the running kernel's package
+pkgs="" pkgtool=""
+if have dpkg-query; then
+    pkgtool=dpkg
+    # shellcheck disable=SC2016 # ${...} are dpkg-query format fields, not shell
+    pkgs=$(exec ${TO[@]+"${TO[@]}"} dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' 'nvidia*' \
+        'libnvidia*' 'cuda-drivers*' 'linux-headers*' 'linux-image*' 'linux-modules-nvidia*' \
+        'linux-objects-nvidia*' 'docker*' 'containerd*' 'moby*' 'runc' 'dkms' 'cloud-init' 'unattended-upgrades' \
+        'nfs-common' 'amazon-efs-utils' 2>/dev/null </dev/null)
+elif have rpm; then
+    pkgtool=rpm
+    pkgs=$(exec ${TO[@]+"${TO[@]}"} rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 'nvidia*' \
+        'kmod-nvidia*' 'libnvidia*' 'cuda-drivers*' 'kernel*' 'docker*' 'containerd*' 'moby*' 'runc' 'dkms' \
+        'cloud-init' 'nfs-utils' 'amazon-efs-utils' 2>/dev/null </dev/null)
+fi
+
 # ---------------------------------------------------------------- kernels and headers
 sec kv kernel
 for f in /boot/vmlinuz-*; do kv image "${f#/boot/vmlinuz-}"; done
@@ -159,10 +269,23 @@ v=0
 [[ -n $running && -e /lib/modules/$running/build ]] && v=1
 kv running_build "$v"
 # The package that owns the running kernel's modules names its -devel package (AL2023: kernel6.12 -> kernel6.12-devel).
-if [[ -n $running && -d /lib/modules/$running ]] && have rpm && ! have dpkg-query; then
-    to rpm -qf --qf '%{NAME}\n' "/lib/modules/$running" 2>/dev/null | while read -r v; do
-        [[ $v == kernel* ]] && kv running_package "$v"
-    done
+# The kernel packages (kernel, kernel6.12 and their -core, -modules* parts) whose VERSION-RELEASE.ARCH is
+# the running release are those owners (uname -r of EL, AL2023, Alibaba Cloud Linux kernels); when
+# none is, ask rpm who owns the modules directory.
+re_kernel_pkg='^kernel[0-9.]*(-core|-modules.*)?$'
+if [[ -n $running && -d /lib/modules/$running ]] && [[ $pkgtool == rpm ]]; then
+    matched=0
+    while IFS=$'\t' read -r name ver arch; do
+        if [[ $name =~ $re_kernel_pkg && $ver.$arch == "$running" ]]; then
+            kv running_package "$name"
+            matched=1
+        fi
+    done <<<"$pkgs"
+    if ((!matched)); then
+        while read -r v; do
+            [[ $v == kernel* ]] && kv running_package "$v"
+        done < <(exec ${TO[@]+"${TO[@]}"} rpm -qf --qf '%{NAME}\n' "/lib/modules/$running" 2>/dev/null </dev/null)
+    fi
 fi
 
 # ---------------------------------------------------------------- package manager, locks
@@ -184,8 +307,7 @@ kv dpkg_unfinished "$v"
 v=0
 for f in /var/lib/yum/transaction-all.*; do v=1 && break; done
 kv yum_unfinished "$v"
-v=""
-have cloud-init && v=$(command -v cloud-init)
+path_of v cloud-init
 kv cloud_init_bin "$v"
 for f in /run/cloud-init/result.json /run/cloud-init/status.json /etc/cloud/cloud-init.disabled; do
     v=0
@@ -220,33 +342,52 @@ done
 if ((${#fcntl_locks[@]})); then
     # /proc/locks is world readable: lock owner pids by device:inode, so it works without
     # root. Keys are "MAJ:MIN:INODE" (hex, hex, decimal) exactly as /proc/locks prints them.
+    # One find gives the lock files' inode and device (as `stat -c '%i %d %n'`) and, below, the
+    # processes that have them open.
     declare -A key_path=()
-    if have stat; then
-        while read -r ino dev path; do
-            [[ $ino =~ ^[0-9]+$ && $dev =~ ^[0-9]+$ ]] || continue
-            printf -v key '%02x:%02x:%s' $(((dev >> 8) & 0xfff)) $(((dev & 0xff) | ((dev >> 12) & 0xfff00))) "$ino"
-            key_path[$key]=$path
-        done < <(stat -c '%i %d %n' "${fcntl_locks[@]}" 2>/dev/null </dev/null)
+    found=()
+    pids=(/proc/[0-9]*/fd)
+    if have find; then
+        args=()
+        for f in "${fcntl_locks[@]}"; do args+=(-o -lname "$f"); done
+        mapfile -t found < <(exec find "${fcntl_locks[@]}" ${pids[@]+"${pids[@]}"} -maxdepth 1 \
+            \( \( ! -path '/proc/*' -prune -printf 'L%i %D %p\n' \) -o \
+            \( \( -false "${args[@]}" \) -printf 'F%p\t%l\n' \) \) 2>/dev/null </dev/null)
+    elif have stat; then
+        mapfile -t found < <(exec stat -c 'L%i %d %n' "${fcntl_locks[@]}" 2>/dev/null </dev/null)
     fi
+    for l in ${found[@]+"${found[@]}"}; do
+        [[ $l == L* ]] || continue
+        l=${l#L}
+        ino=${l%% *} l=${l#* }
+        dev=${l%% *} path=${l#* }
+        [[ $ino =~ ^[0-9]+$ && $dev =~ ^[0-9]+$ ]] || continue
+        printf -v key '%02x:%02x:%s' $(((dev >> 8) & 0xfff)) $(((dev & 0xff) | ((dev >> 12) & 0xfff00))) "$ino"
+        key_path[$key]=$path
+    done
     if ((${#key_path[@]})) && [[ -r /proc/locks ]]; then
-        while read -r _ kind _ _ pid key _; do
+        mapfile -t lines </proc/locks
+        set -f
+        for l in ${lines[@]+"${lines[@]}"}; do
+            # shellcheck disable=SC2206 # words of the line, globbing off (set -f)
+            w=($l) # 1: POSIX ADVISORY WRITE PID MAJ:MIN:INODE START END
+            kind=${w[1]-} pid=${w[4]-} key=${w[5]-}
             [[ $kind == POSIX || $kind == FLOCK || $kind == OFDLCK ]] || continue
             [[ -n ${key_path[$key]+x} ]] && add_holder "${key_path[$key]}" "$pid" locks
-        done </proc/locks
+        done
+        set +f
     fi
     # processes with the lock file open (root sees all, users their own). The fd link text is
     # relative to the process's root, so a candidate counts only if it is the very same file
     # (-ef: same device and inode): apt inside a container must not show up as our holder.
     if have find; then
-        args=()
-        for f in "${fcntl_locks[@]}"; do args+=(-o -lname "$f"); done
-        pids=(/proc/[0-9]*/fd)
-        if ((${#pids[@]})); then
-            while IFS=$'\t' read -r fdpath target; do
-                pid=${fdpath#/proc/}
-                [[ $fdpath -ef $target ]] && add_holder "$target" "${pid%%/*}" fd
-            done < <(find "${pids[@]}" -maxdepth 1 \( -false "${args[@]}" \) -printf '%p\t%l\n' 2>/dev/null </dev/null)
-        fi
+        for l in ${found[@]+"${found[@]}"}; do
+            [[ $l == F* ]] || continue
+            l=${l#F}
+            fdpath=${l%%$'\t'*} target=${l#*$'\t'}
+            pid=${fdpath#/proc/}
+            [[ $fdpath -ef $target ]] && add_holder "$target" "${pid%%/*}" fd
+        done
     elif have fuser; then # fuser compares device and inode itself
         for f in "${fcntl_locks[@]}"; do
             for pid in $(fuser "$f" 2>/dev/null); do add_holder "$f" "${pid//[!0-9]/}" fuser; done
@@ -270,23 +411,9 @@ for c in /proc/[0-9]*/comm; do
     kv proc "$pid"$'\t'"${comm//$'\t'/ }"$'\t'"${cmd:0:2000}"
 done
 
-# ---------------------------------------------------------------- installed packages (one query)
-pkgs="" pkgtool=""
-if have dpkg-query; then
-    pkgtool=dpkg
-    # shellcheck disable=SC2016 # ${...} are dpkg-query format fields, not shell
-    pkgs=$(to dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' 'nvidia*' 'libnvidia*' \
-        'cuda-drivers*' 'linux-headers*' 'linux-image*' 'linux-modules-nvidia*' 'linux-objects-nvidia*' \
-        'docker*' 'containerd*' 'moby*' 'runc' 'dkms' 'cloud-init' 'unattended-upgrades' 'nfs-common' \
-        'amazon-efs-utils' 2>/dev/null)
-elif have rpm; then
-    pkgtool=rpm
-    pkgs=$(to rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 'nvidia*' 'kmod-nvidia*' 'libnvidia*' \
-        'cuda-drivers*' 'kernel*' 'docker*' 'containerd*' 'moby*' 'runc' 'dkms' 'cloud-init' 'nfs-utils' \
-        'amazon-efs-utils' 2>/dev/null)
-fi
+# ---------------------------------------------------------------- installed packages (queried above)
 sec raw "packages $pkgtool"
-[[ -n $pkgs ]] && prefix_lines <<<"$pkgs"
+prefix_text "$pkgs"
 
 # ---------------------------------------------------------------- NVIDIA PCI devices (sysfs)
 vendor=""
@@ -317,41 +444,61 @@ sec kv nvidia
 rd v /sys/module/nvidia/version
 kv module_version "$v"
 if [[ -r /proc/modules ]]; then
-    while read -r name _; do
+    mapfile -t lines </proc/modules
+    for l in ${lines[@]+"${lines[@]}"}; do
+        l=${l#"${l%%[![:space:]]*}"}
+        name=${l%%[[:space:]]*}
         case $name in nvidia | nvidia_* | nouveau) kv module "$name" ;; esac
-    done </proc/modules
+    done
 fi
-v=""
-have nvidia-smi && v=$(command -v nvidia-smi)
+path_of v nvidia-smi
 kv nvidia_smi "$v"
-if have grep; then
-    while IFS= read -r f; do kv blacklist_nouveau "$f"; done < <(grep -rlsE --include='*.conf' \
-        '^[[:space:]]*blacklist[[:space:]]+nouveau([[:space:]]|$)' \
-        /etc/modprobe.d /usr/lib/modprobe.d /lib/modprobe.d /run/modprobe.d 2>/dev/null </dev/null)
-fi
+# the files `grep -rlsE --include='*.conf' RE DIR...` names: *.conf files (dot files too) in the
+# directories and their subdirectories, symbolic links below the directories skipped, in name order
+re_blacklist='^[[:space:]]*blacklist[[:space:]]+nouveau([[:space:]]|$)'
+blacklist_scan() {
+    local e l
+    for e in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+        [[ -L $e ]] && continue
+        if [[ -d $e ]]; then
+            blacklist_scan "$e"
+        elif [[ $e == *.conf && -f $e && -r $e ]]; then
+            while IFS= read -r l || [[ -n $l ]]; do
+                if [[ $l =~ $re_blacklist ]]; then
+                    kv blacklist_nouveau "$e"
+                    break
+                fi
+            done 2>/dev/null <"$e"
+        fi
+    done
+}
+for d in /etc/modprobe.d /usr/lib/modprobe.d /lib/modprobe.d /run/modprobe.d; do
+    [[ -d $d ]] && blacklist_scan "$d"
+done
 if have dkms; then
     sec raw dkms
-    to dkms status 2>/dev/null | prefix_lines
+    prefix_text "$(exec ${TO[@]+"${TO[@]}"} dkms status 2>/dev/null </dev/null)"
 fi
 if have systemctl; then
     sec raw systemctl
-    to systemctl show --no-pager -p Id,LoadState,ActiveState,UnitFileState docker.service \
-        containerd.service nvidia-fabricmanager.service nvidia-persistenced.service cloud-init.service \
-        cloud-final.service unattended-upgrades.service apt-daily.service apt-daily-upgrade.service \
-        packagekit.service dnf-makecache.service 2>/dev/null | prefix_lines
+    prefix_text "$(exec ${TO[@]+"${TO[@]}"} systemctl show --no-pager -p Id,LoadState,ActiveState,UnitFileState \
+        docker.service containerd.service nvidia-fabricmanager.service nvidia-persistenced.service \
+        cloud-init.service cloud-final.service unattended-upgrades.service apt-daily.service \
+        apt-daily-upgrade.service packagekit.service dnf-makecache.service 2>/dev/null </dev/null)"
 fi
 
 # ---------------------------------------------------------------- container runtimes
 sec kv containers
 for f in docker dockerd containerd nvidia-ctk nvidia-container-runtime nvidia-container-toolkit \
     nvidia-container-cli; do
-    have "$f" && kv bin "$f"$'\t'"$(command -v "$f")"
+    path_of v "$f"
+    [[ -n $v ]] && kv bin "$f"$'\t'"$v"
 done
 if have containerd; then
-    kv containerd_version "$(to containerd --version 2>/dev/null)"
+    kv containerd_version "$(exec ${TO[@]+"${TO[@]}"} containerd --version 2>/dev/null </dev/null)"
 fi
-if have dockerd && [[ $pkgs != *docker* && $pkgs != *moby* ]]; then
-    kv dockerd_version "$(to dockerd --version 2>/dev/null)" # no package: static install
+if have dockerd && [[ $pkgs != *docker* && $pkgs != *moby* ]]; then # no package: static install
+    kv dockerd_version "$(exec ${TO[@]+"${TO[@]}"} dockerd --version 2>/dev/null </dev/null)"
 fi
 for f in /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json; do kv cdi "$f"; done
 for f in /etc/containerd/conf.d/*; do kv containerd_dropin "$f"; done
@@ -376,19 +523,25 @@ raw_file /etc/fstab
 if [[ -r /proc/self/mounts ]]; then
     # only network/FUSE filesystems and the system mount points; fields as in /proc/mounts
     sec raw mounts
-    while read -r src tgt fst opts _; do
+    mapfile -t lines </proc/self/mounts
+    set -f
+    for l in ${lines[@]+"${lines[@]}"}; do
+        # shellcheck disable=SC2206 # words of the line, globbing off (set -f)
+        w=($l)
+        src=${w[0]-} tgt=${w[1]-} fst=${w[2]-} opts=${w[3]-}
         case $fst in
         nfs | nfs4 | cifs | smb3 | lustre | ceph | glusterfs | efs | 9p | virtiofs | fuse | fuse.*) ;;
         *) case $tgt in / | /var | /tmp | /home | /boot | /boot/efi) ;; *) continue ;; esac ;;
         esac
         printf '|%s %s %s %s\n' "$src" "$tgt" "$fst" "$opts"
-    done </proc/self/mounts
+    done
+    set +f
 fi
 sec kv disk
 paths=()
 for p in / /var /tmp; do [[ -d $p ]] && paths+=("$p"); done
 if have df && ((${#paths[@]})); then
-    mapfile -t dfl < <(to df -P -B1 "${paths[@]}" 2>/dev/null)
+    mapfile -t dfl < <(exec ${TO[@]+"${TO[@]}"} df -P -B1 "${paths[@]}" 2>/dev/null </dev/null)
     if ((${#dfl[@]} == ${#paths[@]} + 1)); then
         for i in "${!paths[@]}"; do
             read -r _ size _ avail _ <<<"${dfl[i + 1]}"
@@ -397,7 +550,7 @@ if have df && ((${#paths[@]})); then
     fi
 fi
 
-end_ns=$(date +%s%N 2>/dev/null </dev/null)
+now_ns end_ns
 sec kv timing
 kv start_ns "$start_ns"
 kv end_ns "$end_ns"

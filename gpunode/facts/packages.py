@@ -31,7 +31,8 @@ def parse_package_lines(text: str | None, tool: str) -> dict[str, str]:
         if tool == "dpkg" and (len(parts) < 3 or parts[2][1:2] != "i"):
             continue
         versions.setdefault(parts[0], set()).add(parts[1])
-    return {name: ", ".join(sorted(v, key=version_key)) for name, v in sorted(versions.items())}
+    return {name: ", ".join(sorted(v, key=version_key)) if len(v) > 1 else next(iter(v))
+            for name, v in sorted(versions.items())}
 
 
 def upstream_version(version: str) -> str:

@@ -155,7 +155,7 @@ def _nvidia(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, str]
         version = match.group(1) if match else None
     version = version or b.get("nvidia", "module_version").strip() or None
     modules = tuple(b.all("nvidia", "module"))
-    blacklist_files = tuple(dict.fromkeys(b.all("nvidia", "blacklist_nouveau")))
+    blacklist_files = tuple(sorted(set(b.all("nvidia", "blacklist_nouveau"))))  # in name order, whatever the script
     known = bool(units)
     return NvidiaInfo(
         driver_version=version,
