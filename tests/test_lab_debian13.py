@@ -27,7 +27,7 @@ def assert_second_run_is_quiet(inventory, tmp_path, *args) -> None:
     assert again.code == 0, again.output
     host = json.loads((tmp_path / "second.json").read_text())["hosts"][0]
     assert host["changed"] == 0, host["steps"]
-    assert host["exec_count"] <= 2, host  # lock + facts, then the batched probe
+    assert host["exec_count"] == 1, host  # lock + facts + the batched probe, one session
 
 
 def test_trixie_builds_the_550_driver_for_the_612_cloud_kernel(lab, fresh_trixie_host, tmp_path):

@@ -136,7 +136,7 @@ def test_fstab_line_written_once_replaced_in_place_and_removed(lab, client, nfs_
 
     second, report = mount_nfs(lab, client, tmp_path, *args)
     assert second.code == 0 and report["status"] == "ok" and report["changed"] == 0, second.output
-    assert report["exec_count"] == 2  # lock + facts, then the batched probe: nothing else
+    assert report["exec_count"] == 1  # lock + facts + the batched probe, one session: nothing else
     assert len(list(fstab.parent.glob("fstab.*.gpunode.bak"))) == 1
 
     third, report = mount_nfs(lab, client, tmp_path, *args, "--options", "timeo=300,nconnect=2")
