@@ -5,17 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from invoke.exceptions import Exit
 
 from gpunode.errors import GpunodeError, UsageError
-from gpunode.inventory import Host, Inventory, adhoc_inventory, load_inventory
-from gpunode.report.console import make_console
-from gpunode.report.text import line
 
+if TYPE_CHECKING:
+    from gpunode.inventory import Host, Inventory
+
+# Every command's task imports this module: it stays light (no rich, no inventory code until they are used).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-err_console = make_console(stderr=True)
 
 
 @contextmanager
@@ -32,6 +32,10 @@ def cli_errors() -> Iterator[None]:
 
 
 def _print_error(exc: GpunodeError) -> None:
+    from gpunode.report.console import make_console
+    from gpunode.report.text import line
+
+    err_console = make_console(stderr=True)
     err_console.print(line(("error:", "bold red"), " ", exc.cause if not exc.host else str(exc)))
     if exc.fix and not exc.host:
         err_console.print(line("  ", ("fix:", "bold"), " ", exc.fix))
@@ -40,6 +44,8 @@ def _print_error(exc: GpunodeError) -> None:
 def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None,
                limit_source: str = "--limit") -> tuple[Inventory, list[Host]]:
     """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit` (or a playbook's `hosts:`)."""
+    from gpunode.inventory import adhoc_inventory, load_inventory
+
     if not inventory and not hosts:
         raise UsageError("no hosts: give an inventory (-i FILE) or hosts (-H host1,host2)",
                          fix="e.g. gpunode provision -i inventory/aws-gpu.yml, or -H ubuntu@10.0.1.5")

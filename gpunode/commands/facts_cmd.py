@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-from rich.table import Table
-
 from gpunode.commands.common import load_hosts
 from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError
@@ -32,7 +30,6 @@ def show_facts(inventory: list[str], hosts: str | None, limit: str | None, as_js
                accept_new_host_keys: bool) -> int:
     _, selected = load_hosts(inventory, hosts, limit)
     options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
-    console = make_console()
     collected, failed = {}, False
     for host in selected:
         try:
@@ -43,6 +40,9 @@ def show_facts(inventory: list[str], hosts: str | None, limit: str | None, as_js
     if as_json:
         print(json.dumps(collected if len(selected) > 1 else next(iter(collected.values())), indent=2, default=str))
     else:
+        from rich.table import Table  # the tables only: --json never loads rich
+
+        console = make_console()
         for name, facts in collected.items():
             table = Table(title=literal(name), show_header=False)
             if "error" in facts:

@@ -11,7 +11,6 @@ from gpunode.connection import ConnectOptions
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
 from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
-from gpunode.report.junit import junit_xml
 from gpunode.report.live import LiveEvents, PlainEvents
 from gpunode.report.model import RunResult
 from gpunode.report.summary import print_summary
@@ -57,4 +56,6 @@ def write_reports(result: RunResult, json_report: str | None, junit: str | None)
     if json_report:
         Path(json_report).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     if junit:
+        from gpunode.report.junit import junit_xml
+
         Path(junit).write_text(junit_xml(result))

@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import os
 import re
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
+from typing import TYPE_CHECKING, Any
 
 from gpunode.values import bool_filter, truthy
 
-_ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-_ENV.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
+if TYPE_CHECKING:
+    from jinja2.sandbox import SandboxedEnvironment
+
+
+@cache
+def _env() -> SandboxedEnvironment:
+    """The sandboxed Jinja2 environment, made at the first template or `when:`: a playbook of plain values (and
+    every command that renders nothing) never imports jinja2."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
+    env.globals["lookup"] = _lookup
+    return env
 
 
 def _lookup(kind: str, name: str) -> str:
     """Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: secrets kept out of the inventory."""
+    import jinja2
+
     if kind == "env":
         return os.environ.get(str(name), "")
     if kind == "file":
@@ -28,7 +41,6 @@ def _lookup(kind: str, name: str) -> str:
     raise jinja2.TemplateError(f"lookup({kind!r}, ...): only 'env' and 'file' lookups exist")
 
 
-_ENV.globals["lookup"] = _lookup
 # "{{ expr }}" and nothing else keeps the expression's type; any text around it (even "\n") makes a string.
 _WHOLE = re.compile(r"\A\{\{(?P<expr>.*?)\}\}\Z", re.DOTALL)
 MAX_DEPTH = 10  # variables that refer to variables: how many levels are expanded
@@ -53,14 +65,16 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
     if isinstance(value, str):
         if not has_template(value):
             return value
+        import jinja2
+
         try:
             whole = _WHOLE.match(value)
             if whole and "{{" not in whole.group("expr"):
-                result = _ENV.compile_expression(whole.group("expr"), undefined_to_none=False)(**variables)
+                result = _env().compile_expression(whole.group("expr"), undefined_to_none=False)(**variables)
                 if isinstance(result, jinja2.Undefined):
                     result._fail_with_undefined_error()
                 return result
-            return _ENV.from_string(value).render(**variables)
+            return _env().from_string(value).render(**variables)
         except jinja2.TemplateError as exc:
             raise TemplateError(f"cannot render {value!r}: {exc.message or exc}") from None
     if isinstance(value, dict):
@@ -76,6 +90,10 @@ def resolve_variables(variables: dict[str, Any]) -> dict[str, Any]:
     name, a loop) becomes undefined with the reason, so it fails where it is used and nowhere else."""
     resolved = dict(variables)
     pending = {k for k, v in resolved.items() if has_template(v)}
+    if not pending:
+        return resolved
+    import jinja2
+
     for _ in range(MAX_DEPTH):
         changed = False
         for key in sorted(pending):
@@ -98,8 +116,10 @@ def resolve_variables(variables: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate(expression: str, variables: dict[str, Any]) -> bool:
     """A `when:` condition (a bare Jinja expression) evaluated to a boolean."""
+    import jinja2
+
     try:
-        result = _ENV.compile_expression(expression, undefined_to_none=False)(**variables)
+        result = _env().compile_expression(expression, undefined_to_none=False)(**variables)
     except jinja2.TemplateError as exc:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
     if isinstance(result, jinja2.Undefined):

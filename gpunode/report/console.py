@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported when a console is made, not by every module that may print
+    from rich.console import Console
 
 PIPE_WIDTH = 160
 
 
 def make_console(stderr: bool = False) -> Console:
     """No emoji codes (`:end:` stays text); user text goes through gpunode.report.text, never as markup."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else PIPE_WIDTH)

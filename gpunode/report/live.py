@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-
-from gpunode.report.console import make_console
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.report.text import literal, visible
+
+if TYPE_CHECKING:  # rich is imported by LiveEvents only: plain lines (CI, pipes, --verbose) never load it
+    from rich.console import Console
+    from rich.table import Table
 
 STATUS_STYLE = {
     "ok": "green", "changed": "yellow", "would-change": "cyan", "skipped": "dim",
@@ -58,6 +58,10 @@ class LiveEvents:
     """A table with one row per host, refreshed in place."""
 
     def __init__(self, hosts: list[str], console: Console | None = None) -> None:
+        from rich.live import Live
+
+        from gpunode.report.console import make_console
+
         self.console = console or make_console(stderr=True)
         self.rows = {h: {"status": "waiting", "step": "", "changed": 0, "started": 0.0, "done": 0.0} for h in hosts}
         self.lock = threading.Lock()
@@ -73,6 +77,8 @@ class LiveEvents:
         self.live.__exit__(*exc)
 
     def _table(self) -> Table:
+        from rich.table import Table
+
         table = Table(title="gpunode", expand=False)
         for column in ("host", "status", "step", "changed", "time"):
             table.add_column(column)

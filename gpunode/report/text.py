@@ -8,8 +8,10 @@ here, so none of that is interpreted; control bytes are shown as `\\xNN` escapes
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported by the functions that build Text: plain output (visible) never loads it
+    from rich.text import Text
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all C0/C1 controls except \t and \n
 
@@ -21,11 +23,15 @@ def visible(text: object) -> str:
 
 def literal(text: object, style: str = "") -> Text:
     """A rich Text that shows `text` exactly (no markup, no emoji, visible control bytes)."""
+    from rich.text import Text
+
     return Text(visible(text), style=style)
 
 
 def line(*parts: object) -> Text:
     """One output line from pieces: a plain value is literal text, a `(text, style)` pair is literal styled text."""
+    from rich.text import Text
+
     out = Text()
     for part in parts:
         if isinstance(part, tuple):

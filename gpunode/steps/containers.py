@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from gpunode.connection import join, q
 from gpunode.facts import Facts
@@ -20,9 +20,11 @@ from gpunode.gpu.distro import (
     toolkit_repo_file,
 )
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
-from gpunode.steps.containerd_config import ConfigError, LayoutError, Loaded, add_nvidia_runtime, loaded_config
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
+
+if TYPE_CHECKING:  # tomlkit (containerd_config) is imported only when a plan touches containerd
+    from gpunode.steps.containerd_config import Loaded
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
@@ -164,6 +166,8 @@ class ContainerRuntimeStep(Step):
             actions += self._docker(parse_file_probe(sections.get("daemon", "")))
         version = sections.get("version", "")
         if self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
+            from gpunode.steps.containerd_config import loaded_config
+
             actions += self._containerd(ctx, parse_file_probe(sections.get("main", "")),
                                         parse_file_probe(sections.get("dropin", "")), version,
                                         loaded_config(sections.get("dump", ""), sections.get("default", "")))
@@ -203,6 +207,8 @@ class ContainerRuntimeStep(Step):
                              "hold only the nvidia runtime, and containerd's package would keep it (no runc: the CRI "
                              "plugin fails)", fix="install containerd before this step (its package ships "
                              "config.toml), or use containerd: auto")
+        from gpunode.steps.containerd_config import ConfigError, LayoutError, add_nvidia_runtime
+
         major = containerd_major(version)
         actions = []
         if dropin.exists and dropin.content.startswith(OLD_DROPIN_HEADER):

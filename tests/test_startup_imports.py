@@ -1,0 +1,98 @@
+"""Start-up: a command imports only what it uses.
+
+Each check runs the console script's entry point (`gpunode.cli.main`, what `gpunode ...` runs) in a fresh
+interpreter, from the repository root (so an accidental `import bench` would succeed, not hide as an ImportError),
+then reads that interpreter's `sys.modules`. No timings: what is measured is which modules were loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# boto3 is for the image commands, the lab and the bench for development only: never on the provision path
+NEVER_ON_PROVISION = ("boto3", "botocore", "gpunode.image", "gpunode.lab", "bench")
+# not needed to list or describe commands: each is loaded by the command that uses it
+NOT_AT_REGISTRATION = (*NEVER_ON_PROVISION, "rich", "jinja2", "fabric", "paramiko", "tomlkit", "jsonschema",
+                       "gpunode.inventory", "gpunode.steps", "gpunode.runner", "gpunode.playbook", "gpunode.verify",
+                       "gpunode.facts", "gpunode.connection")
+UNREACHABLE = "nobody@127.0.0.2:1"  # a loopback address that is not "local" to gpunode: nothing listens on port 1
+
+RUN_CLI = """
+import json, sys
+sys.argv = ["gpunode", *json.loads(sys.argv[1])]
+from gpunode.cli import main
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+sys.stdout.flush()
+print("\\n@@modules " + json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def run_cli(*args: str) -> tuple[int, str, set[str]]:
+    """`gpunode ARGS` in a fresh interpreter: (exit code, stdout + stderr, the modules it had loaded)."""
+    proc = subprocess.run([sys.executable, "-c", RUN_CLI, json.dumps(args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    output, sep, tail = proc.stdout.rpartition("\n@@modules ")
+    assert sep, f"the run did not finish: {proc.stdout}\n{proc.stderr}"
+    result = json.loads(tail)
+    return result["code"], output + proc.stderr, set(result["modules"])
+
+
+def loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    """The modules of these packages (the package itself or any submodule) that were imported."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_registering_the_commands_imports_no_command_dependencies():
+    code, output, modules = run_cli("provision", "--help")
+    assert code == 0 and "--playbook" in output and "--skip-tags" in output, output
+    assert loaded(modules, NOT_AT_REGISTRATION) == []
+
+
+def test_version_and_the_command_list_import_no_command_dependencies():
+    from gpunode import __version__
+
+    code, output, modules = run_cli("--version")
+    assert code == 0 and __version__ in output, output
+    assert loaded(modules, NOT_AT_REGISTRATION) == []
+    code, output, modules = run_cli("--list")
+    assert code == 0 and "provision" in output and "build-ami" in output and "lab-up" in output, output
+    assert loaded(modules, NOT_AT_REGISTRATION) == []
+
+
+def test_provision_run_imports_neither_boto3_nor_the_image_lab_or_bench_code(tmp_path):
+    """A whole `provision` (built-in base playbook: every step type registered, the runner, SSH, the summary)
+    against a host that refuses the connection; --check, so nothing could change even if it answered."""
+    code, output, modules = run_cli("provision", "-H", UNREACHABLE, "--check", "--log-dir", str(tmp_path))
+    assert code == 1 and "refused the connection" in output, output
+    assert {"gpunode.commands.provision", "gpunode.steps.image", "gpunode.runner", "fabric"} <= modules  # it ran
+    assert loaded(modules, NEVER_ON_PROVISION) == []
+
+
+def test_provision_of_the_gpu_node_playbook_imports_no_image_code(tmp_path):
+    code, output, modules = run_cli("provision", "-H", UNREACHABLE, "--check", "--playbook", "gpu-node",
+                                    "--log-dir", str(tmp_path))
+    assert code == 1 and "refused the connection" in output, output
+    assert loaded(modules, NEVER_ON_PROVISION) == []
+
+
+def test_verify_gpu_imports_neither_boto3_nor_the_image_lab_or_bench_code():
+    code, output, modules = run_cli("verify-gpu", UNREACHABLE, "--json")
+    assert code == 2 and "refused the connection" in output, output
+    assert "gpunode.verify.checks" in modules  # the analysis was loaded: this was a real verify-gpu run
+    assert loaded(modules, NEVER_ON_PROVISION) == []
+    assert loaded(modules, ("rich", "jinja2", "tomlkit")) == []  # JSON output and no playbook: none of them
+
+
+def test_commands_that_need_no_host_load_no_ssh_code():
+    code, output, modules = run_cli("runtime-class")
+    assert code == 0 and "kind: RuntimeClass" in output, output
+    assert loaded(modules, ("fabric", "paramiko", "gpunode.connection.ssh", "gpunode.runner", "rich", "jinja2",
+                            *NEVER_ON_PROVISION)) == []
