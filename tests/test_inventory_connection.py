@@ -211,3 +211,14 @@ def test_extra_args_combine_with_common_args(tmp_path: Path) -> None:
     common = "ansible_ssh_common_args='-o ServerAliveInterval=5'"
     inv_file.write_text(f"[gpu]\nn1 {common} ansible_ssh_extra_args='-J ops@192.0.2.9:2222'\n")
     assert load_inventory(inv_file).hosts["n1"].jump == "ops@192.0.2.9:2222"
+
+
+@pytest.mark.parametrize(("pattern", "local"), [
+    ("localhost", True), ("127.0.0.1", True), ("root@127.0.0.1", True),
+    ("root@127.0.0.1:2222", False), ("localhost:2222", False),  # a tunnel or a forwarded VM: an SSH server
+])
+def test_a_port_on_localhost_means_ssh_not_this_machine(pattern: str, local: bool) -> None:
+    from gpunode.inventory.adhoc import adhoc_inventory
+
+    (host,) = adhoc_inventory(pattern).hosts.values()
+    assert host.local is local, host

@@ -81,7 +81,7 @@ def connection_settings(host: str, resolved: Resolved) -> dict[str, Any]:
         "jump_key_file": _path(jump_key),
         "proxy_command": proxy_command,
         "known_hosts": _path(_text(pick(resolved, ("known_hosts",)))),
-        "local": _is_local(host, address, pick(resolved, CONNECTION)),
+        "local": _is_local(host, address, pick(resolved, CONNECTION), pick(resolved, PORT) or ssh.port),
         "accept_new_host_keys": _accept_new_keys(host, resolved, ssh),
     }
 
@@ -151,10 +151,12 @@ def _accept_new_keys(host: str, resolved: Resolved, ssh: SshOptions) -> bool:
     return ssh.strict_host_keys in ("no", "off", "accept-new")
 
 
-def _is_local(host: str, address: str | None, connection: Picked | None) -> bool:
+def _is_local(host: str, address: str | None, connection: Picked | None, port: object) -> bool:
+    """localhost runs locally unless told otherwise; a port given for it means an SSH server there (a tunnel, a
+    forwarded VM), never this machine's own shell."""
     if connection is not None and connection.value not in (None, ""):
         return str(connection.value).strip().lower() == "local"
-    return host in LOCAL_NAMES and (address is None or address in LOCAL_NAMES)
+    return host in LOCAL_NAMES and (address is None or address in LOCAL_NAMES) and not port
 
 
 def _text(picked: Picked | None) -> str | None:
