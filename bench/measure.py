@@ -1,4 +1,7 @@
-"""Run one tool invocation in a subprocess: wall time, exit code, output, and the controller's peak memory.
+"""Run one tool invocation in a subprocess: wall time, exit code, output, controller CPU time and peak memory.
+
+CPU time is user + system seconds from wait4()'s rusage: the tool and every descendant it waited for (like
+getrusage(RUSAGE_CHILDREN)); a daemonized descendant nobody waits for (ssh's ControlPersist master) is not in it.
 
 Peak memory two ways: `ru_maxrss` from wait4() (the largest single process of the run: the tool and its
 waited-for children, like getrusage(RUSAGE_CHILDREN)), and the largest sum of RSS over the whole process
@@ -27,6 +30,7 @@ class Measured:
     seconds: float
     maxrss_kib: int          # ru_maxrss of the run (largest process)
     tree_rss_kib: int        # peak sum of RSS over the process tree (sampled)
+    cpu_seconds: float       # user + system CPU of the run and its waited-for descendants
     output: str
 
 
@@ -50,7 +54,7 @@ def run_measured(argv: list[str], *, env: dict[str, str] | None = None, cwd: Pat
         seconds = time.monotonic() - started
     process.returncode = os.waitstatus_to_exitcode(status)
     return Measured(argv, process.returncode, seconds, usage.ru_maxrss, sampler.peak_kib,
-                    log.read_text(errors="replace"))
+                    usage.ru_utime + usage.ru_stime, log.read_text(errors="replace"))
 
 
 class _TreeSampler(threading.Thread):
