@@ -126,6 +126,10 @@ def markdown(result: dict) -> str:
             f"{parse['median_ms']} ms, max {parse['max_ms']} ms (target < {parse['target_ms']:.0f} ms).", "",
         ]
     lines += ["## Notes", ""] + [f"- {note}" for note in result.get("notes", [])]
+    durations = result.get("durations_s")
+    if durations:
+        lines += ["", "## Durations", "", "Wall time of each part of this bench run (host start-up and teardown "
+                  "included): " + ", ".join(f"{part} {seconds:.0f} s" for part, seconds in durations.items()) + "."]
     return "\n".join(lines) + "\n"
 
 

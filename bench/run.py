@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         print("bench: --repeat must be at least 1", file=sys.stderr)
         return 2
+    for count in counts:
+        print(f"N={count}: {', '.join(plan[count])}", flush=True)
     bin_dir = ensure_peers()
     result = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": _machine(), "versions": versions(bin_dir),
@@ -135,8 +137,8 @@ def _tool_list(text: str) -> list[str]:
 
 
 def plan_tools(hosts: str, tools: str, tools_at: str) -> tuple[list[int], dict[int, list[str]]]:
-    """Host counts and the tools run at each (--tools, or --tools-at's list for that count); ValueError names the
-    fix."""
+    """Host counts and the tools run at each (--tools, or --tools-at's list for that count; an entry for a count
+    not in --hosts has nothing to change); ValueError names the fix."""
     try:
         counts = [int(n) for n in hosts.split(",") if n.strip()]
     except ValueError:
@@ -147,9 +149,11 @@ def plan_tools(hosts: str, tools: str, tools_at: str) -> tuple[list[int], dict[i
     plan = {count: default for count in counts}
     for part in (p.strip() for p in tools_at.split(";") if p.strip()):
         count_text, sep, names = part.partition("=")
-        if not sep or not count_text.strip().isdigit() or int(count_text) not in plan:
-            raise ValueError(f"--tools-at {part!r}: write N=TOOLS with N one of --hosts ({hosts})")
-        plan[int(count_text)] = _tool_list(names)
+        if not sep or not count_text.strip().isdigit():
+            raise ValueError(f"--tools-at {part!r}: write N=TOOLS, e.g. 32=floor,gpunode,pyinfra")
+        at = _tool_list(names)
+        if int(count_text) in plan:
+            plan[int(count_text)] = at
     return counts, plan
 
 

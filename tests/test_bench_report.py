@@ -132,6 +132,7 @@ def test_plan_defaults_subsets_and_floor_rides_on_gpunode_hosts():
     assert plan[32] == ["floor", "gpunode", "pyinfra"]
     assert host_sets(plan[8]) == [("gpunode", ["floor"]), ("ansible", []), ("pyinfra", [])]
     assert host_sets(["floor", "pyinfra"]) == [("floor", []), ("pyinfra", [])]  # no gpunode: its own hosts
+    assert plan_tools("1,8", "gpunode", "32=floor") == ([1, 8], {1: ["gpunode"], 8: ["gpunode"]})  # 32 not run
 
 
 @pytest.mark.parametrize(("hosts", "tools", "tools_at", "message"), [
@@ -139,7 +140,7 @@ def test_plan_defaults_subsets_and_floor_rides_on_gpunode_hosts():
     ("0", "gpunode", "", f"host counts from 1 to {MAX_HOSTS}"),
     (str(MAX_HOSTS + 1), "gpunode", "", f"host counts from 1 to {MAX_HOSTS}"),
     ("8", "gpunode,chef", "", "unknown tool chef: choose from floor, gpunode, ansible, pyinfra"),
-    ("8", "gpunode", "32=gpunode", "write N=TOOLS with N one of --hosts (8)"),
+    ("8", "gpunode", "gpunode", "write N=TOOLS, e.g. 32=floor,gpunode,pyinfra"),
     ("8", "gpunode", "8=", "unknown tool (none given)"),
 ])
 def test_plan_rejects_bad_options_naming_the_fix(hosts: str, tools: str, tools_at: str, message: str):
