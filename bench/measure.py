@@ -8,7 +8,8 @@ and the largest sum of RSS over the whole process tree, sampled every 20 ms from
 uses their sum, which the max misses). The max comes from GNU time (/usr/bin/time, the `time` package) that starts
 the tool: Linux carries a parent's RSS high-water mark into a child it forks, through the exec, so the tool's own
 ru_maxrss, were it started by the bench (about 50 MiB of Python), would be at least the bench's RSS; started by
-`time` (about 2 MiB), it is the tool's. Without /usr/bin/time the bench's ru_maxrss is used and says so.
+`time` (about 2 MiB), it is the tool's. Without /usr/bin/time the ru_maxrss of the bench's child is used (then
+only an upper bound).
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ def markdown(result: dict) -> str:
         f"{result['repeat']} runs); `converged-rtt{result.get('rtt_ms', 0):g}ms` = the same through a relay that "
         "adds that round-trip time to every SSH connection (a controller far from its cloud region; the lab has "
         "no netem). Remote commands = sshd `Starting session` lines on the hosts (LogLevel VERBOSE); "
-        "memory = ru_maxrss of the largest controller process / peak RSS sum of the controller's process tree. "
+        "memory = max RSS of the largest controller process (GNU time's, so not the bench's own) / peak RSS sum "
+        "of the controller's process tree. "
         f"Load average before: {result.get('load_before', '?')}; after: {result.get('load_after', '?')}.", "",
         "| hosts | case | tool | wall s | × floor | × gpunode | CPU ms/host | remote cmds | logins | changed "
         "| max RSS MiB | tree RSS MiB |",
