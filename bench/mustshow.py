@@ -83,6 +83,8 @@ def _cpu_per_host(summary: list[dict]) -> Check:
     if at8 is None or at32 is None or "cpu_s_per_host" not in at8 or "cpu_s_per_host" not in at32:
         return Check(item, NOT_RUN, "needs gpunode converged rows with CPU at N=8 and N=32")
     detail = f"N=32 {at32['cpu_s_per_host'] * 1000:.1f} ms/host vs N=8 {at8['cpu_s_per_host'] * 1000:.1f} ms/host"
+    if "cpu_s" in at8 and "cpu_s" in at32:  # per host includes the start-up, spread over N: show the increment too
+        detail += f" (each host past 8: {(at32['cpu_s'] - at8['cpu_s']) / (32 - 8) * 1000:.1f} ms)"
     return Check(item, PASS if at32["cpu_s_per_host"] <= at8["cpu_s_per_host"] else FAIL, detail)
 
 
