@@ -13,6 +13,8 @@ from pathlib import Path
 from bench import workload
 from bench.workload import Access, BenchHost
 
+FLOOR = Path(__file__).resolve().parent / "floor.py"
+
 
 @dataclass
 class Invocation:
@@ -70,6 +72,27 @@ class Gpunode(Tool):
             return Outcome(False, None)
         hosts = json.loads(invocation.report.read_text())["hosts"]
         return Outcome(exit_code == 0, sum(h["changed"] for h in hosts), sum(h["exec_count"] for h in hosts))
+
+
+class Floor(Tool):
+    """bench/floor.py with gpunode's python: one paramiko connection and one `true` per host, a thread per host.
+
+    It does no work, so its `first` run is the same program as its converged ones."""
+
+    name = "floor"
+
+    def prepare(self, folder: Path, hosts: list[BenchHost], access: Access) -> None:
+        self.hosts = hosts
+        self.access = access
+
+    def invocation(self, folder: Path, forks: int, run_id: str) -> Invocation:
+        argv = [sys.executable, str(FLOOR), "--user", self.access.user, "--key", self.access.key,
+                "--known-hosts", self.access.known_hosts, *(f"{h.address}:{h.port}" for h in self.hosts)]
+        return Invocation(argv, {})
+
+    def outcome(self, invocation: Invocation, exit_code: int, output: str) -> Outcome:
+        ran = sum(1 for line in output.splitlines() if line.endswith(" ok"))
+        return Outcome(exit_code == 0 and ran == len(self.hosts), 0, ran)
 
 
 class Ansible(Tool):

@@ -530,12 +530,16 @@ def user_data(c, playbook="playbooks/base.yml", var=None, format="shell", output
 ns.add_task(user_data)
 
 
-@gtask(help={"hosts": "host counts, comma-separated (default 1,8; add 32 if you have time)",
+@gtask(help={"hosts": "host counts, comma-separated (default 1,8,32)",
              "repeat": "converged re-runs per tool, median reported (default 3)",
-             "tools": "default gpunode,ansible,pyinfra", "output": "results folder (default bench/results)",
+             "tools": "default floor,gpunode,ansible,pyinfra",
+             "tools_at": "other tools at a host count, N=TOOLS[;N=TOOLS] (default 32=floor,gpunode,pyinfra: "
+                         "ansible at 32 hosts takes too long)",
+             "output": "results folder (default bench/results)",
              "no_micro": "skip the facts and verify-gpu parse timings"})
-def bench(c, hosts="1,8", repeat=3, tools="gpunode,ansible,pyinfra", output=None, no_micro=False):
-    """Benchmark gpunode against ansible-playbook and pyinfra on fresh lab hosts (root; a source checkout)."""
+def bench(c, hosts="1,8,32", repeat=3, tools="floor,gpunode,ansible,pyinfra", tools_at="32=floor,gpunode,pyinfra",
+          output=None, no_micro=False):
+    """Benchmark gpunode against ansible-playbook, pyinfra and the SSH floor on fresh lab hosts (root; a checkout)."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
@@ -544,7 +548,8 @@ def bench(c, hosts="1,8", repeat=3, tools="gpunode,ansible,pyinfra", output=None
     sys.path.insert(0, str(repo))
     from bench.run import main as run_bench
 
-    argv = ["--hosts", str(hosts), "--repeat", str(repeat), "--tools", tools] + (["--no-micro"] if no_micro else [])
+    argv = ["--hosts", str(hosts), "--repeat", str(repeat), "--tools", tools, "--tools-at", tools_at or ""]
+    argv += ["--no-micro"] if no_micro else []
     code = run_bench(argv + (["--output", output] if output else []))
     if code:
         raise Exit(code=code)
