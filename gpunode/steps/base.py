@@ -13,6 +13,7 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
+from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.values import as_bool, file_mode
 
 
@@ -44,7 +45,7 @@ class StepContext:
     facts: Facts
     conn: Connection
     check: bool
-    probe_output: str = ""
+    probe: ProbeOutput = field(default_factory=ProbeOutput)  # what this step's probe printed, per section
     reboot_required: bool = False
     notes: list[str] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)   # what steps tell later steps (target kernel...)
@@ -113,8 +114,9 @@ class Step:
 
     kind: ClassVar[str] = ""
 
-    def probe(self, facts: Facts) -> str | None:
-        """A shell snippet (run as root, batched with the other steps' probes) whose output `plan` reads."""
+    def probe(self, facts: Facts) -> Snippets | None:
+        """Named shell snippets (run as root, batched with the other steps' probes, see steps/probe.py); `plan`
+        reads what each printed as `ctx.probe[name]`."""
         return None
 
     def plan(self, ctx: StepContext) -> list[Action]:
