@@ -4,7 +4,7 @@ One JSON file per case under tests/plans/<step>/<case>.json (the way pyinfra kee
 
     {"description": ..., "anchor": {"repository": ..., "path": ..., "checked": ...},
      "os_release": "rocky-9.txt", "facts": {...}, "step": "nvidia_driver", "args": {...},
-     "shared": {...}, "probe_output": "...",
+     "shared": {...}, "probe_output": {SECTION: "what the probe's section printed"},
      "expected": {"probe": ..., "actions": [{"summary", "command", "stdin"?}], "error": ..., ...}}
 
 `run_case` plans a case with the current code; tests/test_plan_cases.py compares that with `expected`.
@@ -33,6 +33,7 @@ from gpunode.inventory import Host
 from gpunode.scripts import SCRIPTS_DIR, script_text
 from gpunode.steps import build_step
 from gpunode.steps.base import StepContext
+from gpunode.steps.probe import ProbeOutput
 from gpunode.steps.state import HostState
 
 CASES_DIR = Path(__file__).parent / "plans"
@@ -68,13 +69,14 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """What the current planner makes of a case, in the form of the case's `expected`."""
     facts = build_facts(case["os_release"], case.get("facts", {}))
     ctx = StepContext(Host(name="case", address="case"), facts, conn=None, check=True,  # type: ignore[arg-type]
-                      probe_output=case.get("probe_output", ""), state=HostState.of({**case.get("shared", {}),
+                      probe=ProbeOutput(case.get("probe_output", {})),
+                      state=HostState.of({**case.get("shared", {}),
                                           "reboot_required": case.get("reboot_required_before", False)}))
     result: dict[str, Any] = {"probe": None, "actions": [], "error": None}
     try:
         step = build_step(case["step"], case.get("args", {}))
         probe = step.probe(facts)
-        result["probe"] = _scripts_elided(probe) if probe else None
+        result["probe"] = {name: _scripts_elided(snippet) for name, snippet in probe.items()} if probe else None
         actions = step.plan(ctx)
     except GpunodeError as exc:
         result["error"] = {"message": str(exc.cause), "fix": exc.fix}

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpunode.steps.probe import nested
 from tests.plan_cases import CASES_DIR, run_case
 
 # ---- anchors: the vendor files the commands were checked against ---------------------------------------------
@@ -77,13 +78,24 @@ def file_probe(content: str | None, mode: str = "644") -> str:
             f"base64:{base64.b64encode(data).decode()}\n")
 
 
-def apt_pkgs(installed: dict[str, str], lists: bool = True) -> str:
+def apt_pkgs(installed: dict[str, str], lists: bool = True) -> dict[str, str]:
+    """What AptManager's probe sections print."""
     lines = "".join(f"{n}\tii \t{v}\n" for n, v in installed.items())
-    return lines + ("@@lists\n9\n1795316241\n1795316250\n" if lists else "@@lists\n0\n1795316250\n")
+    return {"installed": lines, "lists": "9\n1795316241\n1795316250\n" if lists else "0\n1795316250\n"}
 
 
-def rpm_pkgs(installed: dict[str, str]) -> str:
-    return "".join(f"{n}\t{v}\n" for n, v in installed.items())
+def rpm_pkgs(installed: dict[str, str]) -> dict[str, str]:
+    """What DnfManager's probe section prints."""
+    return {"installed": "".join(f"{n}\t{v}\n" for n, v in installed.items())}
+
+
+def driver_probe(nouveau: str, dkms: str, held: str, persistenced: str, pkgs: dict[str, str],
+                 unit: str | None = None) -> dict[str, str]:
+    """nvidia_driver's probe sections."""
+    sections = {"nouveau": nouveau, "dkms": dkms, "held": held, "persistenced": persistenced}
+    if unit is not None:
+        sections["unit"] = unit
+    return {**sections, **nested("pkgs", pkgs)}
 
 
 @dataclass
@@ -203,7 +215,8 @@ class Writer:
         self.count = 0
 
     def case(self, step: str, name: str, d: Distro, *, description: str, args: dict[str, Any],
-             probe_output: str = "", facts: dict[str, Any] | None = None, shared: dict[str, Any] | None = None,
+             probe_output: dict[str, str] | None = None, facts: dict[str, Any] | None = None,
+             shared: dict[str, Any] | None = None,
              anchor_key: str, reboot_required_before: bool = False) -> dict[str, Any]:
         spec = {"kernel": {"running": d.kernel, "package": d.kernel_package, "running_headers_present": True,
                            "installed": [d.kernel], "headers": [d.kernel]}, "gpus": [H100]}
@@ -216,7 +229,7 @@ class Writer:
             case["shared"] = shared
         if reboot_required_before:
             case["reboot_required_before"] = True
-        case["probe_output"] = probe_output
+        case["probe_output"] = probe_output or {}
         case["expected"] = run_case(case)
         path = CASES_DIR / step / f"{d.key}-{name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,7 +238,7 @@ class Writer:
         return case
 
 
-def pkgs_out(d: Distro, installed: dict[str, str]) -> str:
+def pkgs_out(d: Distro, installed: dict[str, str]) -> dict[str, str]:
     return apt_pkgs(installed) if d.apt else rpm_pkgs(installed)
 
 
@@ -242,19 +255,19 @@ def wait_cases(w: Writer, d: Distro) -> None:
 
 def kernel_cases(w: Writer, d: Distro) -> None:
     key = d.headers_anchor
-    held_none = "\n"
-    debian_probe = f"{'6.8.0-1015.17~22.04.1' if d.key.startswith('ubuntu') else '6.1.115-1'}\n@@\n@@\n"
-    fresh_probe = debian_probe if d.apt else "\n@@\n@@\n"
+    held_none = {"held": "\n"}
+    debian_probe = {"headers": f"{'6.8.0-1015.17~22.04.1' if d.key.startswith('ubuntu') else '6.1.115-1'}\n"}
+    fresh_probe = debian_probe if d.apt else {}
     no_headers = {"kernel": {"running_headers_present": False, "headers": []}}
     w.case("kernel_headers", "fresh", d, description="no headers for the running kernel: install them "
            "(policy require, the playbook's default)", args={"policy": "require", "hold": False},
            probe_output=fresh_probe, facts=no_headers, anchor_key=key)
     w.case("kernel_headers", "converged", d, description="headers for the running kernel are installed",
-           args={"policy": "require", "hold": False}, probe_output="\n@@\n@@\n", anchor_key=key)
+           args={"policy": "require", "hold": False}, anchor_key=key)
     hold_anchor = "al2023" if d.key.startswith("al2023") else ("el_dgx" if not d.apt else "ubuntu_fm")
     w.case("kernel_headers", "hold-fresh", d, description="hold_kernel: the kernel the driver is built for is "
            "held (apt-mark / dnf versionlock)", args={"policy": "require", "hold": True},
-           probe_output="\n@@\n@@\n" + held_none, anchor_key=hold_anchor)
+           probe_output=held_none, anchor_key=hold_anchor)
     if d.apt:
         held = f"linux-headers-{d.kernel}\nlinux-image-{d.kernel}\n"
     else:
@@ -262,7 +275,7 @@ def kernel_cases(w: Writer, d: Distro) -> None:
         ver = d.kernel.rsplit(".", 1)[0]
         held = f"{base}-0:{ver}.*\n{base}-devel-0:{ver}.*\n"
     w.case("kernel_headers", "hold-converged", d, description="the kernel is already held: nothing to do",
-           args={"policy": "require", "hold": True}, probe_output="\n@@\n@@\n" + held, anchor_key=hold_anchor)
+           args={"policy": "require", "hold": True}, probe_output={"held": held}, anchor_key=hold_anchor)
     newer = {"kernel": {"running_headers_present": False, "headers": [], "installed": [d.kernel]}}
     w.case("kernel_headers", "upgrade-fresh", d, description="policy upgrade: the newest distro kernel of the "
            "running line with its headers, then a reboot", args={"policy": "upgrade", "hold": False},
@@ -279,7 +292,8 @@ def kernel_cases(w: Writer, d: Distro) -> None:
         w.case("kernel_headers", "missing-require", d, description="a kernel the distro has no headers for "
                "(a vendor kernel): policy require stops before anything is installed (check mode too)",
                args={"policy": "require", "hold": False},
-               probe_output="(none)\n@@\nlinux-headers-6.1.0-26-cloud-amd64\nlinux-headers-6.1.0-27-cloud-amd64\n@@\n",
+               probe_output={"headers": "(none)\nlinux-headers-6.1.0-26-cloud-amd64\n"
+                                        "linux-headers-6.1.0-27-cloud-amd64\n"},
                facts={"kernel": {"running": "6.18.44-fc-v445", "running_headers_present": False, "headers": [],
                                  "installed": []}}, anchor_key=key)
 
@@ -288,17 +302,16 @@ def driver_cases(w: Writer, d: Distro) -> None:
     args = {"method": "distro", "branch": d.branch, "kernel_modules": "auto", "fabricmanager": "auto",
             "allow_secure_boot": False, "runfile": None}
     key = d.driver_anchor
-    fresh = "absent\n@@dkms\n@@held\n@@persistenced\ndisabled\n@@pkgs\n" + pkgs_out(d, {})
+    fresh = driver_probe("absent\n", "", "", "disabled\n", pkgs_out(d, {}))
     w.case("nvidia_driver", "fresh", d, description=f"nothing installed: nouveau blacklisted, the {d.branch} "
            "driver (DKMS) installed, held, nvidia-persistenced enabled", args=args, probe_output=fresh,
            anchor_key=key)
-    conv = (file_probe(NOUVEAU) + f"@@dkms\n{d.dkms}\n@@held\n{d.held}@@persistenced\nenabled\n@@pkgs\n"
-            + pkgs_out(d, d.driver))
+    conv = driver_probe(file_probe(NOUVEAU), f"{d.dkms}\n", d.held, "enabled\n", pkgs_out(d, d.driver))
     w.case("nvidia_driver", "converged", d, description="driver installed, built for the kernel, held, "
            "nvidia-persistenced enabled: nothing to do", args=args, probe_output=conv, anchor_key=key)
     if d.refused:
         return
-    half = (file_probe(NOUVEAU) + "@@dkms\n@@held\n@@persistenced\nenabled\n@@pkgs\n" + pkgs_out(d, d.driver))
+    half = driver_probe(file_probe(NOUVEAU), "", "", "enabled\n", pkgs_out(d, d.driver))
     w.case("nvidia_driver", "half-converged", d, description="packages installed by an interrupted run: the "
            "DKMS build for the target kernel and the hold are still missing", args=args, probe_output=half,
            anchor_key=key)
@@ -308,14 +321,14 @@ def driver_cases(w: Writer, d: Distro) -> None:
            args={**args, "kernel_modules": "open"}, probe_output=fresh)
     if not d.apt:
         open_pkgs = rpm_driver("550.163.01", d.driver["nvidia-driver"].split("-", 1)[1], open_=True)
-        conv_open = (file_probe(NOUVEAU) + f"@@dkms\n{d.dkms.replace('nvidia/', 'nvidia-open/')}\n@@held\n"
-                     f"{versionlock(open_pkgs)}@@persistenced\nenabled\n@@pkgs\n" + rpm_pkgs(open_pkgs))
+        conv_open = driver_probe(file_probe(NOUVEAU), f"{d.dkms.replace('nvidia/', 'nvidia-open/')}\n",
+                                 versionlock(open_pkgs), "enabled\n", rpm_pkgs(open_pkgs))
         w.case("nvidia_driver", "open-converged", d, description="open modules before 570.148.08: the RPM "
                "registers the DKMS module as nvidia-open, which counts as built", anchor_key="al2023",
                args={**args, "kernel_modules": "open"}, probe_output=conv_open)
         new = rpm_driver("570.172.08", open_pkgs["nvidia-driver"].split("-", 1)[1], open_=True)
-        conv_new = (file_probe(NOUVEAU) + f"@@dkms\n{d.dkms.replace('nvidia/550.163.01', 'nvidia/570.172.08')}\n"
-                    f"@@held\n{versionlock(new)}@@persistenced\nenabled\n@@pkgs\n" + rpm_pkgs(new))
+        conv_new = driver_probe(file_probe(NOUVEAU), f"{d.dkms.replace('nvidia/550.163.01', 'nvidia/570.172.08')}\n",
+                                versionlock(new), "enabled\n", rpm_pkgs(new))
         w.case("nvidia_driver", "open-570-converged", d, description="open modules from 570.148.08 on are "
                "registered as nvidia", anchor_key="al2023", args={**args, "branch": 570, "kernel_modules": "open"},
                probe_output=conv_new)
@@ -336,15 +349,14 @@ def driver_cases(w: Writer, d: Distro) -> None:
         ver = d.driver[next(iter(d.driver))] if d.apt else d.driver["nvidia-driver"]
         fm_pkgs = {**d.driver, **dict.fromkeys(fm_names, ver)}
         held = d.held + ("".join(f"{n}\n" for n in fm_names) if d.apt else versionlock(dict.fromkeys(fm_names, ver)))
-        fm_conv = (file_probe(NOUVEAU) + f"@@dkms\n{d.dkms}\n@@held\n{held}@@persistenced\nenabled\n@@pkgs\n"
-                   + pkgs_out(d, fm_pkgs))
+        fm_conv = driver_probe(file_probe(NOUVEAU), f"{d.dkms}\n", held, "enabled\n", pkgs_out(d, fm_pkgs))
         w.case("nvidia_driver", "fabricmanager-converged", d, description="fabric manager at the driver's "
                "version and held: not planned again", anchor_key=fm_anchor, args=args, probe_output=fm_conv,
                facts={"gpus": [H100, NVSWITCH]})
     if d.key in ("rocky9", "ubuntu2204", "debian13", "al2023-k612"):
         unit_absent = "absent\n"
         rf = {**args, "branch": 550, "method": "runfile", "runfile": "https://example.com/NVIDIA-Linux-x86_64-550.163.01.run"}
-        runfile_fresh = f"absent\n@@dkms\n@@held\n@@persistenced\n@@unit\n{unit_absent}@@pkgs\n" + pkgs_out(d, {})
+        runfile_fresh = driver_probe("absent\n", "", "", "", pkgs_out(d, {}), unit=unit_absent)
         w.case("nvidia_driver", "runfile-fresh", d, description="method runfile: build tools first, the module "
                "type given explicitly, a unit for nvidia-persistenced", anchor_key="runfile", args=rf,
                probe_output=runfile_fresh)
@@ -353,9 +365,8 @@ def driver_cases(w: Writer, d: Distro) -> None:
                probe_output=runfile_fresh)
         tools = {"gcc": "12", "make": "4.3", "dkms": "3.0.10"}
         from gpunode.steps.nvidia import PERSISTENCED_CONTENT
-        runfile_conv = (file_probe(NOUVEAU) + "@@dkms\nnvidia/550.163.01, " + d.kernel + ", x86_64: installed\n"
-                        "@@held\n@@persistenced\nenabled\n@@unit\n" + file_probe(PERSISTENCED_CONTENT) + "@@pkgs\n"
-                        + pkgs_out(d, tools))
+        runfile_conv = driver_probe(file_probe(NOUVEAU), f"nvidia/550.163.01, {d.kernel}, x86_64: installed\n", "",
+                                    "enabled\n", pkgs_out(d, tools), unit=file_probe(PERSISTENCED_CONTENT))
         w.case("nvidia_driver", "runfile-converged", d, description="the runfile's driver is loaded at the "
                "branch: nothing to do", anchor_key="runfile_al2", args=rf, probe_output=runfile_conv,
                facts={"nvidia": {"driver_version": "550.163.01"}})
@@ -374,39 +385,41 @@ def reboot_cases(w: Writer, d: Distro) -> None:
 
 def docker_cases(w: Writer, d: Distro) -> None:
     key = "el_dgx" if not d.apt and not d.key.startswith("al") else "runtime"
-    repo = "\n@@repo\nabsent\n" if key == "el_dgx" else "\n"
+    repo = {"repo": "absent\n"} if key == "el_dgx" else {}
     w.case("docker", "fresh", d, description="no Docker engine: the distro's (Docker's docker-ce on EL)",
-           args={}, probe_output="ActiveState=inactive\nUnitFileState=\n" + repo, anchor_key=key)
+           args={}, probe_output={"status": "ActiveState=inactive\nUnitFileState=\n", **repo}, anchor_key=key)
     w.case("docker", "converged", d, description="Docker installed, enabled and running", args={},
-           probe_output="ActiveState=active\nUnitFileState=enabled\n/usr/bin/dockerd\n/usr/bin/docker\n" + repo,
+           probe_output={"status": "ActiveState=active\nUnitFileState=enabled\n/usr/bin/dockerd\n/usr/bin/docker\n",
+                         **repo},
            facts={"containers": {"docker_installed": True}}, anchor_key=key)
     w.case("docker", "half-converged", d, description="Docker installed but disabled and stopped", args={},
-           probe_output="ActiveState=inactive\nUnitFileState=disabled\n/usr/bin/dockerd\n/usr/bin/docker\n" + repo,
+           probe_output={"status": "ActiveState=inactive\nUnitFileState=disabled\n/usr/bin/dockerd\n"
+                                   "/usr/bin/docker\n", **repo},
            facts={"containers": {"docker_installed": True}}, anchor_key=key)
 
 
 def toolkit_cases(w: Writer, d: Distro) -> None:
     args = {"version": None, "repo_url": "https://nvidia.github.io/libnvidia-container"}
-    fresh = "absent\n@@\n@@\n" + pkgs_out(d, {})
+    fresh = {"repo": "absent\n", "extra": "", **nested("pkgs", pkgs_out(d, {}))}
     first = w.case("container_toolkit", "fresh", d, description="NVIDIA's repository and the four toolkit "
                    "packages", args=args, probe_output=fresh, anchor_key="toolkit")
     writes = [a for a in first["expected"]["actions"] if a.get("stdin")]
     repo_text = writes[0]["stdin"] if writes else None
     ver = "1.17.8-1" if d.apt else "1.17.8-1"
-    conv = file_probe(repo_text) + "@@\n" + ("keyring\n" if d.apt else "") + "@@\n" + pkgs_out(
-        d, dict.fromkeys(TOOLKIT, ver))
+    extra = "keyring\n" if d.apt else ""
+    conv = {"repo": file_probe(repo_text), "extra": extra, **nested("pkgs", pkgs_out(d, dict.fromkeys(TOOLKIT, ver)))}
     w.case("container_toolkit", "converged", d, description="repository and packages in place: nothing",
            args=args, probe_output=conv, anchor_key="toolkit")
     mixed = {**dict.fromkeys(TOOLKIT, ver), "nvidia-container-toolkit": "1.17.9-1"}
     w.case("container_toolkit", "half-converged", d, description="packages on mixed versions after a partial "
            "upgrade: all four again", args=args, anchor_key="toolkit",
-           probe_output=file_probe(repo_text) + "@@\n" + ("keyring\n" if d.apt else "") + "@@\n" + pkgs_out(d, mixed))
+           probe_output={"repo": file_probe(repo_text), "extra": extra, **nested("pkgs", pkgs_out(d, mixed))})
 
 
-def runtime_probe(daemon: str | None) -> str:
-    """container_runtime's sectioned probe output: daemon.json as given, no containerd, no toolkit."""
-    return (f"@@daemon\n{file_probe(daemon)}@@main\nabsent\n@@dropin\nabsent\n@@version\n@@dump\n@@default\n"
-            "@@ctk\n@@cdi\n")
+def runtime_probe(daemon: str | None) -> dict[str, str]:
+    """container_runtime's probe sections: daemon.json as given, no containerd, no toolkit."""
+    return {"daemon": file_probe(daemon), "main": "absent\n", "dropin": "absent\n", "version": "", "dump": "",
+            "default": "", "ctk": "", "cdi": ""}
 
 
 def runtime_cases(w: Writer, d: Distro) -> None:
@@ -434,20 +447,21 @@ def base_cases(w: Writer, d: Distro) -> None:
     journald = "[Journal]\n#Storage=auto\n#SystemMaxUse=\n"
     line_args = {"path": "/etc/systemd/journald.conf", "regexp": r"^#?\s*SystemMaxUse=", "line": "SystemMaxUse=1G"}
     w.case("line", "fresh", d, description="cap the journal (base.yml)", args=line_args,
-           probe_output=file_probe(journald), anchor_key=key)
+           probe_output={"file": file_probe(journald)}, anchor_key=key)
     w.case("line", "converged", d, description="journal already capped", args=line_args, anchor_key=key,
-           probe_output=file_probe("[Journal]\n#Storage=auto\nSystemMaxUse=1G\n"))
+           probe_output={"file": file_probe("[Journal]\n#Storage=auto\nSystemMaxUse=1G\n")})
     unit = "apt-daily-upgrade.timer" if d.apt else "dnf-automatic.timer"
     sargs = {"name": unit, "enabled": False, "state": "stopped"}
     w.case("service", "fresh", d, description=f"base.yml: no unattended upgrades ({unit} enabled and active)",
-           args=sargs, probe_output="LoadState=loaded\nActiveState=active\nUnitFileState=enabled\n",
+           args=sargs, probe_output={"unit": "LoadState=loaded\nActiveState=active\nUnitFileState=enabled\n"},
            anchor_key="dgx_unattended")
     w.case("service", "converged", d, description=f"{unit} disabled and stopped", args=sargs,
-           probe_output="LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n",
+           probe_output={"unit": "LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n"},
            anchor_key="dgx_unattended")
     w.case("service", "not-installed", d, description=f"{unit} does not exist (no dnf-automatic / "
            "unattended-upgrades installed): already disabled and stopped, nothing planned", args=sargs,
-           probe_output="LoadState=not-found\nActiveState=inactive\nUnitFileState=\n", anchor_key="dgx_unattended")
+           probe_output={"unit": "LoadState=not-found\nActiveState=inactive\nUnitFileState=\n"},
+           anchor_key="dgx_unattended")
 
 
 def main() -> int:

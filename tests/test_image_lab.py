@@ -167,3 +167,34 @@ def test_the_build_key_user_data_lets_the_key_in(lab, fresh_host, tmp_path: Path
                      "cleanup_categories=[build-key]", "--var", f"build_public_key={public}")
     assert result.code == 0, result.output
     assert not login("root") and not login("gpunode")
+
+
+def fake_package(name: str, version: str) -> str:
+    """Shell that installs an empty .deb named `name` at `version` (a name image inspection looks for)."""
+    return (f"mkdir -p /root/fake/DEBIAN && printf 'Package: {name}\\nVersion: {version}\\nArchitecture: all\\n"
+            "Maintainer: gpunode tests <tests@gpunode.invalid>\\nDescription: fake\\n' > /root/fake/DEBIAN/control && "
+            "dpkg-deb -b /root/fake /root/fake.deb >/dev/null && dpkg -i /root/fake.deb >/dev/null && "
+            "rm -rf /root/fake /root/fake.deb")
+
+
+def test_inspection_reads_facts_packages_and_boot_kernel_from_one_exec(lab, fresh_host, tmp_path: Path) -> None:
+    """image/inspect.py's one exec through the probe protocol: facts, the CUDA/toolkit packages, the boot kernel."""
+    from gpunode.commands.common import load_hosts
+    from gpunode.connection import ConnectOptions, q
+    from gpunode.image.inspect import inspect_host
+    from gpunode.scripts import script_text
+
+    planted = fresh_host.run_inside(f"{fake_package('cuda-toolkit-12-4', '12.4.1-1')} && "
+                                    f"{fake_package('nvidia-container-toolkit', '1.17.8-1')}")
+    assert planted.returncode == 0, planted.stderr
+    _, (host,) = load_hosts([str(host_inventory(lab, [fresh_host], tmp_path / "inv.yml"))], None, None)
+    info = inspect_host(host, ConnectOptions(log_dir=tmp_path))
+    assert (info.cuda, info.container_toolkit) == ("12.4", "1.17.8")
+    assert info.os_id == "debian-" + inside(fresh_host, ". /etc/os-release; echo $VERSION_ID")
+    assert info.kernel_running == inside(fresh_host, "uname -r")
+    boot = inside(fresh_host, f"bash -c {q(script_text('image_validate.sh'))} image-validate boot-kernel")
+    assert boot and info.kernel_boot == boot
+    assert info.driver is None and info.gpu_count == 0
+    log = "\n".join(p.read_text() for p in tmp_path.rglob("*.log"))
+    finished = [line for line in log.splitlines() if " $ " in line and " -> exit " in line]
+    assert len(finished) == 1 and "image inspection" in finished[0], finished  # one remote exec

@@ -18,6 +18,7 @@ from gpunode.inventory import Host
 from gpunode.playbook import load_playbook
 from gpunode.steps import StepContext, StepFailed, build_step
 from gpunode.steps.image import ALL, key_blob, parse_leftovers
+from gpunode.steps.probe import ProbeOutput
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL = "6.1.0-27-cloud-amd64"
@@ -27,16 +28,17 @@ DEBIAN_DRIVER = {"nvidia-kernel-dkms": "535.309.01-0+deb12u1", "nvidia-smi": "53
                  "nvidia-kernel-common": "20220217+3~deb12u1", "nvidia-container-toolkit": "1.17.8-1"}
 
 
-def context(facts: Facts, probe: str, check: bool = False) -> StepContext:
-    return StepContext(Host("h", "10.0.0.1"), facts, None, check, probe)  # type: ignore[arg-type]
+def context(facts: Facts, probe: dict[str, str], check: bool = False) -> StepContext:
+    return StepContext(Host("h", "10.0.0.1"), facts, None, check, ProbeOutput(probe))  # type: ignore[arg-type]
 
 
 def gpu_facts(packages: dict[str, str], dkms: tuple[DkmsEntry, ...] = (), free: int = 50 * 10**9) -> Facts:
     return Facts(nvidia=NvidiaInfo(packages=packages, dkms=dkms), storage=StorageInfo(free_bytes={"/": free}))
 
 
-def validate_probe(kernel: str = KERNEL, dkms: str = "", modules: str = "", held: str = "", leftovers: str = "") -> str:
-    return f"{leftovers}@@validate\n@@boot-kernel\n{kernel}\n@@dkms\n{dkms}@@modules\n{modules}@@held\n{held}"
+def validate_probe(kernel: str = KERNEL, dkms: str = "", modules: str = "", held: str = "",
+                   leftovers: str = "") -> dict[str, str]:
+    return {"leftovers": leftovers, "boot-kernel": f"{kernel}\n", "dkms": dkms, "modules": modules, "held": held}
 
 
 def test_key_blob_and_leftover_parsing() -> None:
@@ -57,7 +59,7 @@ def test_unknown_categories_are_refused_at_load_time() -> None:
 def test_cleanup_plans_one_action_with_the_build_key_last() -> None:
     step = build_step("image_cleanup", {"authorized_key": "ssh-ed25519 AAAAC3Nzablob build"})
     probe = "build-key\t/root/.ssh/authorized_keys has the build key\ntmp\t2 entries\nmachine-id\tnot empty\n"
-    (action,) = step.plan(context(Facts(), probe))
+    (action,) = step.plan(context(Facts(), {"leftovers": probe}))
     assert action.summary == "clean the image: machine-id, tmp, build-key"
     assert "image-cleanup apply machine-id,tmp,build-key AAAAC3Nzablob" in action.command
     assert "- [tmp] 2 entries" in action.diff

@@ -16,6 +16,7 @@ from gpunode.inventory import Host
 from gpunode.steps import StepContext, StepFailed, build_step
 from gpunode.steps.nfs_fstab import edit
 from gpunode.steps.nfs_state import parse_state
+from gpunode.steps.probe import ProbeOutput
 from tests.test_nfs_options import EFS_LIVE
 
 SERVER = "fs-1.efs.us-east-1.amazonaws.com"
@@ -27,15 +28,15 @@ def step(**extra):
     return build_step("nfs_mount", {**ARGS, **extra})
 
 
-def probe_output(state_lines: list[str], fstab: str | None, installed: bool = True) -> str:
+def probe_output(state_lines: list[str], fstab: str | None, installed: bool = True) -> ProbeOutput:
     if fstab is None:
         fstab_probe = "absent\n"
     else:
         digest = hashlib.sha256(fstab.encode()).hexdigest()
         fstab_probe = f"present\n644 root root\n{digest}\n{base64.b64encode(fstab.encode()).decode()}\n"
     pkg = "nfs-common\tii \t1:2.6.2-4\n" if installed else ""
-    return ("@@nfs-state\n" + "\n".join(state_lines) + "\n@@nfs-fstab\n" + fstab_probe
-            + f"@@nfs-pkg\n{pkg}@@lists\n9\n1795316241\n1795316250\n")
+    return ProbeOutput({"state": "\n".join(state_lines) + "\n", "fstab": fstab_probe, "pkg.installed": pkg,
+                        "pkg.lists": "9\n1795316241\n1795316250\n"})
 
 
 def plan(the_step, state_lines: list[str], fstab: str | None = USER_FSTAB, installed: bool = True,

@@ -13,9 +13,9 @@ from gpunode.steps import build_step
 from gpunode.steps.base import StepContext
 
 
-def _ctx(manager: str, pkg: PackageManagerInfo, probe: str = "") -> StepContext:
+def _ctx(manager: str, pkg: PackageManagerInfo) -> StepContext:
     facts = Facts(os=OsInfo(package_manager=manager), pkg=pkg)
-    return StepContext(host=None, facts=facts, conn=None, check=False, probe_output=probe)  # type: ignore[arg-type]
+    return StepContext(host=None, facts=facts, conn=None, check=False)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("manager", ["apt", "dnf", "yum"])

@@ -7,6 +7,7 @@ import pytest
 from gpunode.steps import build_step
 from gpunode.steps.files import LineStep
 from gpunode.steps.pkgmgr import AptManager, DnfManager, Wanted, manager_for
+from gpunode.steps.probe import ProbeOutput
 
 
 def test_arguments_are_validated_and_coerced():
@@ -38,12 +39,13 @@ def test_line_edit_replaces_in_place_and_removes_duplicates():
 
 
 def test_apt_probe_output_is_parsed():
-    output = ("curl\tii \t7.88.1-10+deb12u15\njq\trc \t1.6-2.1\nnvidia-driver\tii \t535.247.01-1~deb12u1\n"
-              "@@lists\n9\n1795316241\n1795316250\n")
+    output = ProbeOutput({"installed": "curl\tii \t7.88.1-10+deb12u15\njq\trc \t1.6-2.1\n"
+                                       "nvidia-driver\tii \t535.247.01-1~deb12u1\n",
+                          "lists": "9\n1795316241\n1795316250\n"})
     state = AptManager().parse(output)
     assert state.installed == {"curl": "7.88.1-10+deb12u15", "nvidia-driver": "535.247.01-1~deb12u1"}
     assert state.cache_age_seconds == 9
-    assert AptManager().parse("@@lists\n0\n1\n2\n").cache_age_seconds is None  # no lists yet: refresh
+    assert AptManager().parse(ProbeOutput({"lists": "0\n1\n2\n"})).cache_age_seconds is None  # no lists yet: refresh
 
 
 def test_version_pins_and_install_commands():
@@ -55,7 +57,7 @@ def test_version_pins_and_install_commands():
     assert "DEBIAN_FRONTEND=noninteractive" in apt
     dnf = DnfManager("dnf").install([Wanted.parse("kernel-devel=5.14.0")], False, False)
     assert dnf == "dnf -y --setopt=install_weak_deps=False install -- kernel-devel-5.14.0"
-    assert DnfManager().parse("jq\t1.6-8.el9\n") .installed == {"jq": "1.6-8.el9"}
+    assert DnfManager().parse(ProbeOutput({"installed": "jq\t1.6-8.el9\n"})).installed == {"jq": "1.6-8.el9"}
     assert manager_for("yum").name == "yum"
     with pytest.raises(ValueError):
         manager_for(None)

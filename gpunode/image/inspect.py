@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from gpunode.connection import ConnectOptions, connect, q
+from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError
-from gpunode.facts import Facts, facts_script, parse_facts
+from gpunode.facts import Facts, facts_subshell, parse_facts
 from gpunode.image.versions import cuda_version, driver_versions, toolkit_version
 from gpunode.inventory import Host
-from gpunode.scripts import script_text
+from gpunode.steps.image import validate_snippets
+from gpunode.steps.probe import ProbeBatch
 
 EXTRA_PACKAGES = (
-    "echo @@image-packages; "
     "{ dpkg-query -W -f='${Package}\\t${Version}\\n' 'cuda-*' 'nvidia-container-toolkit*' 2>/dev/null || "
     "rpm -qa --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\n' 'cuda-*' 'nvidia-container-toolkit*' 2>/dev/null; true; }"
 )
@@ -53,16 +53,15 @@ def inspect_host(host: Host, options: ConnectOptions) -> ImageInfo:
     conn = connect(host, options)
     try:
         conn.open()
-        script = (f"bash <<'__GPUNODE_FACTS__'\n{facts_script()}\n__GPUNODE_FACTS__\n{EXTRA_PACKAGES}\n"
-                  f"echo @@validate; bash -c {q(script_text('image_validate.sh'))} image-validate\n")
-        result = conn.run("bash -s", stdin=script, label="image inspection")
+        batch = ProbeBatch([{"facts": facts_subshell(), "packages": EXTRA_PACKAGES,
+                             **validate_snippets(("boot-kernel",))}])
+        result = conn.run("bash -s", stdin=batch.script(), label="image inspection")
         if not result.ok:
             raise GpunodeError(f"inspecting the instance failed: {result.tail()}", host=host.name, step="inspect")
-        facts_text, _, rest = result.stdout.partition("@@image-packages\n")
-        package_text, _, evidence = rest.partition("@@validate\n")
-        packages = dict(line.split("\t", 1) for line in package_text.splitlines() if "\t" in line)
-        boot = evidence.partition("@@boot-kernel\n")[2].partition("\n")[0].strip()
-        return image_info(parse_facts(facts_text), packages, boot)
+        (output,) = batch.split(result.stdout)
+        packages = dict(line.split("\t", 1) for line in output["packages"].splitlines() if "\t" in line)
+        boot = output["boot-kernel"].partition("\n")[0].strip()
+        return image_info(parse_facts(output["facts"]), packages, boot)
     finally:
         conn.close()
         conn.transcript.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import remote_lock
 from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, build_step
+from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
 # Arguments of a sensitive step that stay visible (where and how, not what).
@@ -35,8 +35,8 @@ class Cancelled(GpunodeError):
 class PlannedStep:
     spec: StepSpec
     step: Step | None          # None when `when:` is false
-    probe: str | None = None
-    probe_output: str = ""
+    probe: Snippets | None = None
+    probe_output: ProbeOutput = field(default_factory=ProbeOutput)
 
 
 @dataclass
@@ -198,17 +198,13 @@ class HostRun:
         if not todo:
             return
         self.conn.activity = "probe"
-        nonce = secrets.token_hex(4)
-        script = "".join(f"echo '@@probe-{nonce} {i}'\n( {p.probe}\n) 2>&1\n" for i, p in enumerate(todo))
-        script += "true\n"  # a probe's own exit status is data for its step, not a failure of the probe
-        result = self._run_probe(script, f"probe {len(todo)} steps")
+        batch = ProbeBatch([p.probe or {} for p in todo])
+        result = self._run_probe(batch.script(), f"probe {len(todo)} steps")
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
                                step="probe", fix="see the host log")
-        chunks = result.stdout.split(f"@@probe-{nonce} ")
-        for chunk in chunks[1:]:
-            index, _, body = chunk.partition("\n")
-            todo[int(index)].probe_output = body
+        for item, output in zip(todo, batch.split(result.stdout), strict=True):
+            item.probe_output = output
 
     def _run_probe(self, script: str, label: str) -> ExecResult:
         """A probe script runs in the lock's session (no remote command of its own) while the lock is held."""

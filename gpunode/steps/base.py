@@ -13,6 +13,7 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts
 from gpunode.inventory import Host
+from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 from gpunode.values import as_bool, file_mode
 
@@ -45,7 +46,7 @@ class StepContext:
     facts: Facts
     conn: Connection
     check: bool
-    probe_output: str = ""
+    probe: ProbeOutput = field(default_factory=ProbeOutput)  # what this step's probe printed, per section
     state: HostState = field(default_factory=HostState)   # what earlier steps on this host told later ones
     notes: list[str] = field(default_factory=list)
     on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
@@ -116,8 +117,9 @@ class Step:
 
     kind: ClassVar[str] = ""
 
-    def probe(self, facts: Facts) -> str | None:
-        """A shell snippet (run as root, batched with the other steps' probes) whose output `plan` reads."""
+    def probe(self, facts: Facts) -> Snippets | None:
+        """Named shell snippets (run as root, batched with the other steps' probes, see steps/probe.py); `plan`
+        reads what each printed as `ctx.probe[name]`."""
         return None
 
     def plan(self, ctx: StepContext) -> list[Action]:

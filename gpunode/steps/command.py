@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.probe import Snippets
 
 
 @register
@@ -22,7 +23,7 @@ class CommandStep(Step):
     chdir: str | None = None
     timeout: int = 3600
 
-    def probe(self, facts: Facts) -> str | None:
+    def probe(self, facts: Facts) -> Snippets | None:
         checks = []
         if self.creates:
             checks.append(f"[ -e {q(self.creates)} ] && echo creates-exists")
@@ -30,10 +31,10 @@ class CommandStep(Step):
             checks.append(f"[ -e {q(self.removes)} ] || echo removes-missing")
         if self.unless:
             checks.append(f"(sh -c {q(self.unless)}) >/dev/null 2>&1 && echo unless-ok")
-        return "; ".join(checks) + "; true" if checks else None
+        return {"guards": "; ".join(checks)} if checks else None
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        seen = set(ctx.probe_output.split())
+        seen = set(ctx.probe["guards"].split())
         if "creates-exists" in seen or "removes-missing" in seen or "unless-ok" in seen:
             return []
         reason = "no creates/removes/unless guard" if not (self.creates or self.removes or self.unless) else (

@@ -21,6 +21,7 @@ from gpunode.gpu.distro import (
 )
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
+from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 
 if TYPE_CHECKING:  # tomlkit (containerd_config) is imported only when a plan touches containerd
@@ -42,14 +43,16 @@ class DockerStep(Step):
     kind = "docker"
     timeout: int = 1800
 
-    def probe(self, facts: Facts) -> str:
+    def probe(self, facts: Facts) -> Snippets:
         repo = docker_repo_file(facts.os)
-        repo_probe = f"; echo @@repo; {probe_file(repo[0])}" if repo else ""
-        return ("systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; "
-                "command -v dockerd; command -v docker" + repo_probe)
+        snippets = {"status": "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; "
+                              "command -v dockerd; command -v docker"}
+        if repo:
+            snippets["repo"] = probe_file(repo[0])
+        return snippets
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        status, _, repo_probe = ctx.probe_output.partition("@@repo\n")
+        status = ctx.probe["status"]
         props = dict(line.split("=", 1) for line in status.splitlines() if "=" in line)
         paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
         has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
@@ -59,7 +62,7 @@ class DockerStep(Step):
         manager = manager_for(ctx.facts.os.package_manager)
         if not has_engine:
             repo = docker_repo_file(ctx.facts.os)
-            state = parse_file_probe(repo_probe)
+            state = parse_file_probe(ctx.probe["repo"])
             if repo and state.content != repo[1]:
                 actions.append(write_action(repo[0], state, repo[1],
                                             reason="docker-ce comes from Docker's repository on EL"))
@@ -89,16 +92,16 @@ class ContainerToolkitStep(Step):
     repo_url: str = TOOLKIT_REPO         # a mirror for air-gapped sites
     timeout: int = 1800
 
-    def probe(self, facts: Facts) -> str:
+    def probe(self, facts: Facts) -> Snippets:
         path, _ = toolkit_repo_file(facts.os, self.repo_url)
         stale = " ".join(f"[ -e {q(p)} ] && echo stale {q(p)};" for p in STALE_TOOLKIT_LISTS)
         manager = manager_for(facts.os.package_manager)
-        return (f"{probe_file(path)}; echo @@; {stale} [ -s {TOOLKIT_KEYRING} ] && echo keyring; echo @@; "
-                f"{manager.probe(list(TOOLKIT_PACKAGES))}")
+        return {"repo": probe_file(path), "extra": f"{stale} [ -s {TOOLKIT_KEYRING} ] && echo keyring",
+                **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
-        repo_probe, extra, pkg_probe = (ctx.probe_output.split("@@\n", 2) + ["", ""])[:3]
+        extra = ctx.probe["extra"]
         path, content = toolkit_repo_file(facts.os, self.repo_url)
         actions = []
         stale = [line.split(None, 1)[1] for line in extra.splitlines() if line.startswith("stale ")]
@@ -111,11 +114,11 @@ class ContainerToolkitStep(Step):
             actions.append(Action(f"add NVIDIA's signing key as {TOOLKIT_KEYRING}", "repository key missing",
                                   f"curl -fsSL {key_url} | gpg --batch --yes --dearmor -o {TOOLKIT_KEYRING}",
                                   fix="check access to the repository (or give repo_url for a mirror)"))
-        state = parse_file_probe(repo_probe)
+        state = parse_file_probe(ctx.probe["repo"])
         if state.content != content:
             actions.append(write_action(path, state, content, reason="NVIDIA container toolkit repository"))
         manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(pkg_probe.replace("@@lists", "@@lists", 1)).installed
+        installed = manager.parse(ctx.probe.within("pkgs")).installed
         wanted = [Wanted(p, self.version) for p in TOOLKIT_PACKAGES]
         missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
         versions = {installed.get(p) for p in TOOLKIT_PACKAGES}
@@ -143,8 +146,8 @@ class ContainerRuntimeStep(Step):
     runtime_path: str = "nvidia-container-runtime"
     cdi: bool = False
 
-    def probe(self, facts: Facts) -> str:
-        sections = {
+    def probe(self, facts: Facts) -> Snippets:
+        return {
             "daemon": probe_file(DAEMON_JSON),
             "main": probe_file(CONTAINERD_CONFIG),
             "dropin": probe_file(CONTAINERD_DROPIN),
@@ -155,22 +158,21 @@ class ContainerRuntimeStep(Step):
             "cdi": f"ls {CDI_STATIC} {CDI_DYNAMIC} 2>/dev/null; "
                    "systemctl is-enabled nvidia-cdi-refresh.path 2>/dev/null",
         }
-        return "; ".join(f"echo @@{name}; {snippet}" for name, snippet in sections.items())
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        sections = _sections(ctx.probe_output)
+        sections = ctx.probe
         actions = []
         if self.cdi:  # first: it fails without the toolkit, and then nothing else is half-done
-            actions += self._cdi(sections.get("ctk", ""), sections.get("cdi", ""))
+            actions += self._cdi(sections["ctk"], sections["cdi"])
         if self.docker:
-            actions += self._docker(parse_file_probe(sections.get("daemon", "")))
-        version = sections.get("version", "")
+            actions += self._docker(parse_file_probe(sections["daemon"]))
+        version = sections["version"]
         if self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
             from gpunode.steps.containerd_config import loaded_config
 
-            actions += self._containerd(ctx, parse_file_probe(sections.get("main", "")),
-                                        parse_file_probe(sections.get("dropin", "")), version,
-                                        loaded_config(sections.get("dump", ""), sections.get("default", "")))
+            actions += self._containerd(ctx, parse_file_probe(sections["main"]),
+                                        parse_file_probe(sections["dropin"]), version,
+                                        loaded_config(sections["dump"], sections["default"]))
         return actions
 
     def _docker(self, state: FileState) -> list[Action]:
@@ -283,15 +285,3 @@ def _toolkit_version(line: str) -> tuple[int, ...]:
     match = re.search(r"version (\d+)\.(\d+)", line)
     return (int(match.group(1)), int(match.group(2))) if match else (0,)
 
-
-def _sections(output: str) -> dict[str, str]:
-    """Probe output split at `@@name` lines."""
-    sections: dict[str, str] = {}
-    name = ""
-    for line in output.splitlines(keepends=True):
-        if line.startswith("@@") and line[2:].strip().isidentifier():
-            name = line[2:].strip()
-            sections.setdefault(name, "")
-            continue
-        sections[name] = sections.get(name, "") + line
-    return sections

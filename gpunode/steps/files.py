@@ -9,6 +9,7 @@ from typing import Literal
 from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Mode, Step, StepContext, register
+from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
 from gpunode.values import file_mode
 
@@ -34,11 +35,11 @@ class FileStep(Step):
         if self.mode is not None:
             self.mode = Mode(file_mode(self.mode, "file.mode"))
 
-    def probe(self, facts: Facts) -> str:
-        return probe_file(self.path)
+    def probe(self, facts: Facts) -> Snippets:
+        return {"file": probe_file(self.path)}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        state = parse_file_probe(ctx.probe_output)
+        state = parse_file_probe(ctx.probe["file"])
         if self.state == "absent":
             if not state.exists:
                 return []
@@ -90,8 +91,8 @@ class LineStep(Step):
             except re.error as exc:
                 raise ValueError(f"line.regexp is not a valid regular expression: {exc}") from None
 
-    def probe(self, facts: Facts) -> str:
-        return probe_file(self.path)
+    def probe(self, facts: Facts) -> Snippets:
+        return {"file": probe_file(self.path)}
 
     def edit(self, text: str) -> str:
         """The file's content after the edit (pure: tested without a host)."""
@@ -111,7 +112,7 @@ class LineStep(Step):
         return "\n".join(lines) + ("\n" if lines else "")
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        state = parse_file_probe(ctx.probe_output)
+        state = parse_file_probe(ctx.probe["file"])
         if not state.exists and (self.state == "absent" or not self.create):
             if self.state == "absent":
                 return []

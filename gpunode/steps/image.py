@@ -9,6 +9,7 @@ from gpunode.facts import Facts
 from gpunode.facts.packages import parse_dkms
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.probe import ProbeOutput, Snippets
 
 CATEGORIES = {  # category -> what it is, for reasons (scripts/image_cleanup.sh says what exactly goes)
     "pkg-cache": "package caches",
@@ -24,6 +25,7 @@ CATEGORIES = {  # category -> what it is, for reasons (scripts/image_cleanup.sh 
     "build-key": "build key in authorized_keys",  # last: nobody logs in with it afterwards
 }
 ALL = list(CATEGORIES)
+VALIDATE_SECTIONS = ("boot-kernel", "dkms", "modules", "held", "ecs")
 
 
 def key_blob(authorized_key: str | None) -> str:
@@ -39,6 +41,11 @@ def key_blob(authorized_key: str | None) -> str:
 
 def cleanup_command(mode: str, categories: list[str], blob: str) -> str:
     return f"bash -c {q(script_text('image_cleanup.sh'))} image-cleanup {mode} {q(','.join(categories))} {q(blob)}"
+
+
+def validate_snippets(sections: tuple[str, ...] = VALIDATE_SECTIONS) -> Snippets:
+    """scripts/image_validate.sh once per section it prints (boot-kernel, dkms, modules, held, ecs)."""
+    return {name: f"bash -c {q(script_text('image_validate.sh'))} image-validate {name}" for name in sections}
 
 
 def parse_leftovers(output: str) -> dict[str, list[str]]:
@@ -71,11 +78,11 @@ class ImageCleanupStep(Step):
         _check_categories(self.categories, "image_cleanup.categories")
         self.blob = key_blob(self.authorized_key)
 
-    def probe(self, facts: Facts) -> str:
-        return cleanup_command("probe", self.categories, self.blob)
+    def probe(self, facts: Facts) -> Snippets:
+        return {"leftovers": cleanup_command("probe", self.categories, self.blob)}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        leftovers = parse_leftovers(ctx.probe_output)
+        leftovers = parse_leftovers(ctx.probe["leftovers"])
         if not leftovers:
             return []
         todo = [c for c in ALL if c in leftovers]  # canonical order: the build key goes last
@@ -102,24 +109,23 @@ class ImageValidateStep(Step):
         _check_categories(self.cleaned, "image_validate.cleaned")
         self.blob = key_blob(self.authorized_key)
 
-    def probe(self, facts: Facts) -> str:
-        return (f"{cleanup_command('probe', self.cleaned, self.blob)}; echo @@validate; "
-                f"bash -c {q(script_text('image_validate.sh'))} image-validate")
+    def probe(self, facts: Facts) -> Snippets:
+        sections = VALIDATE_SECTIONS if self.ecs_agent else VALIDATE_SECTIONS[:-1]
+        return {"leftovers": cleanup_command("probe", self.cleaned, self.blob), **validate_snippets(sections)}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        cleanup_out, _, evidence = ctx.probe_output.partition("@@validate\n")
-        sections = _sections(evidence)
+        sections = ctx.probe
         problems: list[str] = []
-        leftovers = parse_leftovers(cleanup_out)
+        leftovers = parse_leftovers(sections["leftovers"])
         if ctx.check and leftovers:  # image_cleanup only planned its work: nothing to hold against the image yet
             ctx.notes.append(f"check mode: cleanup leftovers not validated ({', '.join(leftovers)})")
         else:
             for category, items in leftovers.items():
                 problems += [f"not cleaned ({category}): {what}" for what in items[:5]]
-        boot_kernel = sections.get("boot-kernel", "").strip() or ctx.facts.kernel.running
+        boot_kernel = sections["boot-kernel"].strip() or ctx.facts.kernel.running
         problems += self._driver_problems(ctx, boot_kernel, sections)
         if self.ecs_agent:
-            problems += ecs_problems(sections.get("ecs", ""), self._has_driver(ctx, sections), ctx.notes)
+            problems += ecs_problems(sections["ecs"], self._has_driver(ctx, sections), ctx.notes)
         free = ctx.facts.storage.free_bytes.get("/")
         if free is not None and free < self.min_free_gb * 1e9:
             problems.append(f"only {free / 1e9:.1f} GB free on / (at least {self.min_free_gb:g} GB wanted)")
@@ -134,19 +140,19 @@ class ImageValidateStep(Step):
         return []
 
     @staticmethod
-    def _has_driver(ctx: StepContext, sections: dict[str, str]) -> bool:
+    def _has_driver(ctx: StepContext, sections: ProbeOutput) -> bool:
         from gpunode.image.versions import driver_versions  # not at the top: provision never loads gpunode.image
 
         return bool(driver_versions(ctx.facts.nvidia.packages) or ctx.facts.nvidia.dkms
-                    or sections.get("modules", "").split())
+                    or sections["modules"].split())
 
-    def _driver_problems(self, ctx: StepContext, kernel: str, sections: dict[str, str]) -> list[str]:
+    def _driver_problems(self, ctx: StepContext, kernel: str, sections: ProbeOutput) -> list[str]:
         from gpunode.image.versions import driver_versions
 
         facts = ctx.facts
         versions = driver_versions(facts.nvidia.packages)
         registered = [e for e in facts.nvidia.dkms if e.module.startswith("nvidia")]
-        modules = sections.get("modules", "").split()
+        modules = sections["modules"].split()
         if not versions and not registered and not modules:
             ctx.notes.append("no NVIDIA driver in this image")
             return ["no NVIDIA driver installed (require_driver: true)"] if self.require_driver else []
@@ -157,11 +163,11 @@ class ImageValidateStep(Step):
                             "'Driver/library version mismatch' after boot")
         elif versions:
             ctx.notes.append(f"NVIDIA driver packages all on {next(iter(versions))}")
-        held = sections.get("held", "").split()
+        held = sections["held"].split()
         if versions and not any(name.startswith(("nvidia", "libnvidia", "cuda-drivers")) for name in held):
             ctx.notes.append("warning: no NVIDIA package is held; an unattended upgrade can cause a driver/library "
                              "version mismatch")
-        built = {e.module for e in parse_dkms(sections.get("dkms")) if e.kernel == kernel
+        built = {e.module for e in parse_dkms(sections["dkms"]) if e.kernel == kernel
                  and e.status.startswith("installed")}
         missing = sorted({e.module for e in registered} - built)
         if missing:
@@ -174,7 +180,7 @@ class ImageValidateStep(Step):
 
 
 def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]:
-    """What AWS Batch needs of an image, from image_validate.sh's @@ecs lines.
+    """What AWS Batch needs of an image, from image_validate.sh's `ecs` section.
 
     Batch starts jobs through the ECS agent: its unit enabled (and its program there), its configuration present
     (/etc/ecs/ecs.config, or the AMI's /var/lib/ecs/ecs.config), ECS_ENABLE_GPU_SUPPORT=true there when the image has
@@ -206,14 +212,3 @@ def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]
         notes.append(f"ECS agent enabled, its configuration present{', GPU support on' if has_driver else ''}")
     return problems
 
-
-def _sections(output: str) -> dict[str, str]:
-    sections: dict[str, str] = {}
-    name = ""
-    for line in output.splitlines(keepends=True):
-        if line.startswith("@@"):
-            name = line.strip()[2:]
-            sections[name] = ""
-        elif name:
-            sections[name] += line
-    return sections

@@ -19,6 +19,7 @@ from gpunode.gpu.distro import (
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import manager_for
+from gpunode.steps.probe import Snippets
 
 NO_HEADERS_EXIT = 10
 
@@ -33,18 +34,21 @@ class KernelHeadersStep(Step):
     hold: bool = False
     timeout: int = 1800
 
-    def probe(self, facts: Facts) -> str:
-        held = manager_for(facts.os.package_manager).held_probe()
+    def probe(self, facts: Facts) -> Snippets:
+        """`held`: the held packages; `headers` (Debian/Ubuntu, when plan() needs it): the candidate version of the
+        running kernel's headers package on its first line ("(none)": the lists do not know it), then the newest
+        headers packages that exist."""
+        held = {"held": manager_for(facts.os.package_manager).held_probe()}
         if facts.os.family == "debian" and (facts.kernel.running_headers_present or
                                             (self.policy == "upgrade" and self._pending_kernel(facts))):
-            return f"echo; echo @@; echo @@; {held}"  # nothing to look up: plan() needs no candidate
+            return held  # nothing to look up: plan() needs no candidate
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
             # A host without package lists (a fresh image) is asked with lists fetched into a temporary
             # directory, so check mode sees what the real run sees after its `apt-get update` and changes
             # nothing (no lists, no pkgcache.bin written). A package the lists do not know prints no
             # Candidate line at all: that is "(none)".
-            return ("o=''; t=''; if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then "
+            return {**held, "headers": "o=''; t=''; if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then "
                     "t=$(mktemp -d) && mkdir -p \"$t/lists/partial\" \"$t/cache/archives/partial\" && "
                     "o=\"-o Dir::State::Lists=$t/lists -o Dir::Cache=$t/cache\" && "
                     "{ apt-get -q $o -o DPkg::Lock::Timeout=60 update >/dev/null 2>&1 || "
@@ -52,10 +56,10 @@ class KernelHeadersStep(Step):
                     f"c=$(apt-cache $o policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
                     "if [ -z \"$c\" ] && "
                     "[ -n \"$(apt-cache $o pkgnames linux-headers- 2>/dev/null | head -n 1)\" ]; then c='(none)'; fi; "
-                    "echo \"$c\"; echo @@; "
+                    "echo \"$c\"; "
                     "apt-cache $o pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
-                    f"grep -v -- -common | sort -V | tail -n 12; [ -n \"$t\" ] && rm -rf \"$t\"; echo @@; {held}")
-        return f"echo; echo @@; echo @@; {held}"
+                    "grep -v -- -common | sort -V | tail -n 12; [ -n \"$t\" ] && rm -rf \"$t\""}
+        return held
 
     def _pending_kernel(self, facts: Facts) -> str | None:
         """The newest installed distro kernel with headers: a previous run upgraded and the reboot is pending.
@@ -73,7 +77,8 @@ class KernelHeadersStep(Step):
             raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
                 from None
         running = facts.kernel.running
-        candidate, existing, held = (ctx.probe_output.split("@@") + ["", "", ""])[:3]
+        candidate, *existing = ctx.probe["headers"].splitlines() or [""]
+        held = ctx.probe["held"]
         if facts.kernel.running_headers_present:
             ctx.state.target_kernel = running
             return self._hold_actions(facts, running, held)
@@ -86,7 +91,7 @@ class KernelHeadersStep(Step):
         upgrade = newest_kernel_packages(facts.os, running, facts.kernel.package)
         candidate = candidate.strip()
         if facts.os.family == "debian" and candidate == "(none)" and self.policy != "upgrade":
-            raise StepFailed(self._missing_message(running, headers, existing.split()),
+            raise StepFailed(self._missing_message(running, headers, existing),
                              fix=self._missing_fix(running))
         family = "debian" if facts.os.family == "debian" else "rpm"
         what = (f"install {headers}" if candidate not in ("", "(none)") else

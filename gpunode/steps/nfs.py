@@ -30,11 +30,11 @@ from gpunode.steps.nfs_options import (
 from gpunode.steps.nfs_preflight import export_problem, preflight_problem
 from gpunode.steps.nfs_state import NfsState, parse_state, reserved_port_connections
 from gpunode.steps.pkgmgr import Wanted, manager_for
+from gpunode.steps.probe import ProbeOutput, Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 
 FSTAB = "/etc/fstab"
 CLIENT_PACKAGE = {"apt": "nfs-common", "dnf": "nfs-utils", "yum": "nfs-utils"}
-SECTIONS = ("state", "fstab", "pkg")
 _SERVER = re.compile(r"^[A-Za-z0-9._\-]+\Z|^\[?[0-9A-Fa-f:.]+\]?\Z")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._+@=,/ -]*\Z")
 
@@ -110,14 +110,13 @@ class NfsMountStep(Step):
         return self._script("probe", self.server, self.path, int(self.v3), int(preflight), self.timeout)
 
     # ---- probe and plan --------------------------------------------------------------------------
-    def probe(self, facts: Facts) -> str:
+    def probe(self, facts: Facts) -> Snippets:
         present = self.state == "present"
-        parts = [f"echo @@nfs-state; {self._probe_command(present and self.preflight)}",
-                 f"echo @@nfs-fstab; {probe_file(FSTAB)}"]
+        snippets = {"state": self._probe_command(present and self.preflight), "fstab": probe_file(FSTAB)}
         if present and facts.os.package_manager in CLIENT_PACKAGE:
             package = CLIENT_PACKAGE[facts.os.package_manager]
-            parts.append(f"echo @@nfs-pkg; {manager_for(facts.os.package_manager).probe([package])}")
-        return "\n".join(parts) + "\ntrue"
+            snippets.update(nested("pkg", manager_for(facts.os.package_manager).probe([package])))
+        return snippets
 
     def _client_package(self, facts: Facts) -> str:
         manager = facts.os.package_manager or ""
@@ -127,14 +126,13 @@ class NfsMountStep(Step):
         return CLIENT_PACKAGE[manager]
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        sections = _sections(ctx.probe_output)
-        state = parse_state(sections["state"])
-        fstab = parse_file_probe(sections["fstab"])
+        state = parse_state(ctx.probe["state"])
+        fstab = parse_file_probe(ctx.probe["fstab"])
         self._roles: dict[int, str] = {}
         self._fstab_change: tuple[FileState, str] | None = None
         if self.state == "absent":
             return self._plan_absent(ctx, state, fstab)
-        actions = self._client_and_preflight(ctx, state, sections["pkg"])
+        actions = self._client_and_preflight(ctx, state, ctx.probe.within("pkg"))
         if not self.fstab_only and state.kernel == "none":
             raise StepFailed(
                 f"this kernel has no NFS client (nfs module missing): {state.kernel_release or 'the running kernel'}"
@@ -167,7 +165,7 @@ class NfsMountStep(Step):
                                       "write-test"))
         return actions
 
-    def _client_and_preflight(self, ctx: StepContext, state: NfsState, pkg_output: str) -> list[Action]:
+    def _client_and_preflight(self, ctx: StepContext, state: NfsState, pkg_output: ProbeOutput) -> list[Action]:
         actions = []
         package = self._client_package(ctx.facts)
         manager = manager_for(ctx.facts.os.package_manager)
@@ -366,19 +364,6 @@ _RESERVED_FIX = ("unmount every mount of this server (the kernel shares one conn
 def _reserved_message(server: str, reserved: list[str]) -> str:
     return (f"noresvport is not in effect: connections to {server}:2049 use reserved local ports "
             f"({', '.join(reserved)}), so a failover of the NAS can stall them")
-
-
-def _sections(output: str) -> dict[str, str]:
-    """Split the probe output at its @@nfs-* markers."""
-    found = {name: "" for name in SECTIONS}
-    current = None
-    for line in output.splitlines(keepends=True):
-        name = line.strip()[len("@@nfs-"):] if line.startswith("@@nfs-") else None
-        if name in found:
-            current = name
-        elif current:
-            found[current] += line
-    return found
 
 
 def _explain(action: Action, output: str, exit_code: int) -> tuple[str, str]:

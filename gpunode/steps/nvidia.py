@@ -18,6 +18,7 @@ from gpunode.gpu.distro import (
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
+from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
@@ -43,7 +44,6 @@ ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
 WantedBy=multi-user.target
 """
 RUNFILE_BUILD_TOOLS = ["gcc", "make", "dkms"]
-SECTIONS = ("dkms", "held", "persistenced", "pkgs", "unit")
 
 
 @register
@@ -89,19 +89,19 @@ class NvidiaDriverStep(Step):
     def _wants_fabricmanager(self, facts: Facts) -> bool:
         return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
 
-    def probe(self, facts: Facts) -> str:
+    def probe(self, facts: Facts) -> Snippets:
         pkgs, _, _ = self._packages(facts)
         manager = manager_for(facts.os.package_manager)
-        parts = [probe_file(NOUVEAU_CONF), "echo @@dkms; dkms status 2>/dev/null",
-                 f"echo @@held; {manager.held_probe()}",
-                 "echo @@persistenced; systemctl is-enabled nvidia-persistenced 2>/dev/null"]
+        snippets = {"nouveau": probe_file(NOUVEAU_CONF), "dkms": "dkms status 2>/dev/null",
+                    "held": manager.held_probe(),
+                    "persistenced": "systemctl is-enabled nvidia-persistenced 2>/dev/null"}
         names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
         if self.method == "runfile":
             names += RUNFILE_BUILD_TOOLS
-            parts.append(f"echo @@unit; {probe_file(PERSISTENCED_UNIT)}")
+            snippets["unit"] = probe_file(PERSISTENCED_UNIT)
         if names:
-            parts.append("echo @@pkgs; " + manager.probe(names))
-        return "; ".join(parts)
+            snippets.update(nested("pkgs", manager.probe(names)))
+        return snippets
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
@@ -119,10 +119,10 @@ class NvidiaDriverStep(Step):
                              f"manager package for method {self.method}; CUDA fails without one",
                              fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
                              "fabricmanager: no if the fabric manager is installed by other means")
-        sections = _sections(ctx.probe_output)
+        sections = ctx.probe
         target = ctx.target_kernel
         actions: list[Action] = []
-        nouveau = parse_file_probe(sections.get("", ""))
+        nouveau = parse_file_probe(sections["nouveau"])
         if nouveau.content != NOUVEAU_CONTENT:
             write = write_action(NOUVEAU_CONF, nouveau, NOUVEAU_CONTENT, reason="nouveau must not claim the GPU")
             write.summary = f"blacklist nouveau ({NOUVEAU_CONF}) and rebuild the initramfs"
@@ -131,7 +131,7 @@ class NvidiaDriverStep(Step):
             if facts.nvidia.nouveau_loaded:
                 ctx.require_reboot("nouveau is loaded and now blacklisted")
         manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(sections.get("pkgs", "")).installed
+        installed = manager.parse(sections.within("pkgs")).installed
         pinned = set(pkgs.pinned)
         debian_pin = self.method == "distro" and facts.os.id == "debian"
         wanted = [Wanted(p, f"{self.branch}.*" if p in pinned and debian_pin else None) for p in pkgs.packages]
@@ -148,10 +148,10 @@ class NvidiaDriverStep(Step):
                 f"{target} are installed",
             ))
         if self.method == "runfile":
-            actions += self._runfile_actions(facts, manager, installed, flavor, target, sections.get("unit", ""))
+            actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) if pkgs.version_from in installed else None
         module = dkms_module_name(facts.os, self.method, flavor, driver_version)
-        if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections.get("dkms")), (module,), target):
+        if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections["dkms"]), (module,), target):
             actions.append(Action(
                 f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
                 _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
@@ -162,13 +162,13 @@ class NvidiaDriverStep(Step):
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
         if self.hold and (pkgs.pinned or fm):
-            held = manager.parse_held(sections.get("held", ""))
+            held = manager.parse_held(sections["held"])
             unheld = [p for p in (*pkgs.pinned, *fm) if p not in held]
             if unheld:
                 actions.append(Action(f"hold {', '.join(unheld)}",
                                       "unattended upgrades must not cause a driver/library version mismatch",
                                       manager.hold(unheld)))
-        if self.persistenced and sections.get("persistenced", "").strip() not in ("enabled", "static"):
+        if self.persistenced and sections["persistenced"].strip() not in ("enabled", "static"):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))
@@ -225,13 +225,3 @@ def _with_build_errors(command: str) -> str:
     return (f"{{ {command}; }} || {{ rc=$?; grep -h -m 5 -e ' error: ' -e '^Error!' "
             "/var/lib/dkms/*/*/build/make.log >&2 2>/dev/null; exit $rc; }")
 
-
-def _sections(output: str) -> dict[str, str]:
-    sections: dict[str, str] = {}
-    name = ""
-    for line in output.splitlines(keepends=True):
-        if line.startswith("@@") and line.strip()[2:] in SECTIONS:
-            name = line.strip()[2:]
-            continue
-        sections[name] = sections.get(name, "") + line
-    return sections

@@ -10,6 +10,7 @@ from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
+from gpunode.steps.probe import Snippets
 
 # A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
 PACKAGE_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:~-]*(=[A-Za-z0-9._+:~*?\[\]-]+)?")
@@ -32,7 +33,7 @@ class PackagesStep(Step):
             if not PACKAGE_SPEC.fullmatch(name):
                 raise ValueError(f"packages.names: {name!r} is not a package name (or name=version)")
 
-    def probe(self, facts: Facts) -> str | None:
+    def probe(self, facts: Facts) -> Snippets | None:
         if not self.names:
             return None
         return manager_for(facts.os.package_manager).probe([Wanted.parse(n).name for n in self.names])
@@ -55,7 +56,7 @@ class PackagesStep(Step):
             timeout=self.timeout, fix="run the repair by hand on the host and read its errors (dpkg --audit)")]
 
     def _plan(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
-        state = manager.parse(ctx.probe_output)
+        state = manager.parse(ctx.probe)
         wanted = [Wanted.parse(n) for n in self.names]
         if self.state == "absent":
             present = [w.name for w in wanted if w.name in state.installed]

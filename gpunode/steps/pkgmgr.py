@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from gpunode.connection import join, q
 from gpunode.facts import OsInfo
 from gpunode.gpu.distro import el_major
+from gpunode.steps.probe import ProbeOutput, Snippets
 
 APT_ENV = "export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a;"
 APT_OPTS = ["-y", "-q", "-o", "DPkg::Lock::Timeout=600", "-o", "Dpkg::Options::=--force-confdef",
@@ -44,10 +45,12 @@ class PackageManager:
 
     name = ""
 
-    def probe(self, names: list[str]) -> str:
+    def probe(self, names: list[str]) -> Snippets:
+        """Snippets asking what is installed of `names` (and how old the lists are); a step places them under a
+        section name of its own with `probe.nested` and hands `ctx.probe.within(name)` to `parse`."""
         raise NotImplementedError
 
-    def parse(self, output: str) -> PackageState:
+    def parse(self, output: ProbeOutput) -> PackageState:
         raise NotImplementedError
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
@@ -92,21 +95,21 @@ class PackageManager:
 class AptManager(PackageManager):
     name = "apt"
 
-    def probe(self, names: list[str]) -> str:
-        return (
-            f"dpkg-query -W -f='${{Package}}\\t${{db:Status-Abbrev}}\\t${{Version}}\\n' -- {join(names)} 2>/dev/null;"
-            " echo @@lists; ls /var/lib/apt/lists/ 2>/dev/null | grep -c '_Packages' ;"
-            " stat -c %Y /var/lib/apt/lists 2>/dev/null; date +%s"
-        )
+    def probe(self, names: list[str]) -> Snippets:
+        return {
+            "installed": f"dpkg-query -W -f='${{Package}}\\t${{db:Status-Abbrev}}\\t${{Version}}\\n' -- {join(names)}"
+                         " 2>/dev/null",
+            "lists": "ls /var/lib/apt/lists/ 2>/dev/null | grep -c '_Packages'; stat -c %Y /var/lib/apt/lists "
+                     "2>/dev/null; date +%s",
+        }
 
-    def parse(self, output: str) -> PackageState:
-        head, _, tail = output.partition("@@lists")
+    def parse(self, output: ProbeOutput) -> PackageState:
         installed = {}
-        for line in head.splitlines():
+        for line in output["installed"].splitlines():
             parts = line.split("\t")
             if len(parts) == 3 and parts[1][1:2] == "i":  # installed (ii, and hi when held)
                 installed[parts[0].split(":")[0]] = parts[2]
-        numbers = [int(x) for x in tail.split() if x.isdigit()]
+        numbers = [int(x) for x in output["lists"].split() if x.isdigit()]
         age = None
         if len(numbers) == 3 and numbers[0] > 0:
             age = max(0.0, numbers[2] - numbers[1])
@@ -161,12 +164,12 @@ class DnfManager(PackageManager):
     def __init__(self, binary: str = "dnf") -> None:
         self.name = binary
 
-    def probe(self, names: list[str]) -> str:
-        return f"rpm -q --qf '%{{NAME}}\\t%{{VERSION}}-%{{RELEASE}}\\n' -- {join(names)} 2>/dev/null; true"
+    def probe(self, names: list[str]) -> Snippets:
+        return {"installed": f"rpm -q --qf '%{{NAME}}\\t%{{VERSION}}-%{{RELEASE}}\\n' -- {join(names)} 2>/dev/null"}
 
-    def parse(self, output: str) -> PackageState:
+    def parse(self, output: ProbeOutput) -> PackageState:
         installed = {}
-        for line in output.splitlines():
+        for line in output["installed"].splitlines():
             parts = line.split("\t")
             if len(parts) == 2:
                 installed[parts[0]] = parts[1]

@@ -8,6 +8,7 @@ from typing import Literal
 from gpunode.connection import ExecResult, q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.probe import Snippets
 
 JOURNAL_LINES = 15
 
@@ -43,12 +44,12 @@ class ServiceStep(Step):
     enabled: bool | None = None
     daemon_reload: bool = False
 
-    def probe(self, facts: Facts) -> str:
-        return (f"systemctl show -p LoadState -p ActiveState -p SubState -p UnitFileState -p NeedDaemonReload"
-                f" -- {q(self.name)} 2>&1; true")
+    def probe(self, facts: Facts) -> Snippets:
+        return {"unit": f"systemctl show -p LoadState -p ActiveState -p SubState -p UnitFileState -p NeedDaemonReload"
+                f" -- {q(self.name)} 2>&1"}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        props = dict(line.split("=", 1) for line in ctx.probe_output.splitlines() if "=" in line)
+        props = dict(line.split("=", 1) for line in ctx.probe["unit"].splitlines() if "=" in line)
         unit = q(self.name)
         actions = []
         pending = props.get("NeedDaemonReload") == "yes" or ctx.state.daemon_reload_pending

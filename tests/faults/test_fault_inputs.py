@@ -35,7 +35,8 @@ from gpunode.steps.files import LineStep
 from gpunode.steps.nfs import NfsMountStep
 from gpunode.steps.packages import PACKAGE_SPEC
 from gpunode.steps.pkgmgr import AptManager, DnfManager, Wanted
-from gpunode.steps.remote_file import parse_file_probe, probe_file
+from gpunode.steps.probe import ProbeBatch, ProbeOutput
+from gpunode.steps.remote_file import parse_file_probe
 from tests.faults.helpers import INJECTIONS, MARKER
 
 # no ASCII letters: random text cannot name a command even if a quote broke
@@ -55,8 +56,15 @@ def sh(command: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProce
     return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, input=stdin, capture_output=True, timeout=30)
 
 
-def ctx(probe_output: str) -> StepContext:
-    return StepContext(host=None, facts=None, conn=None, check=False, probe_output=probe_output)  # type: ignore[arg-type]
+def ctx(probe: dict[str, str]) -> StepContext:
+    return StepContext(host=None, facts=None, conn=None, check=False, probe=ProbeOutput(probe))  # type: ignore[arg-type]
+
+
+def probed(snippets: dict[str, str], cwd: Path) -> ProbeOutput:
+    """A step's probe run for real through the probe protocol (one script, split once), in a temp folder."""
+    batch = ProbeBatch([snippets])
+    (output,) = batch.split(sh(batch.script(), cwd).stdout.decode("utf-8", errors="surrogateescape"))
+    return output
 
 
 def fresh_dir(base: Path) -> Path:
@@ -121,13 +129,14 @@ def test_guard_wrapper_runs_the_command_whole_with_exactly_its_input(tmp_path, c
 def test_file_step_command_has_every_value_intact(tmp_path, name, content, owner, validate):
     path = f"/srv/{name}"
     step = build_step("file", {"path": path, "content": content, "owner": owner, "validate": validate})
-    (action,) = step.plan(ctx("absent\n"))
+    (action,) = step.plan(ctx({"file": "absent\n"}))
     argv = shlex.split(action.command)
     digest = hashlib.sha256(content.encode("utf-8", errors="surrogateescape")).hexdigest()
     assert argv == ["sh", "-c", script_text("atomic_write.sh"), "atomic-write", path, "", owner, "", "absent", "1",
                     validate, digest]
     assert action.stdin == content.encode("utf-8", errors="surrogateescape")
-    (remove,) = build_step("file", {"path": path, "state": "absent"}).plan(ctx("present\n644 root root\nx\nbase64:"))
+    present = ctx({"file": "present\n644 root root\nx\nbase64:"})
+    (remove,) = build_step("file", {"path": path, "state": "absent"}).plan(present)
     assert shlex.split(remove.command) == ["rm", "-f", "--", path]
 
 
@@ -138,10 +147,11 @@ def test_probe_and_atomic_write_round_trip_any_name_and_content(tmp_path, name, 
     folder = fresh_dir(tmp_path)
     target = folder / name
     target.write_bytes(old.encode())
-    probed = sh(probe_file(str(target)), folder)
-    state = parse_file_probe(probed.stdout.decode())
+    step = build_step("file", {"path": str(target), "content": new})
+    output = probed(step.probe(None), folder)
+    state = parse_file_probe(output["file"])
     assert state.exists and state.content == old
-    (action,) = build_step("file", {"path": str(target), "content": new}).plan(ctx(probed.stdout.decode()))
+    (action,) = step.plan(ctx(output))
     result = sh(action.command, folder, action.stdin)
     assert result.returncode == 0, result.stderr
     assert target.read_bytes() == new.encode()
@@ -176,13 +186,13 @@ def test_command_guards_test_the_named_paths_and_nothing_else(tmp_path, creates,
     if exists:
         (folder / creates).write_text("")
     step = build_step("command", {"cmd": "true", "creates": str(folder / creates), "removes": str(folder / removes)})
-    out = sh(step.probe(None), folder).stdout.decode().split()
+    out = probed(step.probe(None), folder)["guards"].split()
     assert ("creates-exists" in out) == exists
     assert ("removes-missing" in out) == (not (folder / removes).exists())
     assert not (folder / MARKER).exists()
     guarded = build_step("command", {"cmd": "run it", "chdir": chdir, "unless": unless})
-    assert f"(sh -c {q(unless)})" in guarded.probe(None)
-    (action,) = guarded.plan(ctx(""))
+    assert f"(sh -c {q(unless)})" in guarded.probe(None)["guards"]
+    (action,) = guarded.plan(ctx({}))
     inner = shlex.split(action.command)
     assert inner[:2] == ["sh", "-c"] and len(inner) == 3
     assert shlex.split(inner[2])[:3] == ["cd", chdir, "&&"]
@@ -192,15 +202,15 @@ def test_command_guards_test_the_named_paths_and_nothing_else(tmp_path, creates,
 @given(name=values)
 def test_service_commands_keep_the_unit_name_whole(name):
     step = build_step("service", {"name": name, "state": "started", "enabled": True})
-    probe = shlex.split(step.probe(None))
+    probe = shlex.split(step.probe(None)["unit"])
     assert probe[:4] == ["systemctl", "show", "-p", "LoadState"] and probe[probe.index("--") + 1] == name
-    actions = step.plan(ctx("LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n"))
+    actions = step.plan(ctx({"unit": "LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n"}))
     enable, start = (shlex.split(a.command) for a in actions)
     assert enable == ["systemctl", "enable", "--", name]
     assert start[:4] == ["systemctl", "start", "--", name]  # then checked active: every use of the name is whole
     # then checked active: the name enters that script only quoted, exactly where a plain name would
     plain = build_step("service", {"name": "unit x", "state": "started"}).plan(
-        ctx("LoadState=loaded\nActiveState=inactive\n"))[0].command
+        ctx({"unit": "LoadState=loaded\nActiveState=inactive\n"}))[0].command
     assert actions[1].command == plain.replace(q("unit x"), q(name))
 
 
@@ -219,7 +229,7 @@ def test_package_names_are_refused_or_passed_as_single_words(names):
     assert apt[apt.index("install") + 2:] == names
     dnf = shlex.split(DnfManager().install(wanted, refresh=False, recommends=False))
     assert dnf[dnf.index("install") + 2:] == [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
-    probe = shlex.split(AptManager().probe([w.name for w in wanted]))
+    probe = shlex.split(AptManager().probe([w.name for w in wanted])["installed"])
     start = probe.index("--") + 1
     assert probe[start:start + len(wanted)] == [w.name for w in wanted]
 
@@ -253,7 +263,7 @@ def test_inventory_values_reach_commands_intact(tmp_path, conf_dir, value, host_
     for host in hosts:
         assert host.vars["conf_dir"] == conf_dir and host.vars["conf_value"] == value
         args = render({"path": "/etc/{{ conf_dir }}/app.conf", "content": "{{ conf_value }}"}, host.vars)
-        (action,) = build_step("file", args).plan(ctx("absent\n"))
+        (action,) = build_step("file", args).plan(ctx({"file": "absent\n"}))
         assert shlex.split(action.command)[4] == f"/etc/{conf_dir}/app.conf"
         assert action.stdin == value.encode("utf-8", errors="surrogateescape")
         for name in (host.name, host_name):
