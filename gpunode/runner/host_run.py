@@ -88,8 +88,8 @@ class HostRun:
                 self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
             self.conn.activity = "release"
             with self._phase("release"):
-                if self.lock:
-                    self.lock.release()
+                if self.lock:  # only the lock's own session ran: nothing of this run can be left running
+                    self.lock.release(leftovers_possible=self.conn.transcript.exec_count > 1)
                     if self.lock.still_running:
                         self.outcome.notes.append(
                             f"still running on the host (a package transaction is never killed; the host's lock "

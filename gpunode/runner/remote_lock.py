@@ -15,6 +15,7 @@ its holder died), and the refusal names the step, the command and since when.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import secrets
@@ -48,7 +49,8 @@ def _script(owner: str) -> str:
     # the rest of the script (bash reads a script from stdin as it goes).
     return "{\n" + f"""{FUNCTIONS}{_LIVE}lock="$d/gpunode.lock"
 exec 9>>"$lock" || {{ echo "{LOCKED} cannot open $lock"; exit 70; }}
-if ! flock -n 9; then echo "{LOCKED} $(cat "$lock.owner" 2>/dev/null)"; _gn_live; echo {FACTS_END}; exit 75; fi
+# -w 3: a run that has just ended may take a moment to let go
+if ! flock -w 3 9; then echo "{LOCKED} $(cat "$lock.owner" 2>/dev/null)"; _gn_live; echo {FACTS_END}; exit 75; fi
 live=$(_gn_live)
 if [ -n "$live" ]; then echo "{LOCKED} an earlier run ended, but its commands still run"; echo "$live"
   echo {FACTS_END}; exit 75; fi
@@ -145,9 +147,17 @@ class RunLock:
         self.conn.transcript.record(f"{label} (in the lock session)", code, seconds, output, "", session=False)
         return ExecResult(code, output, "", seconds)
 
-    def release(self, wait: float = 15.0) -> None:
-        """Let go: the holder stops the run's leftovers (or says which package transaction it now waits for)."""
+    def release(self, wait: float = 15.0, leftovers_possible: bool = True) -> None:
+        """Let go: the holder stops the run's leftovers (or says which package transaction it now waits for).
+
+        Without `leftovers_possible` (no command ran outside this session) there is nothing to hear back: the
+        holder sees its input end, lets go on its own, and we do not wait the round trip for it."""
         self._stop.set()
+        if not leftovers_possible:
+            with contextlib.suppress(Exception):
+                self.process.end_input()
+            self.process.close(wait=0)
+            return
         try:
             self.process.end_input()
             self.process.read_until(WAITING, wait)
