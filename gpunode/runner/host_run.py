@@ -13,11 +13,11 @@ from typing import Any
 
 from gpunode.connection import Connection, ExecResult
 from gpunode.errors import ConnectError, GpunodeError
-from gpunode.facts import Facts
+from gpunode.facts import Facts, parse_facts
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
-from gpunode.runner import remote_lock
+from gpunode.runner import facts_cache, remote_lock
 from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, build_step
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
@@ -56,6 +56,7 @@ class HostRun:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
                                    log_path=str(self.conn.transcript.log_path or ""))
         self.lock: remote_lock.RunLock | None = None
+        self.guess: ProbeBatch | None = None  # the probe sent along with the lock + facts script
         self.state = HostState()             # what steps tell later steps (reboot, target kernel, ...)
         self.changed_something = False
         self.facts: Facts | None = None
@@ -70,7 +71,10 @@ class HostRun:
             with self._phase("connect"):
                 self.conn.open()
             with self._phase("lock + facts"):
-                self.lock = remote_lock.acquire(self.conn)
+                self.guess = self._guess_probe()
+                self.lock = remote_lock.acquire(self.conn, then=(self.guess.nonce, self.guess.script())
+                                                if self.guess else None)
+            facts_cache.save(self.host, self.lock.facts_text)
             self._run_steps(self.lock.facts)
         except ConnectError as exc:
             self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
@@ -135,15 +139,19 @@ class HostRun:
         return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.extra_vars,
                                   "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check})
 
+    def _plan_step(self, spec: StepSpec, facts: Facts) -> PlannedStep:
+        """The step as these facts make it (`when:` evaluated, arguments rendered) with its probe."""
+        variables = self._variables(facts, spec.vars)
+        if spec.when is not None and not evaluate(str(spec.when), variables):
+            return PlannedStep(spec, None)
+        step = build_step(spec.kind, render(spec.args, variables))
+        return PlannedStep(spec, step, step.probe(facts))
+
     def _prepare(self, specs: list[StepSpec], facts: Facts) -> list[PlannedStep]:
         planned = []
         for spec in specs:
-            variables = self._variables(facts, spec.vars)
             try:
-                if spec.when is not None and not evaluate(str(spec.when), variables):
-                    planned.append(PlannedStep(spec, None))
-                    continue
-                step = build_step(spec.kind, render(spec.args, variables))
+                planned.append(self._plan_step(spec, facts))
             except (TemplateError, ValueError) as exc:
                 self.outcome.failed_step = spec.name
                 exc = _name_the_variable(exc, spec)
@@ -151,8 +159,20 @@ class HostRun:
                 self._finish(failed, time.monotonic(), facts)  # a failed step in every report, not a host error
                 raise GpunodeError(f"{spec.where}: {exc}", step=spec.name,
                                    fix="fix the playbook or the variable it uses") from None
-            planned.append(PlannedStep(spec, step, step.probe(facts)))
         return planned
+
+    def _guess_probe(self) -> ProbeBatch | None:
+        """The probe as the facts of this host's last run make it: sent with the lock + facts script, it saves a
+        round trip whenever the fresh facts make the same probe (checked in `_probe`). None when there is no guess."""
+        cached = facts_cache.load(self.host)
+        if not cached:
+            return None
+        try:
+            planned = [self._plan_step(spec, parse_facts(cached)) for spec in self.playbook.steps]
+        except Exception:  # noqa: BLE001 - an old or odd cache is no guess, never an error
+            return None
+        probes = [p.probe for p in planned if p.step is not None and p.probe]
+        return ProbeBatch(probes) if probes else None
 
     def _run_steps(self, facts: Facts) -> None:
         self.facts = facts
@@ -194,12 +214,18 @@ class HostRun:
 
     def _probe(self, planned: list[PlannedStep]) -> None:
         """All probes in one exec, each output split back to its step."""
-        todo = [p for p in planned if p.step is not None and p.probe]
-        if not todo:
-            return
         self.conn.activity = "probe"
-        batch = ProbeBatch([p.probe or {} for p in todo])
-        result = self._run_probe(batch.script(), f"probe {len(todo)} steps")
+        todo = [p for p in planned if p.step is not None and p.probe]
+        guess, self.guess = self.guess, None
+        if guess and guess.probes == [p.probe for p in todo] and self.lock:
+            batch, result = guess, self.lock.result(guess.nonce, f"probe {len(todo)} steps (sent with the lock)")
+        else:
+            if guess and self.lock:  # the facts changed since the last run: that probe's answer is not this one's
+                self.lock.result(guess.nonce, "probe guessed from the last run's facts (discarded: facts changed)")
+            if not todo:
+                return
+            batch = ProbeBatch([p.probe or {} for p in todo])
+            result = self._run_probe(batch.script(), f"probe {len(todo)} steps")
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
                                step="probe", fix="see the host log")

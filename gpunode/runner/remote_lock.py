@@ -114,6 +114,7 @@ class RunLock:
         self.conn = conn
         self.process = process
         self.facts = facts
+        self.facts_text = ""      # facts.sh's output as it came (kept for the next run: runner/facts_cache.py)
         self.still_running = ""  # set by release(): a package transaction the lock now waits for
         self._send = threading.Lock()  # a heartbeat never lands inside a script
         self._stop = threading.Event()
@@ -132,11 +133,14 @@ class RunLock:
         """Run `script` with `sh -s` (as root when the run becomes root) in the lock's own session: no new remote
         command. stdout and stderr come back merged; the log records it like any command."""
         nonce = secrets.token_hex(4)
-        data = script.encode()
+        with self._send:
+            self.process.send(run_message(nonce, script))
+        return self.result(nonce, label, timeout)
+
+    def result(self, nonce: str, label: str, timeout: float = 3600.0) -> ExecResult:
+        """The output of the script sent as `nonce` (by `run`, or with the lock script itself: `acquire(then=)`)."""
         started = time.monotonic()
         self.conn.transcript.begin(label)
-        with self._send:
-            self.process.send(f"{RUN} {nonce} {len(data)}\n".encode() + data)
         output = self.process.read_until(f"{RAN} {nonce} ", timeout)
         if not self.process.found:
             raise ConnectError("the SSH connection was lost while the host ran the probe", host=self.conn.name,
@@ -168,9 +172,17 @@ class RunLock:
         self.process.close(wait=0 if self.still_running else 5.0)
 
 
-def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
-    """Take the lock and gather facts in one exec; refuse if another run holds the lock."""
-    process = conn.start("bash -s", stdin=_script(owner_label(conn.name)), label="lock + facts (facts.sh)")
+def run_message(nonce: str, script: str) -> bytes:
+    """What the holder's command loop reads: a header line, then exactly the script's bytes."""
+    data = script.encode()
+    return f"{RUN} {nonce} {len(data)}\n".encode() + data
+
+
+def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | None = None) -> RunLock:
+    """Take the lock and gather facts in one exec; refuse if another run holds the lock. `then` (nonce, script): a
+    script sent along with it, which the holder runs right after the facts (read it with `RunLock.result`)."""
+    stdin = _script(owner_label(conn.name)) + (run_message(*then).decode() if then else "")
+    process = conn.start("bash -s", stdin=stdin, label="lock + facts (facts.sh)")
     output = process.read_until(FACTS_END, timeout)
     if output.startswith(LOCKED):
         process.close()
@@ -182,7 +194,9 @@ def acquire(conn: Connection, timeout: float = 120.0) -> RunLock:
         process.close()
         raise GpunodeError(f"could not gather facts: {exc}", host=conn.name, step="facts",
                            fix="check that bash and coreutils exist on the host; see the host log") from None
-    return RunLock(conn, process, facts)
+    lock = RunLock(conn, process, facts)
+    lock.facts_text = output
+    return lock
 
 
 def describe(records: str) -> str:

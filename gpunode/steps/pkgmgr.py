@@ -99,8 +99,9 @@ class AptManager(PackageManager):
         return {
             "installed": f"dpkg-query -W -f='${{Package}}\\t${{db:Status-Abbrev}}\\t${{Version}}\\n' -- {join(names)}"
                          " 2>/dev/null",
-            "lists": "ls /var/lib/apt/lists/ 2>/dev/null | grep -c '_Packages'; stat -c %Y /var/lib/apt/lists "
-                     "2>/dev/null; date +%s",
+            # how many package lists there are (a glob: no ls | grep), their folder's age, the host's clock
+            "lists": "set -- /var/lib/apt/lists/*_Packages*; if [ -e \"$1\" ]; then echo $#; else echo 0; fi; "
+                     "stat -c %Y /var/lib/apt/lists 2>/dev/null; date +%s",
         }
 
     def parse(self, output: ProbeOutput) -> PackageState:

@@ -27,22 +27,24 @@ class FileState:
 
 
 def probe_file(path: str) -> str:
-    """Shell that prints the file's existence, mode/owner/group, sha256 and base64 content."""
+    """Shell that prints the file's existence, mode/owner/group and base64 content (two programs: stat, base64;
+    the sha256 is computed here from the content)."""
     p = q(path)
-    return (
-        f"if [ -f {p} ]; then echo present; stat -c '%a %U %G' {p}; sha256sum < {p} | cut -d' ' -f1; "
-        f"printf {CONTENT_PREFIX}; base64 -w0 < {p}; echo; else echo absent; fi"
-    )
+    return (f"if [ -f {p} ]; then echo present; stat -c '%a %U %G' {p}; "
+            f"printf {CONTENT_PREFIX}; base64 -w0 < {p}; echo; else echo absent; fi")
 
 
 def parse_file_probe(output: str) -> FileState:
+    """The probe's lines by what they are: `present`, the `mode owner group` line, the `base64:` content line
+    (a sha256 line, as older probes printed it, is ignored: the sha256 is the content's)."""
     lines = output.splitlines()
     if not lines or lines[0] != "present":
         return FileState(exists=False)
-    mode, owner, group = (lines[1].split() + ["", "", ""])[:3]
-    encoded = lines[3].removeprefix(CONTENT_PREFIX) if len(lines) > 3 else ""
-    content = base64.b64decode(encoded).decode("utf-8", errors="surrogateescape")
-    return FileState(True, mode, owner, group, lines[2] if len(lines) > 2 else "", content)
+    mode, owner, group = (lines[1].split() + ["", "", ""])[:3] if len(lines) > 1 else ("", "", "")
+    encoded = next((line.removeprefix(CONTENT_PREFIX) for line in lines if line.startswith(CONTENT_PREFIX)), "")
+    data = base64.b64decode(encoded)
+    return FileState(True, mode, owner, group, hashlib.sha256(data).hexdigest(),
+                     data.decode("utf-8", errors="surrogateescape"))
 
 
 def unified_diff(path: str, old: str, new: str) -> str:
