@@ -481,10 +481,22 @@ if have dkms; then
 fi
 if have systemctl; then
     sec raw systemctl
-    prefix_text "$(exec ${TO[@]+"${TO[@]}"} systemctl show --no-pager -p Id,LoadState,ActiveState,UnitFileState \
-        docker.service containerd.service nvidia-fabricmanager.service nvidia-persistenced.service \
+    # systemctl is asked only about units that have a unit file (asking systemd to look for absent units costs
+    # more than the rest); an absent one is written as systemctl shows it: not-found, inactive
+    present=()
+    for u in docker.service containerd.service nvidia-fabricmanager.service nvidia-persistenced.service \
         cloud-init.service cloud-final.service unattended-upgrades.service apt-daily.service \
-        apt-daily-upgrade.service packagekit.service dnf-makecache.service 2>/dev/null </dev/null)"
+        apt-daily-upgrade.service packagekit.service dnf-makecache.service; do
+        for d in /etc/systemd/system /run/systemd/system /run/systemd/generator /run/systemd/generator.early \
+            /run/systemd/generator.late /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system; do
+            if [[ -e $d/$u || -L $d/$u ]]; then present+=("$u"); continue 2; fi
+        done
+        prefix_text "Id=$u"$'\n'"LoadState=not-found"$'\n'"ActiveState=inactive"$'\n'"UnitFileState="$'\n'
+    done
+    if ((${#present[@]})); then
+        prefix_text "$(exec ${TO[@]+"${TO[@]}"} systemctl show --no-pager -p Id,LoadState,ActiveState,UnitFileState \
+            "${present[@]}" 2>/dev/null </dev/null)"
+    fi
 fi
 
 # ---------------------------------------------------------------- container runtimes
