@@ -15,10 +15,26 @@ holders() {
     done
   done
 }
+run_by_cloud_init() {  # cloud-init is an ancestor (user data, runcmd): it finishes only after we do
+  pid=$$
+  while [ "${pid:-0}" -gt 1 ]; do
+    case $(cat "/proc/$pid/comm" 2>/dev/null) in cloud-init*) return 0 ;; esac
+    ppid=""
+    while read -r key value; do
+      [ "$key" = "PPid:" ] && { ppid=$value; break; }
+    done < "/proc/$pid/status" 2>/dev/null
+    pid=$ppid
+  done
+  return 1
+}
 waited=0
 if command -v cloud-init >/dev/null 2>&1 && [ -d /run/cloud-init ] && [ ! -e /run/cloud-init/result.json ]; then
-  echo "waiting for cloud-init to finish"
-  timeout "$timeout" cloud-init status --wait >/dev/null 2>&1 || true
+  if run_by_cloud_init; then
+    echo "run by cloud-init itself (user data): not waiting for cloud-init to finish"
+  else
+    echo "waiting for cloud-init to finish"
+    timeout "$timeout" cloud-init status --wait >/dev/null 2>&1 || true
+  fi
 fi
 while :; do
   found=$(holders)

@@ -133,3 +133,31 @@ def test_bad_input_exits_2() -> None:
     assert result.code == 2 and "KEY=VALUE" in result.output
     result = run_cli("user-data", "--bundle-url", "ftp://x/b.tar.xz", "--bundle-out", "/tmp/b")
     assert result.code == 2 and "http(s) URL" in result.output
+
+
+CLOUD_INIT_STAND_IN = """#!/bin/sh
+# a cloud-init that has not finished: `status --wait` waits; `modules` runs its user data as a child, as runcmd does
+case "$1" in
+    status) sleep 600 ;;
+    modules) sh /root/wait.sh wait-pm 5; echo "user data exit $?" ;;
+esac
+"""
+
+
+def test_the_package_manager_wait_does_not_wait_for_the_cloud_init_that_runs_it(lab, fresh_host) -> None:
+    """User data runs inside cloud-init, which finishes only after it: waiting for cloud-init would stall to the
+    timeout (found by the VM suite's first boot). Another process on a booting node still waits for cloud-init."""
+    from gpunode.scripts import script_text
+
+    (fresh_host.root / "root" / "wait.sh").write_text(script_text("wait_for_package_manager.sh"))
+    stand_in = fresh_host.root / "usr" / "local" / "bin" / "cloud-init"
+    stand_in.write_text(CLOUD_INIT_STAND_IN)
+    stand_in.chmod(0o755)
+    fresh_host.run_inside("mkdir -p /run/cloud-init && rm -f /run/cloud-init/result.json")
+
+    inside = fresh_host.run_inside("cloud-init modules --mode final", timeout=120)
+    assert "run by cloud-init itself (user data): not waiting for cloud-init to finish" in inside.stdout, inside
+    assert "user data exit 0" in inside.stdout, inside.stdout
+
+    outside = fresh_host.run_inside("sh /root/wait.sh wait-pm 5", timeout=120)
+    assert outside.returncode == 0 and "waiting for cloud-init to finish" in outside.stdout, outside

@@ -4,7 +4,8 @@ Two kinds of disk, both from a per-VM qcow2 overlay:
 - the lab's VM image (`vm_image.py`), booted directly (`-kernel/-initrd`); its identity comes from a small ext4
   seed disk that `gpunode-seed.service` copies into place;
 - a cloud image (a bake's result, `cloud_image.py`), booted by its own GRUB; its identity comes from a NoCloud
-  seed (an ISO labelled cidata) that cloud-init reads, as on a cloud.
+  seed (an ISO labelled cidata) that cloud-init reads, as on a cloud. Given `user_data`, the seed carries it
+  verbatim as its user-data and the identity moves to its vendor-data, as a cloud keeps the two apart.
 Either way an ed25519 host key is generated here (the controller verifies it against the VM's own known_hosts
 file) with the static address and the lab's login key. Reboots are real: the guest resets and qemu boots it again
 in place (no `-no-reboot`).
@@ -22,7 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -60,14 +61,16 @@ class VmHost:
     network: LabNetwork
     image: VmImage
     client_key: Path  # the lab's private key; its .pub goes into authorized_keys
+    # a cloud image's user data, as a user gives it (e.g. `gpunode user-data`); megabytes, so not in repr()
+    user_data: str | None = field(default=None, repr=False)
 
     @classmethod
     def on_lab(cls, network: LabNetwork, lab_directory: Path, index: int, image: VmImage,
-               client_key: Path) -> VmHost:
+               client_key: Path, user_data: str | None = None) -> VmHost:
         name = f"{network.tag}-vm{index}"
         return cls(name=name, index=index, address=network.address(index),
                    directory=Path(lab_directory) / "vms" / name, network=network, image=image,
-                   client_key=Path(client_key))
+                   client_key=Path(client_key), user_data=user_data)
 
     # ---- paths and descriptions ------------------------------------------------------------------
     @property
@@ -202,23 +205,37 @@ class VmHost:
         return key.read_text(), public
 
     def _make_cloud_seed(self) -> None:
-        """A NoCloud seed (ISO labelled cidata): a new instance id, host key, login key and static address."""
+        """A NoCloud seed (ISO labelled cidata): a new instance id, host key, login key, static address and DNS.
+
+        The identity is the user-data, or the vendor-data when the VM has user data of its own (cloud-init
+        merges the two; the user's keys win, and gpunode's user data sets none of these).
+        """
         with tempfile.TemporaryDirectory(dir=self.directory) as tmp:
             folder = Path(tmp)
             private, public = self._host_key(folder)
             instance = f"{self.name}-{os.urandom(4).hex()}"
-            user_data = {"ssh_pwauth": False, "ssh_deletekeys": True, "ssh_genkeytypes": [],
-                         "ssh_keys": {"ed25519_private": private, "ed25519_public": public},
-                         "ssh_authorized_keys": [self.client_key.with_suffix(".pub").read_text().strip()]}
+            identity = {"ssh_pwauth": False, "ssh_deletekeys": True, "ssh_genkeytypes": [],
+                        "ssh_keys": {"ed25519_private": private, "ed25519_public": public},
+                        "ssh_authorized_keys": [self.client_key.with_suffix(".pub").read_text().strip()],
+                        # the host's resolvers, as DHCP would give them (a static address brings none)
+                        "bootcmd": [["sh", "-c", 'rm -f /etc/resolv.conf && printf "nameserver %s\\n" "$@" '
+                                     "> /etc/resolv.conf", "resolv", *host_nameservers()]]}
             network = {"version": 1, "config": [{
                 "type": "physical", "name": "lab0", "mac_address": self.mac,
                 "subnets": [{"type": "static", "address": f"{self.address}/{self.network.subnet.prefixlen}",
                              "gateway": self.network.gateway}]}]}
             (folder / "meta-data").write_text(yaml.safe_dump({"instance-id": instance, "local-hostname": self.name}))
-            (folder / "user-data").write_text("#cloud-config\n" + yaml.safe_dump(user_data))
+            config = "#cloud-config\n" + yaml.safe_dump(identity)
+            files = ["user-data", "meta-data", "network-config"]
+            if self.user_data is None:
+                (folder / "user-data").write_text(config)
+            else:
+                (folder / "user-data").write_text(self.user_data)
+                (folder / "vendor-data").write_text(config)
+                files.append("vendor-data")
             (folder / "network-config").write_text(yaml.safe_dump(network))
             sh("genisoimage", "-quiet", "-output", str(self.directory / "seed.img"), "-volid", "cidata", "-joliet",
-               "-rock", *(str(folder / name) for name in ("user-data", "meta-data", "network-config")))
+               "-rock", *(str(folder / name) for name in files))
 
     def _make_seed(self) -> None:
         """The seed disk: files that `gpunode-seed.service` copies over / at boot, and our known_hosts."""
@@ -242,6 +259,12 @@ class VmHost:
                 home.chmod(mode)
                 (home / ".ssh" / "authorized_keys").write_text(authorized)
             sh("mkfs.ext4", "-q", "-F", "-L", "gpunode-seed", "-d", tmp, str(self.directory / "seed.img"), "8M")
+
+
+def host_nameservers() -> list[str]:
+    """The resolvers in this machine's /etc/resolv.conf (the lab's NAT reaches them)."""
+    lines = Path("/etc/resolv.conf").read_text().splitlines()
+    return [line.split()[1] for line in lines if line.startswith("nameserver") and len(line.split()) > 1]
 
 
 def tap_name(tag: str, index: int) -> str:
