@@ -193,7 +193,9 @@ if have systemd-detect-virt; then
         virt_v=$v
         ;;
     *)
-        virt_c=$(exec systemd-detect-virt -c 2>/dev/null </dev/null)
+        # what systemd-detect-virt -c answers from (for any process but PID 1), when systemd wrote it
+        rd virt_c /run/systemd/container
+        [[ -n $virt_c ]] || virt_c=$(exec systemd-detect-virt -c 2>/dev/null </dev/null)
         virt_v=$(exec systemd-detect-virt -v 2>/dev/null </dev/null)
         ;;
     esac
