@@ -12,6 +12,7 @@ each of its runs right after gpunode's. Then facts gathering and verify-gpu pars
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import platform
 import subprocess
@@ -19,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import gpunode
 from bench import hosts as bench_hosts
 from bench import micro, report
 from bench.latency import delayed
@@ -92,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     for count in counts:
         print(f"N={count}: {', '.join(plan[count])}", flush=True)
     bin_dir = ensure_peers()
+    # The peers' venvs hold compiled bytecode (pip compiles at install); an editable gpunode run with
+    # PYTHONDONTWRITEBYTECODE would compile its sources on every start: compile them once, as an install would.
+    compileall.compile_dir(str(Path(gpunode.__file__).parent), quiet=1)
     result = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": _machine(), "versions": versions(bin_dir),
         "hosts": counts, "repeat": args.repeat, "rtt_ms": args.rtt_ms, "tools": _tool_list(args.tools),

@@ -64,7 +64,8 @@ class Gpunode(Tool):
         argv = [sys.executable, "-m", "gpunode", "provision", "-i", str(self.inventory), "--playbook",
                 str(self.playbook), "-f", str(forks), "--json-report", str(report),
                 "--log-dir", str(folder / f"logs-{run_id}")]
-        return Invocation(argv, {"COLUMNS": "160"}, report=report)
+        # its own facts cache per host set: a first apply starts without one, as on brand-new hosts
+        return Invocation(argv, {"COLUMNS": "160", "XDG_CACHE_HOME": str(folder / "cache")}, report=report)
 
     def outcome(self, invocation: Invocation, exit_code: int, output: str) -> Outcome:
         assert invocation.report is not None
