@@ -37,7 +37,7 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
         while data := await reader.read(65536):
             queue.put_nowait((time.monotonic() + delay, data))
     queue.put_nowait((time.monotonic() + delay, b""))
-    with suppress(ConnectionError):
+    with suppress(OSError):  # the other side is gone already (ENOTCONN on the half-close): nothing left to relay
         await task
 
 
