@@ -163,3 +163,14 @@ def test_json_and_text_rendering():
     assert "it lists no GPUs and is not used" in data["files"][1]["message"]
     text = result.render_text()
     assert "WARNING  smi-output-incomplete" in text and "Result: HEALTHY (0 critical, 1 warning)" in text
+
+
+def test_one_lost_gpu_named_two_ways_counts_once(tmp_path: Path):
+    # The driver names a GPU `0000:3b:00` in its Xid line and `0000:3b:00.0` in the line after it (found by a new
+    # user's trial: it said 2 GPUs for one).
+    log = tmp_path / "dmesg.log"
+    log.write_text("[  100.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=123, GPU has fallen off the bus.\n"
+                   "[  100.2] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n"
+                   "[  100.3] NVRM: Xid (PCI:0000:86:00): 79, pid=1, GPU has fallen off the bus.\n")
+    (lost,) = [f for f in diagnose_files([log], Expectations()).findings if f.id == "gpu-lost"]
+    assert lost.summary.startswith("2 GPU(s)"), lost

@@ -42,7 +42,7 @@ def test_base_playbook_changes_then_converges(lab, fresh_trio, tmp_path):
         assert host["status"] == "ok"
         assert host["changed"] == 0
         assert host["exec_count"] == 1, host  # lock + facts + batched probe, one session
-        assert [c["session"] for c in host["commands"]] == [True, False], host["commands"]
+        assert [c["new_session"] for c in host["commands"]] == [True, False], host["commands"]
         assert "sent with the lock" in host["commands"][1]["label"]  # built from the first run's facts: one round trip
         assert set(host["phases"]) >= {"connect", "lock + facts", "probe", "steps", "release"}
     for host in hosts:  # --sync: journald has written every line it received

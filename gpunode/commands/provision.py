@@ -8,6 +8,7 @@ from typing import Any
 
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, check_forks, is_tty, load_hosts, parse_vars
 from gpunode.connection import ConnectOptions
+from gpunode.errors import UsageError
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
 from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
@@ -37,6 +38,11 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
                    log_dir: str | None = None) -> int:
     """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code."""
     logs = Path(log_dir) if log_dir else default_log_dir()
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the per-host log folder {logs}: {exc.strerror or exc}",
+                         fix="run from a folder you can write to, or give --log-dir DIR") from None
     options = RunOptions(
         check=check, forks=forks, extra_vars=extra_vars,
         connect=ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs),

@@ -176,7 +176,7 @@ class Connection(ABC):
               label: str | None = None) -> RemoteProcess:
         """Start a long-running command; `stdin` is sent and the stream stays open until the process is closed."""
         wrapped, password = self.wrap(command, sudo)
-        self.transcript.record(label or command, None, 0.0, "", "")
+        self.transcript.note(f"$ {label or command}  (started; stays open)")
         return self._start(wrapped, stdin.encode(), password)
 
     def boot_marker(self) -> str:

@@ -24,7 +24,7 @@ class ExecRecord:
     seconds: float
     stdout_bytes: int
     stderr_bytes: int
-    session: bool = True  # a remote command of its own (False: a script run inside the lock's session)
+    new_session: bool = True  # an SSH session of its own (False: a script run inside the run lock's session)
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Transcript:
 
     @property
     def exec_count(self) -> int:
-        return sum(1 for r in self.records if r.session)
+        return sum(1 for r in self.records if r.new_session)
 
     def note(self, message: str) -> None:
         """A free-form line in the host's log (step started, step result, ...)."""
@@ -68,9 +68,9 @@ class Transcript:
             self._write("  [... cut ...]\n")
 
     def record(self, label: str, exit_code: int | None, seconds: float, stdout: str, stderr: str,
-               streamed: bool = False, session: bool = True) -> None:
+               streamed: bool = False, new_session: bool = True) -> None:
         """A finished command; with `streamed`, its stdout is already in the log (see `begin`)."""
-        self.records.append(ExecRecord(label, exit_code, seconds, len(stdout), len(stderr), session))
+        self.records.append(ExecRecord(label, exit_code, seconds, len(stdout), len(stderr), new_session))
         lines = [f"{time.strftime('%H:%M:%S')} $ {self.redact(label)}  -> exit {exit_code} in {seconds:.2f}s\n"]
         for name, text in (("stdout", "" if streamed else stdout), ("stderr", stderr)):
             if text.strip():

@@ -18,6 +18,7 @@ import hashlib
 import importlib.metadata as metadata
 import io
 import os
+import platform
 import re
 import shlex
 import sys
@@ -90,6 +91,7 @@ def render_script(bundle: bytes, playbook_name: str, playbook_sha256: str, varia
     """The first-boot script (bash). Every value from the user reaches the shell quoted."""
     digest = hashlib.sha256(bundle).hexdigest()
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    machine = platform.machine()  # the compiled extensions in the bundle are for this architecture
     var_args = " ".join(f"--var {shlex.quote(v)}" for v in variables)
     if bundle_url:
         # python3's urllib: present wherever the bundle can run (curl and wget are not on every base image)
@@ -143,6 +145,9 @@ command -v python3 >/dev/null 2>&1 || fail "python3 is missing on this node"
 have=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$have" = {python} ] ||
     fail "the bundle is for Python {python}, this node has $have: make the user data with gpunode on Python $have"
+arch=$(uname -m)
+[ "$arch" = {shlex.quote(machine)} ] ||
+    fail "the bundle is for {machine}, this node is $arch: make the user data with gpunode on an $arch machine"
 if [ ! -f "$bundle/.complete" ]; then
     tmp=$(mktemp -d /var/lib/gpunode/bundle.XXXXXX)
     {fetch}

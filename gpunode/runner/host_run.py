@@ -101,7 +101,7 @@ class HostRun:
                 self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
-                                      "exit_code": r.exit_code, "session": r.session}
+                                      "exit_code": r.exit_code, "new_session": r.new_session}
                                      for r in self.conn.transcript.records]
             self.outcome.seconds = time.monotonic() - started
             self.conn.transcript.note("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.outcome.phases.items()))
@@ -218,14 +218,15 @@ class HostRun:
         todo = [p for p in planned if p.step is not None and p.probe]
         guess, self.guess = self.guess, None
         if guess and guess.probes == [p.probe for p in todo] and self.lock:
-            batch, result = guess, self.lock.result(guess.nonce, f"probe {len(todo)} steps (sent with the lock)")
+            label = f"probe of {_steps(len(todo))}, sent with the lock script"
+            batch, result = guess, self.lock.result(guess.nonce, label)
         else:
             if guess and self.lock:  # the facts changed since the last run: that probe's answer is not this one's
                 self.lock.result(guess.nonce, "probe guessed from the last run's facts (discarded: facts changed)")
             if not todo:
                 return
             batch = ProbeBatch([p.probe or {} for p in todo])
-            result = self._run_probe(batch.script(), f"probe {len(todo)} steps")
+            result = self._run_probe(batch.script(), f"probe of {_steps(len(todo))}")
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
                                step="probe", fix="see the host log")
@@ -297,7 +298,7 @@ class HostRun:
         outcome.diffs = [redact(d) for d in outcome.diffs]
         outcome.actions = [{k: redact(v) for k, v in a.items()} for a in outcome.actions]
         outcome.message = redact(outcome.message)
-        outcome.seconds = time.monotonic() - started
+        outcome.seconds = round(time.monotonic() - started, 4)
         self.outcome.steps.append(outcome)
         self.conn.transcript.note(f"  -> {outcome.status} in {outcome.seconds:.2f}s {outcome.message}".rstrip())
         self.events.step_finished(self.host.name, outcome)
@@ -333,6 +334,10 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def _steps(count: int) -> str:
+    return f"{count} step{'s' if count != 1 else ''}"
 
 
 def _name_the_variable(exc: Exception, spec: StepSpec) -> Exception | str:

@@ -148,7 +148,8 @@ class RunLock:
         status = self.process.read_until("\n", 10.0).strip()
         code = int(status) if status.isdigit() else -1
         seconds = time.monotonic() - started
-        self.conn.transcript.record(f"{label} (in the lock session)", code, seconds, output, "", session=False)
+        self.conn.transcript.record(f"{label}, inside the lock's session", code, seconds, output, "",
+                                    new_session=False)
         return ExecResult(code, output, "", seconds)
 
     def release(self, wait: float = 15.0, leftovers_possible: bool = True) -> None:
@@ -182,8 +183,11 @@ def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | No
     """Take the lock and gather facts in one exec; refuse if another run holds the lock. `then` (nonce, script): a
     script sent along with it, which the holder runs right after the facts (read it with `RunLock.result`)."""
     stdin = _script(owner_label(conn.name)) + (run_message(*then).decode() if then else "")
-    process = conn.start("bash -s", stdin=stdin, label="lock + facts (facts.sh)")
+    started = time.monotonic()
+    label = "lock + facts (facts.sh); the session stays open, holding the lock, until the run lets go"
+    process = conn.start("bash -s", stdin=stdin, label=label)
     output = process.read_until(FACTS_END, timeout)
+    conn.transcript.record(label, None, time.monotonic() - started, "", "")  # exit: none yet, it still runs
     if output.startswith(LOCKED):
         process.close()
         first, _, records = output[len(LOCKED):].partition("\n")

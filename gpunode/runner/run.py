@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -59,5 +60,6 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
 
 
 def default_log_dir() -> Path:
-    """Per-run log folder: .gpunode/logs/<timestamp>/ in the current directory."""
-    return Path(".gpunode") / "logs" / time.strftime("%Y%m%d-%H%M%S")
+    """Per-run log folder: .gpunode/logs/<timestamp>-<pid>/ in the current directory (two runs started in the same
+    second never share a host's log)."""
+    return Path(".gpunode") / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"

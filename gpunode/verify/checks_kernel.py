@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gpunode.verify.errors_text import ErrorMatch
 from gpunode.verify.kernel_log import XID_DOC_URL, KernelScan, XidEvent, xid_info
 from gpunode.verify.model import Finding
@@ -10,6 +12,19 @@ _LOST_REMEDY = (
     "Reboot the node (NVIDIA resolution: RESTART_BM). Review kernel PCIe AER messages and the BMC event log "
     "for link failures, reseat the GPU/riser and check its power cabling; RMA the GPU if it falls off again."
 )
+
+
+def _distinct_gpus(addresses: Iterable[str]) -> list[str]:
+    """One entry per GPU: the driver names a GPU `0000:3b:00` in Xid lines and `0000:3b:00.0` elsewhere (and
+    nvidia-smi `00000000:3B:00.0`); they are one device. The first spelling seen is kept."""
+    seen: dict[str, str] = {}
+    for address in addresses:
+        if not address:
+            continue
+        parts = address.lower().split(":")
+        key = ":".join([parts[0][-4:].rjust(4, "0"), *parts[1:]]) if len(parts) == 3 else address.lower()
+        seen.setdefault(key.split(".")[0], address)
+    return sorted(seen.values())
 
 
 def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
@@ -23,7 +38,7 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
             continue
         events = by_code[code]
         info = xid_info(code)
-        gpus = sorted({event.pci for event in events if event.pci})
+        gpus = _distinct_gpus(event.pci for event in events)
         where = f"on PCI {', '.join(gpus)}" if gpus else "(PCI address not shown in the log)"
         quoted = f"first: {events[0].line!r}"
         if len(events) > 1:
@@ -40,7 +55,7 @@ def kernel_checks(scan: KernelScan, errors: list[ErrorMatch]) -> list[Finding]:
         ))
     findings.extend(_condition_findings(scan, {match.id for match in errors}))
     if scan.lost:
-        gpus = sorted({event.pci for event in scan.lost})
+        gpus = _distinct_gpus(event.pci for event in scan.lost)
         findings.append(Finding(
             "gpu-lost", "critical", f"{len(gpus)} GPU(s) fell off the PCIe bus",
             f"{len(scan.lost)} kernel line(s) on PCI {', '.join(gpus)}; first: {scan.lost[0].line!r}",
