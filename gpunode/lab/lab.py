@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from gpunode.lab.host import LabHost
-from gpunode.lab.network import LabNetwork
+from gpunode.lab.network import LabNetwork, sh
 from gpunode.lab.nfs import LabNfsServer
 from gpunode.lab.rootfs import LAB_USER, SUITE, ensure_rootfs, suite_name
 from gpunode.lab.vm import remove_vms
@@ -109,6 +111,7 @@ class Lab:
                 host.destroy()
                 self.network.detach(host.name, host.index)
             self.hosts.clear()
+            self._stop_orphans()
             LabNfsServer(self.network, self.directory).down()  # started by lab-up --nfs or the nfs_server fixture
             remove_vms(self.network, self.directory)  # qemu VMs of the opt-in VM suite
             self.network.down()
@@ -118,6 +121,34 @@ class Lab:
                 shutil.rmtree(self.directory / "hosts", ignore_errors=True)
 
     # ---- internals -------------------------------------------------------------------------------
+    def _stop_orphans(self) -> None:
+        """Hosts that a killed run left running but never recorded: their restart loops would otherwise start them
+        again later inside the next run's network namespace of the same name (two hosts on one address)."""
+        marker = f"--directory={self.directory / 'hosts'}/"
+        loops, containers = [], []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in command:
+                (loops if command.startswith("bash -c ") else containers).append(int(proc.name))
+        for pid in loops:  # first the loops, so that nothing restarts
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in containers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        hosts = str(self.directory / "hosts") + "/"
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            target = line.split()[1] if len(line.split()) > 1 else ""
+            if target.startswith(hosts):
+                sh("umount", "-l", target, check=False)
+        for line in sh("ip", "netns", "list", check=False).stdout.splitlines():
+            name = line.split()[0] if line.split() else ""
+            if name.startswith(f"gn-{self.network.tag}-"):
+                sh("ip", "netns", "del", name, check=False)
+
     def _ready(self, log=sys.stderr, suite: str = SUITE) -> tuple[Path, str]:
         """Rootfs, state folder, client key and network in place: (rootfs, client public key)."""
         rootfs = ensure_rootfs(self.mirror, log=log, suite=suite)
