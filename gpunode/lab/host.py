@@ -89,13 +89,16 @@ class LabHost:
         self.supervisor_pid = process.pid
 
     def wait_for_ssh(self, timeout: float = 30.0) -> None:
-        """Block until sshd answers with its banner."""
+        """Block until sshd answers with its banner and logins are allowed (while the host boots, /run/nologin
+        makes PAM refuse every user but root: sshd then hangs up during authentication)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection((self.address, 22), timeout=1) as sock:
                     sock.settimeout(2)
-                    if sock.recv(64).startswith(b"SSH-"):
+                    init = self.init_pid()
+                    booting = init is not None and Path(f"/proc/{init}/root/run/nologin").exists()
+                    if sock.recv(64).startswith(b"SSH-") and not booting:
                         return
             except OSError:
                 pass
