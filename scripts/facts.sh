@@ -134,6 +134,22 @@ cmdline_of() {
 
 printf '@@gpunode-facts 1\n'
 
+# FACTS_WANT: the sections to gather, space-separated (all of them when unset). A run gathers only what its steps
+# read (gpunode/facts/sections.py); a section asked for later is gathered then, with `core` left out.
+#   core        host, os-release, DMI, kernels, the package tools present (always cheap: no program on most hosts)
+#   pkgmgr      package-manager locks and their holders, interrupted transactions, busy processes
+#   packages    the one dpkg-query / rpm query (NVIDIA, kernel, container and NFS packages)
+#   gpu         NVIDIA PCI functions, driver, modules, nouveau blacklists, dkms status
+#   services    systemctl: the units that matter (docker, containerd, fabric manager, apt-daily...)
+#   containers  Docker, containerd, the container toolkit, CDI specs
+#   storage     fstab, network mounts, free space
+FACTS_WANT=" ${FACTS_WANT:-core pkgmgr packages gpu services containers storage} "
+want() { [[ $FACTS_WANT == *" $1 "* ]]; }
+sec kv gathered
+for v in $FACTS_WANT; do kv section "$v"; done
+
+if want core; then
+
 # ---------------------------------------------------------------- host / identity / boot
 sec kv host
 # the machine (`uname -m`): the kernel's own sysctl (Linux 6.1+), else bash's build machine where it
@@ -239,24 +255,27 @@ done
 rd v /sys/hypervisor/uuid
 [[ -n $v ]] && kv hypervisor_uuid "$v"
 
+fi # core
+
 # ---------------------------------------------------------------- installed packages (one query)
 # queried here, printed below: on rpm systems the kernel section reads the running kernel's package
 pkgs="" pkgtool=""
 if have dpkg-query; then
     pkgtool=dpkg
     # shellcheck disable=SC2016 # ${...} are dpkg-query format fields, not shell
-    pkgs=$(exec ${TO[@]+"${TO[@]}"} dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' 'nvidia*' \
+    want packages && pkgs=$(exec ${TO[@]+"${TO[@]}"} dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' 'nvidia*' \
         'libnvidia*' 'cuda-drivers*' 'linux-headers*' 'linux-image*' 'linux-modules-nvidia*' \
         'linux-objects-nvidia*' 'docker*' 'containerd*' 'moby*' 'runc' 'dkms' 'cloud-init' 'unattended-upgrades' \
         'nfs-common' 'amazon-efs-utils' 2>/dev/null </dev/null)
 elif have rpm; then
     pkgtool=rpm
-    pkgs=$(exec ${TO[@]+"${TO[@]}"} rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 'nvidia*' \
+    want packages && pkgs=$(exec ${TO[@]+"${TO[@]}"} rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 'nvidia*' \
         'kmod-nvidia*' 'libnvidia*' 'cuda-drivers*' 'kernel*' 'docker*' 'containerd*' 'moby*' 'runc' 'dkms' \
         'cloud-init' 'nfs-utils' 'amazon-efs-utils' 2>/dev/null </dev/null)
 fi
 
 # ---------------------------------------------------------------- kernels and headers
+if want core; then
 sec kv kernel
 for f in /boot/vmlinuz-*; do kv image "${f#/boot/vmlinuz-}"; done
 for f in /lib/modules/*; do
@@ -293,6 +312,10 @@ fi
 # ---------------------------------------------------------------- package manager, locks
 sec kv pkgmgr
 for f in apt-get dnf yum zypper dpkg-query rpm; do have "$f" && kv has "$f"; done
+fi # core
+
+if want pkgmgr; then
+sec kv pkgmgr
 v=0
 [[ -e /var/run/reboot-required ]] && v=1
 kv reboot_required "$v"
@@ -367,7 +390,10 @@ if ((${#fcntl_locks[@]})); then
         printf -v key '%02x:%02x:%s' $(((dev >> 8) & 0xfff)) $(((dev & 0xff) | ((dev >> 12) & 0xfff00))) "$ino"
         key_path[$key]=$path
     done
-    if ((${#key_path[@]})) && [[ -r /proc/locks ]]; then
+    # Reading /proc/locks stops every file lock on the machine for an RCU grace period (the kernel takes its
+    # file_rwsem for writing: 10-25 ms of wall time, no CPU), so root, whose fd scan below sees every process of
+    # this PID namespace that has a lock file open, does without it.
+    if ((${#key_path[@]})) && [[ -r /proc/locks ]] && { [[ ${EUID:-} != 0 ]] || ! have find; }; then
         mapfile -t lines </proc/locks
         set -f
         for l in ${lines[@]+"${lines[@]}"}; do
@@ -412,11 +438,15 @@ for c in /proc/[0-9]*/comm; do
     cmdline_of "$pid"
     kv proc "$pid"$'\t'"${comm//$'\t'/ }"$'\t'"${cmd:0:2000}"
 done
+fi # pkgmgr
 
 # ---------------------------------------------------------------- installed packages (queried above)
+if want packages; then
 sec raw "packages $pkgtool"
 prefix_text "$pkgs"
+fi # packages
 
+if want gpu; then
 # ---------------------------------------------------------------- NVIDIA PCI devices (sysfs)
 vendor=""
 for d in /sys/bus/pci/devices/*; do
@@ -481,7 +511,9 @@ if have dkms; then
     sec raw dkms
     prefix_text "$(exec ${TO[@]+"${TO[@]}"} dkms status 2>/dev/null </dev/null)"
 fi
-if have systemctl; then
+fi # gpu
+
+if want services && have systemctl; then
     sec raw systemctl
     # systemctl is asked only about units that have a unit file (asking systemd to look for absent units costs
     # more than the rest); an absent one is written as systemctl shows it: not-found, inactive
@@ -502,6 +534,7 @@ if have systemctl; then
 fi
 
 # ---------------------------------------------------------------- container runtimes
+if want containers; then
 sec kv containers
 for f in docker dockerd containerd nvidia-ctk nvidia-container-runtime nvidia-container-toolkit \
     nvidia-container-cli; do
@@ -532,7 +565,10 @@ if [[ -r /etc/containerd/config.toml ]]; then
     done </etc/containerd/config.toml
 fi
 
+fi # containers
+
 # ---------------------------------------------------------------- storage
+if want storage; then
 raw_file /etc/fstab
 if [[ -r /proc/self/mounts ]]; then
     # only network/FUSE filesystems and the system mount points; fields as in /proc/mounts
@@ -563,6 +599,7 @@ if have df && ((${#paths[@]})); then
         done
     fi
 fi
+fi # storage
 
 now_ns end_ns
 sec kv timing

@@ -71,3 +71,14 @@ def read_blocks(text: str) -> Blocks:
 
 def _int(text: str) -> int:
     return int(text) if text.isdigit() else 0
+
+
+def combine(first: str, more: str) -> str:
+    """One facts.sh output from two: `first` up to its `@@end`, then `more` after its marker line (the sections
+    `more` gathered later). Repeated kv blocks merge when read; `more` ends the result with its own `@@end`."""
+    head, _, _ = first.partition("\n@@end\n")
+    lines = more.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.split(" ")[0] == MARKER), None)
+    if start is None:
+        raise ValueError(f"not gpunode facts output: no {MARKER!r} marker line (output starts {more.strip()[:80]!r})")
+    return head + "\n" + "\n".join(lines[start + 1:])

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpunode.errors import GpunodeError
+from gpunode.facts.sections import ALL, FIELD_SECTIONS
 from gpunode.facts.summary import summary_rows
 
 FAMILIES = ("debian", "redhat", "amazon", "suse", "unknown")
@@ -195,9 +198,18 @@ class StorageInfo:
         return found[-1] if found else None
 
 
+class FactsNotGathered(GpunodeError):
+    """A field of a facts section this run did not gather was read, with no run lock left to gather it."""
+
+
 @dataclass(frozen=True)
 class Facts:
-    """Everything facts.sh found on one host. `raw` keeps the script output."""
+    """Everything facts.sh found on one host. `raw` keeps the script output.
+
+    `sections` says which of facts.sh's sections the output holds (gpunode/facts/sections.py). Reading a field of
+    another section gathers it first, through the loader the run lock attaches (`attach_loader`); without one it
+    raises FactsNotGathered: an empty default read as "nothing there" could make a step overwrite what is there.
+    """
 
     os: OsInfo = field(default_factory=OsInfo)
     kernel: KernelInfo = field(default_factory=KernelInfo)
@@ -223,6 +235,29 @@ class Facts:
     vm_virt: str | None = None
     script_ms: float | None = None
     complete: bool = False
+    sections: frozenset[str] = field(default=ALL, compare=False)
+
+    def __getattribute__(self, name: str) -> Any:
+        needs = FIELD_SECTIONS.get(name)
+        if needs is not None and not needs <= object.__getattribute__(self, "sections"):
+            object.__getattribute__(self, "_gather")(needs - object.__getattribute__(self, "sections"))
+        return object.__getattribute__(self, name)
+
+    def attach_loader(self, loader: Callable[[frozenset[str]], str] | None) -> None:
+        """`loader(sections)` returns facts.sh's output for those sections (None: nothing more can be gathered)."""
+        object.__setattr__(self, "_loader", loader)
+
+    def _gather(self, missing: frozenset[str]) -> None:
+        from gpunode.facts.blocks import combine  # noqa: PLC0415 - parse imports this module
+        from gpunode.facts.parse import parse_facts  # noqa: PLC0415
+
+        loader = self.__dict__.get("_loader")
+        if loader is None:
+            raise FactsNotGathered(f"internal: facts section(s) {', '.join(sorted(missing))} were read but not "
+                                   "gathered", fix="please report this with the host log")
+        merged = parse_facts(combine(self.raw, loader(missing)))
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, object.__getattribute__(merged, f.name))
 
     @property
     def gpu_count(self) -> int:
@@ -235,17 +270,30 @@ class Facts:
         return sum(1 for g in self.gpus if g.is_nvswitch)
 
     def to_dict(self, *, include_raw: bool = False) -> dict[str, Any]:
-        """JSON-serialisable dict (tuples become lists); `raw` only on request."""
-        data = _plain(dataclasses.asdict(self))
+        """JSON-serialisable dict (tuples become lists); `raw` only on request; fields of sections not gathered
+        are left out (never gathered for this)."""
+        have = self.sections
+        data = {f.name: _plain(_as_plain_data(object.__getattribute__(self, f.name)))
+                for f in dataclasses.fields(self) if FIELD_SECTIONS.get(f.name, have) <= have}
+        data["sections"] = sorted(have)
         if not include_raw:
             data.pop("raw", None)
-        data["gpu_count"] = self.gpu_count
-        data["nvswitch_count"] = self.nvswitch_count
+        if "gpu" in have:
+            data["gpu_count"] = self.gpu_count
+            data["nvswitch_count"] = self.nvswitch_count
         return data
 
     def summary_rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a human table view."""
         return summary_rows(self)
+
+
+def _as_plain_data(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple):
+        return [_as_plain_data(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:

@@ -27,6 +27,7 @@ from gpunode.facts.packages import (
     version_key,
 )
 from gpunode.facts.pci import pci_gpus
+from gpunode.facts.sections import ALL
 from gpunode.facts.vendor import cloud_vendor
 
 __all__ = ["parse_facts", "parse_os_release"]
@@ -70,7 +71,14 @@ def parse_facts(text: str) -> Facts:
         vm_virt=_none_if_empty(b.get("host", "virt_vm")),
         script_ms=_script_ms(b),
         complete=b.complete,
+        sections=_sections(b),
     )
+
+
+def _sections(b: Blocks) -> frozenset[str]:
+    """The sections the output holds: all of them when facts.sh did not say (an output from before sections)."""
+    named = frozenset(b.all("gathered", "section"))
+    return named & ALL if named else ALL
 
 
 def _int(text: str) -> int | None:

@@ -14,12 +14,13 @@ from typing import Any
 from gpunode.connection import Connection, ExecResult
 from gpunode.errors import ConnectError, GpunodeError
 from gpunode.facts import Facts, parse_facts
+from gpunode.facts.sections import CORE as CORE_FACTS
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import facts_cache, remote_lock
 from gpunode.runner.events import Events
-from gpunode.steps import Action, Step, StepContext, build_step
+from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
@@ -71,10 +72,10 @@ class HostRun:
             with self._phase("connect"):
                 self.conn.open()
             with self._phase("lock + facts"):
-                self.guess = self._guess_probe()
+                cached = facts_cache.load(self.host)
+                self.guess = self._guess_probe(cached)
                 self.lock = remote_lock.acquire(self.conn, then=(self.guess.nonce, self.guess.script())
-                                                if self.guess else None)
-            facts_cache.save(self.host, self.lock.facts_text)
+                                                if self.guess else None, sections=self._facts_sections(cached))
             self._run_steps(self.lock.facts)
         except ConnectError as exc:
             self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
@@ -91,6 +92,8 @@ class HostRun:
             if pending and not self.check:
                 self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
             self.conn.activity = "release"
+            if self.lock:  # with the sections the steps read (gathered on the way): the next run asks for them at once
+                facts_cache.save(self.host, self.lock.facts.raw)
             with self._phase("release"):
                 if self.lock:  # only the lock's own session ran: nothing of this run can be left running
                     self.lock.release(leftovers_possible=self.conn.transcript.exec_count > 1)
@@ -161,10 +164,14 @@ class HostRun:
                                    fix="fix the playbook or the variable it uses") from None
         return planned
 
-    def _guess_probe(self) -> ProbeBatch | None:
+    def _facts_sections(self, cached: str | None) -> frozenset[str]:
+        """The facts sections to gather: those the playbook's steps declare, plus those the last run needed."""
+        specs = [*self.playbook.steps, *self.playbook.handlers.values()]
+        return step_facts_sections(spec.kind for spec in specs) | facts_cache.sections(cached) | {CORE_FACTS}
+
+    def _guess_probe(self, cached: str | None) -> ProbeBatch | None:
         """The probe as the facts of this host's last run make it: sent with the lock + facts script, it saves a
         round trip whenever the fresh facts make the same probe (checked in `_probe`). None when there is no guess."""
-        cached = facts_cache.load(self.host)
         if not cached:
             return None
         try:
@@ -322,7 +329,7 @@ class HostRun:
             self.lock.release()
             self.lock = None
         self.conn.wait_for_reboot(marker, timeout=action.timeout or 600)
-        self.lock = remote_lock.acquire(self.conn)
+        self.lock = remote_lock.acquire(self.conn, sections=facts.sections)
         self.state.rebooted()
         facts = self.lock.facts
         wanted = self.state.target_kernel

@@ -44,7 +44,7 @@ _LIVE = f"""_gn_live() {{ for _f in "$gd"/[0-9]*; do [ -f "$_f" ] || continue; _
 """
 
 
-def _script(owner: str) -> str:
+def _script(owner: str, sections: frozenset[str] | None) -> str:
     # One { } block: bash parses all of it before running any, so the heartbeat loop reads heartbeats, not
     # the rest of the script (bash reads a script from stdin as it goes).
     return "{\n" + f"""{FUNCTIONS}{_LIVE}lock="$d/gpunode.lock"
@@ -55,7 +55,7 @@ live=$(_gn_live)
 if [ -n "$live" ]; then echo "{LOCKED} an earlier run ended, but its commands still run"; echo "$live"
   echo {FACTS_END}; exit 75; fi
 printf '%s\\n' {q(owner)} > "$lock.owner"
-{facts_subshell("9>&-")}echo {FACTS_END}
+{facts_subshell("9>&-", sections)}echo {FACTS_END}
 while IFS= read -r -t {HEARTBEAT_TIMEOUT} _l; do
   case $_l in "{RUN} "*) set -- $_l; head -c "$3" | sh -s 9>&- 2>&1; echo "{RAN} $2 $?";; esac
 done
@@ -108,18 +108,25 @@ def refusal(conn: Connection, holder: str, running: str = "") -> GpunodeError:
 
 
 class RunLock:
-    """The held lock; `facts` is what the same exec gathered; `run` runs a script in the same session."""
+    """The held lock; `facts` is what the same exec gathered (more sections are gathered through `run` when a
+    step reads them); `run` runs a script in the same session."""
 
-    def __init__(self, conn: Connection, process: RemoteProcess, facts: Facts) -> None:
+    def __init__(self, conn: Connection, process: RemoteProcess, facts: Facts, sent: str | None = None) -> None:
         self.conn = conn
         self.process = process
         self.facts = facts
-        self.facts_text = ""      # facts.sh's output as it came (kept for the next run: runner/facts_cache.py)
         self.still_running = ""  # set by release(): a package transaction the lock now waits for
+        self._sent = [sent] if sent else []          # nonces of scripts sent whose output is not read yet
+        self._early: dict[str, ExecResult] = {}     # their outputs, read early because another script came first
         self._send = threading.Lock()  # a heartbeat never lands inside a script
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="lock-heartbeat", daemon=True)
         self._beat.start()
+        facts.attach_loader(self._gather_facts)
+
+    def _gather_facts(self, sections: frozenset[str]) -> str:
+        result = self.run(facts_subshell(sections=sections), f"facts: {', '.join(sorted(sections))} (read by a step)")
+        return result.stdout
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(KEEPALIVE_SECONDS):
@@ -132,13 +139,20 @@ class RunLock:
     def run(self, script: str, label: str, timeout: float = 3600.0) -> ExecResult:
         """Run `script` with `sh -s` (as root when the run becomes root) in the lock's own session: no new remote
         command. stdout and stderr come back merged; the log records it like any command."""
+        for sent in list(self._sent):  # the holder answers in order: read what came before this script's answer
+            self._early[sent] = self.result(sent, "script sent with the lock script", timeout)
         nonce = secrets.token_hex(4)
         with self._send:
             self.process.send(run_message(nonce, script))
+        self._sent.append(nonce)
         return self.result(nonce, label, timeout)
 
     def result(self, nonce: str, label: str, timeout: float = 3600.0) -> ExecResult:
         """The output of the script sent as `nonce` (by `run`, or with the lock script itself: `acquire(then=)`)."""
+        if nonce in self._early:
+            return self._early.pop(nonce)
+        if nonce in self._sent:
+            self._sent.remove(nonce)
         started = time.monotonic()
         self.conn.transcript.begin(label)
         output = self.process.read_until(f"{RAN} {nonce} ", timeout)
@@ -158,6 +172,7 @@ class RunLock:
         Without `leftovers_possible` (no command ran outside this session) there is nothing to hear back: the
         holder sees its input end, lets go on its own, and we do not wait the round trip for it."""
         self._stop.set()
+        self.facts.attach_loader(None)
         if not leftovers_possible:
             with contextlib.suppress(Exception):
                 self.process.end_input()
@@ -179,10 +194,12 @@ def run_message(nonce: str, script: str) -> bytes:
     return f"{RUN} {nonce} {len(data)}\n".encode() + data
 
 
-def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | None = None) -> RunLock:
+def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | None = None,
+            sections: frozenset[str] | None = None) -> RunLock:
     """Take the lock and gather facts in one exec; refuse if another run holds the lock. `then` (nonce, script): a
-    script sent along with it, which the holder runs right after the facts (read it with `RunLock.result`)."""
-    stdin = _script(owner_label(conn.name)) + (run_message(*then).decode() if then else "")
+    script sent along with it, which the holder runs right after the facts (read it with `RunLock.result`).
+    `sections`: the facts sections to gather (all when None; gpunode/facts/sections.py)."""
+    stdin = _script(owner_label(conn.name), sections) + (run_message(*then).decode() if then else "")
     started = time.monotonic()
     label = "lock + facts (facts.sh); the session stays open, holding the lock, until the run lets go"
     process = conn.start("bash -s", stdin=stdin, label=label)
@@ -198,9 +215,7 @@ def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | No
         process.close()
         raise GpunodeError(f"could not gather facts: {exc}", host=conn.name, step="facts",
                            fix="check that bash and coreutils exist on the host; see the host log") from None
-    lock = RunLock(conn, process, facts)
-    lock.facts_text = output
-    return lock
+    return RunLock(conn, process, facts, then[0] if then else None)
 
 
 def describe(records: str) -> str:

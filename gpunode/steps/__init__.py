@@ -12,6 +12,6 @@ from gpunode.steps import (  # noqa: F401 - registration
     service,
     system,
 )
-from gpunode.steps.base import STEP_TYPES, Action, Step, StepContext, StepFailed, build_step
+from gpunode.steps.base import STEP_TYPES, Action, Step, StepContext, StepFailed, build_step, step_facts_sections
 
-__all__ = ["STEP_TYPES", "Action", "Step", "StepContext", "StepFailed", "build_step"]
+__all__ = ["STEP_TYPES", "Action", "Step", "StepContext", "StepFailed", "build_step", "step_facts_sections"]

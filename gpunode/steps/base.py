@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts
+from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
@@ -116,6 +117,9 @@ class Step:
     """Base class: subclasses are dataclasses whose fields are the step's validated arguments."""
 
     kind: ClassVar[str] = ""
+    # the facts sections (besides core) that probe/plan/apply read: gathered with the lock, before the step runs
+    # (gpunode/facts/sections.py). Reading another one costs a round trip, never a wrong answer.
+    facts_sections: ClassVar[frozenset[str]] = frozenset(OPTIONAL_SECTIONS)
 
     def probe(self, facts: Facts) -> Snippets | None:
         """Named shell snippets (run as root, batched with the other steps' probes, see steps/probe.py); `plan`
@@ -153,6 +157,15 @@ def register(cls: type[Step]) -> type[Step]:
     """Class decorator: make the step available to playbooks under `cls.kind`."""
     STEP_TYPES[cls.kind] = cls
     return cls
+
+
+def step_facts_sections(kinds: Iterable[str]) -> frozenset[str]:
+    """The facts sections the steps of these kinds read (unknown kinds: all)."""
+    wanted: set[str] = set()
+    for kind in kinds:
+        cls = STEP_TYPES.get(kind)
+        wanted |= cls.facts_sections if cls else frozenset(OPTIONAL_SECTIONS)
+    return frozenset(wanted)
 
 
 def build_step(kind: str, args: dict[str, Any]) -> Step:

@@ -16,6 +16,7 @@ class CommandStep(Step):
     """Run `cmd` (as root, through sh) unless `creates` exists, `removes` is missing, or `unless` succeeds."""
 
     kind = "command"
+    facts_sections = frozenset()
     cmd: str
     creates: str | None = None
     removes: str | None = None

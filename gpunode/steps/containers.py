@@ -41,6 +41,7 @@ class DockerStep(Step):
     """Docker engine from the distro, unless an engine (docker-ce, moby...) is already there; enabled and running."""
 
     kind = "docker"
+    facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
     timeout: int = 1800
 
     def probe(self, facts: Facts) -> Snippets:
@@ -88,6 +89,7 @@ class ContainerToolkitStep(Step):
     """NVIDIA's container toolkit from its repository (signed-by keyring), the four packages on one version."""
 
     kind = "container_toolkit"
+    facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
     version: str | None = None          # e.g. 1.17.8-1; None = the repository's newest
     repo_url: str = TOOLKIT_REPO         # a mirror for air-gapped sites
     timeout: int = 1800
@@ -140,6 +142,7 @@ class ContainerRuntimeStep(Step):
     and every other key kept), optionally as the default runtime; optionally a CDI spec."""
 
     kind = "container_runtime"
+    facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
     docker: bool = True
     containerd: Literal["auto", "yes", "no"] = "auto"
     default_runtime: bool = False

@@ -20,6 +20,7 @@ class FileStep(Step):
     """Ensure a file has this content (and mode/owner), or is absent."""
 
     kind = "file"
+    facts_sections = frozenset()
     path: str
     content: str | None = None
     mode: Mode | None = None
@@ -68,6 +69,7 @@ class LineStep(Step):
     """Ensure one line is present (replacing the line that matches `regexp`) or absent."""
 
     kind = "line"
+    facts_sections = frozenset()
     path: str
     line: str | None = None
     regexp: str | None = None

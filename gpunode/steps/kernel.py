@@ -30,6 +30,7 @@ class KernelHeadersStep(Step):
     """Never build modules for the wrong kernel: headers for the running one, or (policy upgrade) a newer one."""
 
     kind = "kernel_headers"
+    facts_sections = frozenset({"pkgmgr", "packages"})
     policy: Literal["require", "upgrade"] = "require"
     hold: bool = False
     timeout: int = 1800

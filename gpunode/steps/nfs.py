@@ -45,6 +45,7 @@ class NfsMountStep(Step):
     """Mount `server:export` on `path` (or, with state absent, unmount it and remove gpunode's fstab line)."""
 
     kind = "nfs_mount"
+    facts_sections = frozenset({"pkgmgr", "packages", "storage"})
     server: str
     export: str
     path: str

@@ -52,6 +52,7 @@ class NvidiaDriverStep(Step):
     """Install the NVIDIA driver (distro packages, NVIDIA's CUDA repo, or a runfile) for the target kernel."""
 
     kind = "nvidia_driver"
+    facts_sections = frozenset({"pkgmgr", "packages", "services", "gpu"})
     method: Literal["distro", "cuda-repo", "runfile"] = "distro"
     branch: int = 535
     kernel_modules: Literal["auto", "open", "proprietary"] = "auto"

@@ -22,6 +22,7 @@ class PackagesStep(Step):
     """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`."""
 
     kind = "packages"
+    facts_sections = frozenset({"pkgmgr"})
     names: list[str] = field(default_factory=list)
     state: Literal["present", "absent"] = "present"
     cache_valid_time: int = 3600

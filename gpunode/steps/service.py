@@ -39,6 +39,7 @@ class ServiceStep(Step):
     """
 
     kind = "service"
+    facts_sections = frozenset()
     name: str
     state: Literal["started", "stopped", "restarted", "reloaded"] | None = None
     enabled: bool | None = None

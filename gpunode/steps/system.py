@@ -16,6 +16,7 @@ class WaitForPackageManagerStep(Step):
     """Wait for dpkg/apt/dnf locks held by cloud-init, unattended-upgrades or apt-daily; name the holder."""
 
     kind = "wait_for_package_manager"
+    facts_sections = frozenset({"pkgmgr"})
     timeout: int = 600
 
     def plan(self, ctx: StepContext) -> list[Action]:
@@ -42,6 +43,7 @@ class RebootStep(Step):
     """
 
     kind = "reboot"
+    facts_sections = frozenset({"pkgmgr"})
     if_required: bool = True
     mode: Literal["now", "defer"] = "now"
     timeout: int = 600

@@ -1,0 +1,40 @@
+"""facts.sh's sections: which ones a run gathers, and which `Facts` fields each one fills.
+
+A run gathers `core` plus the sections its steps declare (`Step.facts_sections`); a field of a section that was
+not gathered is gathered when first read (`Facts` asks its loader: the run lock's session), so a step that
+reads more than it declares costs one more round trip, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+CORE = "core"
+OPTIONAL = ("pkgmgr", "packages", "gpu", "services", "containers", "storage")
+ALL = frozenset((CORE, *OPTIONAL))
+
+# Facts fields that need more than `core`; every other field is filled by `core`.
+FIELD_SECTIONS: dict[str, frozenset[str]] = {
+    "pkg": frozenset({"pkgmgr"}),
+    "installed_packages": frozenset({"packages"}),
+    "gpus": frozenset({"gpu"}),
+    "nvswitch_present": frozenset({"gpu"}),
+    "nvidia": frozenset({"gpu", "packages", "services"}),
+    "containers": frozenset({"containers", "packages", "services"}),
+    "storage": frozenset({"storage"}),
+}
+
+
+def normalize(sections: Iterable[str]) -> frozenset[str]:
+    """The known sections among `sections`, with `core`; raises ValueError on an unknown name."""
+    wanted = frozenset(sections)
+    unknown = wanted - ALL
+    if unknown:
+        raise ValueError(f"unknown facts section(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(ALL))}")
+    return wanted | {CORE}
+
+
+def script_prefix(sections: Iterable[str]) -> str:
+    """The shell line that makes facts.sh gather only `sections` (in facts.sh's own order)."""
+    wanted = frozenset(sections)
+    return "FACTS_WANT='" + " ".join(s for s in (CORE, *OPTIONAL) if s in wanted) + "'\n"
