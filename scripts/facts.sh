@@ -143,11 +143,10 @@ printf '@@gpunode-facts 1\n'
 #   services    systemctl: the units that matter (docker, containerd, fabric manager, apt-daily...)
 #   containers  Docker, containerd, the container toolkit, CDI specs
 #   storage     fstab, network mounts, free space
-FACTS_WANT=" ${FACTS_WANT:-core pkgmgr packages gpu services containers storage} "
+#   virt        the VM under a container (`systemd-detect-virt -v`); outside containers core's one call tells it
+FACTS_WANT=" ${FACTS_WANT:-core pkgmgr packages gpu services containers storage virt} "
 want() { [[ $FACTS_WANT == *" $1 "* ]]; }
-sec kv gathered
-for v in $FACTS_WANT; do kv section "$v"; done
-
+virt_c="" virt_v=""
 if want core; then
 
 # ---------------------------------------------------------------- host / identity / boot
@@ -194,8 +193,9 @@ rd v /proc/uptime
 kv uptime "${v%% *}"
 rd v /proc/cmdline
 kv cmdline "$v"
-virt_c="" virt_v=""
-if have systemd-detect-virt; then
+if ! have systemd-detect-virt; then
+    want virt || FACTS_WANT+="virt "
+else
     # one call tells both outside containers: systemd-detect-virt checks for a container first,
     # then for a VM, so "none" or a VM name means no container; in a container, ask -c and -v
     v=container
@@ -207,17 +207,16 @@ if have systemd-detect-virt; then
         bhyve | qnx | acrn | apple | sre | google | vm-other)
         virt_c=none
         virt_v=$v
+        want virt || FACTS_WANT+="virt " # told for free
         ;;
     *)
         # what systemd-detect-virt -c answers from (for any process but PID 1), when systemd wrote it
         rd virt_c /run/systemd/container
         [[ -n $virt_c ]] || virt_c=$(exec systemd-detect-virt -c 2>/dev/null </dev/null)
-        virt_v=$(exec systemd-detect-virt -v 2>/dev/null </dev/null)
         ;;
     esac
 fi
 kv virt_container "$virt_c"
-kv virt_vm "$virt_v"
 rd v /run/systemd/container
 kv run_systemd_container "$v"
 v=0
@@ -601,6 +600,16 @@ if have df && ((${#paths[@]})); then
 fi
 fi # storage
 
+if want virt; then
+    if [[ -z $virt_v ]] && have systemd-detect-virt; then
+        virt_v=$(exec systemd-detect-virt -v 2>/dev/null </dev/null)
+    fi
+    sec kv host
+    kv virt_vm "$virt_v"
+fi
+
+sec kv gathered
+for v in $FACTS_WANT; do kv section "$v"; done
 now_ns end_ns
 sec kv timing
 kv start_ns "$start_ns"

@@ -60,8 +60,10 @@ def test_reading_a_section_not_gathered_gathers_it_once(full):
     assert core.containers == full.containers
     assert core.storage.fstab_text == full.storage.fstab_text
     assert core.pkg.reboot_required == full.pkg.reboot_required  # already there: no second gather
-    assert asked == [frozenset({"pkgmgr"}), frozenset({"gpu", "packages", "services"}), frozenset({"containers"}),
-                     frozenset({"storage"})]
+    assert core.vm_virt == full.vm_virt  # outside a container core's one systemd-detect-virt told it already
+    assert [a for a in asked if a != {"virt"}] == [
+        frozenset({"pkgmgr"}), frozenset({"gpu", "packages", "services"}), frozenset({"containers"}),
+        frozenset({"storage"})]
     assert core.sections == ALL
     assert stable(core) == stable(full)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 CORE = "core"
-OPTIONAL = ("pkgmgr", "packages", "gpu", "services", "containers", "storage")
+OPTIONAL = ("pkgmgr", "packages", "gpu", "services", "containers", "storage", "virt")
 ALL = frozenset((CORE, *OPTIONAL))
 
 # Facts fields that need more than `core`; every other field is filled by `core`.
@@ -22,6 +22,7 @@ FIELD_SECTIONS: dict[str, frozenset[str]] = {
     "nvidia": frozenset({"gpu", "packages", "services"}),
     "containers": frozenset({"containers", "packages", "services"}),
     "storage": frozenset({"storage"}),
+    "vm_virt": frozenset({"virt"}),
 }
 
 
