@@ -33,6 +33,20 @@ DEAD_PEER_SECONDS = _env_seconds("GPUNODE_DEAD_PEER_SECONDS", 60)  # data unackn
 KEEPALIVE_SECONDS = min(15, max(1, DEAD_PEER_SECONDS // 4))  # keepalives are the data that detects a silent cut
 
 
+
+_config_lock = threading.Lock()
+_config: fabric.Config | None = None
+
+
+def _shared_config() -> fabric.Config:
+    """One Fabric config for every connection of the process: Fabric reads ~/.ssh/config and its own config files
+    when a config is made, and nothing a connection does writes to it."""
+    global _config  # noqa: PLW0603 - made once, on first use, by whichever host thread comes first
+    with _config_lock:
+        if _config is None:
+            _config = fabric.Config()
+        return _config
+
 class SshConnection(Connection):
     """A host reached over SSH (optionally through a bastion)."""
 
@@ -48,6 +62,7 @@ class SshConnection(Connection):
 
     # ---- setup ---------------------------------------------------------------------------------
     def _build(self) -> fabric.Connection:
+        config = _shared_config()
         host = self.host
         connect_kwargs: dict = {
             "banner_timeout": self.options.connect_timeout,
@@ -61,11 +76,11 @@ class SshConnection(Connection):
         if host.jump:
             gateway = None
             for hop in host.jump.split(","):  # a chain: each hop reached through the previous one
-                gateway = self._secured(fabric.Connection(hop.strip(), gateway=gateway,
+                gateway = self._secured(fabric.Connection(hop.strip(), gateway=gateway, config=config,
                                                           connect_timeout=self.options.connect_timeout,
                                                           connect_kwargs=dict(connect_kwargs)))
         conn = fabric.Connection(
-            host.address, user=host.user, port=host.port, gateway=gateway,
+            host.address, user=host.user, port=host.port, gateway=gateway, config=config,
             connect_timeout=self.options.connect_timeout, connect_kwargs=connect_kwargs,
         )
         return self._secured(conn)

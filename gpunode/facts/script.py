@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from shlex import quote as q
 
 from gpunode.facts.sections import script_prefix
 from gpunode.scripts import script_text
@@ -16,6 +17,8 @@ def facts_script(sections: Iterable[str] | None = None) -> str:
 
 
 def facts_subshell(redirections: str = "", sections: Iterable[str] | None = None) -> str:
-    """Shell that runs facts.sh in its own bash (a heredoc), for embedding in a larger script."""
-    prefix = f"bash {redirections} " if redirections else "bash "
-    return f"{prefix}<<'__GPUNODE_FACTS_EOF__'\n{facts_script(sections)}\n__GPUNODE_FACTS_EOF__\n"
+    """Shell that runs facts.sh in its own bash, for embedding in a larger script.
+
+    The script is bash's `-c` argument, not a heredoc: bash reads a script from a pipe (a heredoc is one) a byte
+    at a time, which costs facts.sh's 23 KB as many read() calls (~20 ms of CPU on the host)."""
+    return f"bash -c {q(facts_script(sections))} gpunode-facts {redirections} </dev/null\n".replace("  ", " ")

@@ -16,6 +16,7 @@ its holder died), and the refusal names the step, the command and since when.
 from __future__ import annotations
 
 import contextlib
+import functools
 import getpass
 import os
 import secrets
@@ -73,6 +74,7 @@ rm -f "$lock.owner"
 """ + "}\n"
 
 
+@functools.cache
 def this_run() -> str:
     """This controller process: user@controller and pid (the start of every lock label it writes)."""
     return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
@@ -188,6 +190,13 @@ class RunLock:
         self.process.close(wait=0 if self.still_running else 5.0)
 
 
+def bootstrap(script: str) -> str:
+    """The remote command that runs `script`, which arrives first on stdin: bash gets it whole as its `-c` argument
+    (`head -c` reads exactly its bytes, in blocks), where `bash -s` would read it from the pipe a byte at a time.
+    What follows it on stdin is left for the script's command loop."""
+    return f'bash -c "$(head -c {len(script.encode())})" gpunode-lock'
+
+
 def run_message(nonce: str, script: str) -> bytes:
     """What the holder's command loop reads: a header line, then exactly the script's bytes."""
     data = script.encode()
@@ -199,10 +208,11 @@ def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | No
     """Take the lock and gather facts in one exec; refuse if another run holds the lock. `then` (nonce, script): a
     script sent along with it, which the holder runs right after the facts (read it with `RunLock.result`).
     `sections`: the facts sections to gather (all when None; gpunode/facts/sections.py)."""
-    stdin = _script(owner_label(conn.name), sections) + (run_message(*then).decode() if then else "")
+    script = _script(owner_label(conn.name), sections)
+    stdin = script + (run_message(*then).decode() if then else "")
     started = time.monotonic()
     label = "lock + facts (facts.sh); the session stays open, holding the lock, until the run lets go"
-    process = conn.start("bash -s", stdin=stdin, label=label)
+    process = conn.start(bootstrap(script), stdin=stdin, label=label)
     output = process.read_until(FACTS_END, timeout)
     conn.transcript.record(label, None, time.monotonic() - started, "", "")  # exit: none yet, it still runs
     if output.startswith(LOCKED):

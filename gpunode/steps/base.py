@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -168,10 +169,15 @@ def step_facts_sections(kinds: Iterable[str]) -> frozenset[str]:
     return frozenset(wanted)
 
 
+@functools.cache
+def _type_hints(cls: type[Step]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
 def build_step(kind: str, args: dict[str, Any]) -> Step:
     """Validate arguments against the step's dataclass fields and build it; raises ValueError with the reason."""
     cls = STEP_TYPES[kind]
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     for name in args:
         if name not in fields:
