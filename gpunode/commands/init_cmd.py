@@ -137,6 +137,8 @@ def init_project(directory: str, force: bool = False) -> str:
     if directory.startswith("-"):
         raise UsageError(f"{directory!r} is an option, not a folder name",
                          fix="help: gpunode --help init; a folder starting with '-': gpunode init ./-name")
+    if "\0" in directory:
+        raise UsageError(f"{directory!r} is not a folder name", fix="give a folder name, e.g. gpunode init infra")
     root = Path(directory).expanduser()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{directory} exists and is not a folder",

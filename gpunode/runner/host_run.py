@@ -175,7 +175,8 @@ class HostRun:
         if not cached:
             return None
         try:
-            planned = [self._plan_step(spec, parse_facts(cached)) for spec in self.playbook.steps]
+            facts = parse_facts(cached)
+            planned = [self._plan_step(spec, facts) for spec in self.playbook.steps]
         except Exception:  # noqa: BLE001 - an old or odd cache is no guess, never an error
             return None
         probes = [p.probe for p in planned if p.step is not None and p.probe]
