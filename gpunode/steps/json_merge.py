@@ -83,7 +83,7 @@ def json_value(value: Any, where: str) -> Any:
         raise ValueError(f"{where}: {value!r} is not a JSON number; quote it to write a string")
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    raise ValueError(f"{where}: a {type(value).__name__} ({value!r}) is not a JSON value; quote it to write a "
+    raise ValueError(f"{where}: a {type(value).__name__} ({value}) is not a JSON value; quote it to write a "
                      "string")
 
 
