@@ -47,9 +47,10 @@ NOTES = [
     "Ansible is tuned: ANSIBLE_PIPELINING=True, ansible_python_interpreter pinned (no discovery), "
     "gather_facts: false (no task needs facts). `ansible-facts` is the same play with Ansible's default fact "
     "gathering, run on the hosts Ansible converged (so it has no `first` row).",
-    "JSON merge: gpunode has no generic JSON step, so a `command` (python3 json load/update/replace) guarded by "
-    "`unless` (python3 checks the key; runs in the batched probe); Ansible: `slurp` + `copy` with content "
-    "`from_json | combine | to_nice_json`; pyinfra: the `FileContents` fact, merged in the deploy, `files.put`.",
+    "JSON merge: gpunode's `json` step (the file's stat + base64 in the batched probe; parsed, merged and "
+    "compared on the controller, written atomically with a backup only when a key differs; no python on the "
+    "host); Ansible: `slurp` + `copy` with content `from_json | combine | to_nice_json`; pyinfra: the "
+    "`FileContents` fact, merged in the deploy, `files.put`.",
     "gpunode gathers its facts (about 60 values, one exec, holding the run lock) on every run; Ansible here "
     "gathers none; pyinfra gathers the facts its operations need, one command each.",
     "The hosts run on the same 2 cores as the controller: host-side work (apt, python modules) competes with "

@@ -25,14 +25,6 @@ JSON_KEY, JSON_VALUE = "log-level", "warn"
 SEED_APP_CONF = "# bench application config\nmax_conns=16\nworkers=4\n"
 SEED_JSON = {"data-root": "/var/lib/docker", "log-driver": "json-file"}
 
-# gpunode has no generic JSON-merge step: a guarded command does it (the guard runs in the batched probe).
-MERGE_PY = (
-    "import json,os,sys; p=sys.argv[1]; d=json.load(open(p)); d[sys.argv[2]]=sys.argv[3]; t=p+'.tmp'; "
-    "open(t,'w').write(json.dumps(d,indent=2)+'\\n'); os.replace(t,p)"
-)
-HAS_KEY_PY = "import json,sys; sys.exit(json.load(open(sys.argv[1])).get(sys.argv[2]) != sys.argv[3])"
-
-
 @dataclass(frozen=True)
 class BenchHost:
     """A host as the tools see it."""
@@ -93,10 +85,7 @@ def write_gpunode(folder: Path, hosts: list[BenchHost], access: Access) -> tuple
         {"name": "packages", "packages": {"names": PACKAGES}},
         {"name": "config line", "line": {"path": APP_CONF, "regexp": APP_REGEXP, "line": APP_LINE}},
         {"name": "fstab line", "line": {"path": FSTAB, "regexp": FSTAB_REGEXP, "line": FSTAB_LINE}},
-        {"name": "json key", "command": {
-            "cmd": f"python3 -c \"{MERGE_PY}\" {JSON_FILE} {JSON_KEY} {JSON_VALUE}",
-            "unless": f"python3 -c \"{HAS_KEY_PY}\" {JSON_FILE} {JSON_KEY} {JSON_VALUE}",
-        }},
+        {"name": "json key", "json": {"path": JSON_FILE, "set": {JSON_KEY: JSON_VALUE}}},
     ]
     playbook = _dump(folder / "gpunode.yml", {"name": "bench", "steps": steps})
     inventory = _dump(folder / "gpunode-inventory.yml", _ansible_inventory(hosts, access, {

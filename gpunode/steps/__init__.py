@@ -6,6 +6,7 @@ from gpunode.steps import (  # noqa: F401 - registration
     containers,
     files,
     image,
+    json_merge,
     kernel,
     nvidia,
     packages,
