@@ -51,8 +51,9 @@ NOTES = [
     "compared on the controller, written atomically with a backup only when a key differs; no python on the "
     "host); Ansible: `slurp` + `copy` with content `from_json | combine | to_nice_json`; pyinfra: the "
     "`FileContents` fact, merged in the deploy, `files.put`.",
-    "gpunode gathers its facts (about 60 values, one exec, holding the run lock) on every run; Ansible here "
-    "gathers none; pyinfra gathers the facts its operations need, one command each.",
+    "gpunode gathers the facts sections its steps read (here core + package-manager state: distro, kernel, "
+    "locks and their holders) on every run, in the exec that holds the run lock; Ansible here gathers none; "
+    "pyinfra gathers the facts its operations need, one command each.",
     "The hosts run on the same 2 cores as the controller: host-side work (apt, python modules) competes with "
     "the controller, which makes the first apply mostly a measure of apt.",
     "floor: bench/floor.py, a new process with gpunode's python and paramiko, the same key and the same "
