@@ -72,7 +72,7 @@ def test_provision_run_imports_neither_boto3_nor_the_image_lab_or_bench_code(tmp
     against a host that refuses the connection; --check, so nothing could change even if it answered."""
     code, output, modules = run_cli("provision", "-H", UNREACHABLE, "--check", "--log-dir", str(tmp_path))
     assert code == 1 and "refused the connection" in output, output
-    assert {"gpunode.commands.provision", "gpunode.steps.image", "gpunode.runner", "fabric"} <= modules  # it ran
+    assert {"gpunode.commands.provision", "gpunode.playbook.load", "gpunode.runner", "fabric"} <= modules  # it ran
     assert loaded(modules, NEVER_ON_PROVISION) == []
 
 
@@ -96,3 +96,27 @@ def test_commands_that_need_no_host_load_no_ssh_code():
     assert code == 0 and "kind: RuntimeClass" in output, output
     assert loaded(modules, ("fabric", "paramiko", "gpunode.connection.ssh", "gpunode.runner", "rich", "jinja2",
                             *NEVER_ON_PROVISION)) == []
+
+
+def test_a_step_type_is_imported_when_first_used():
+    """Only the step modules a playbook uses are loaded; every kind maps to the module that registers it."""
+    code = (
+        "import json, sys; from gpunode.steps import STEP_TYPES, build_step\n"
+        "build_step('line', {'path': '/etc/x', 'line': 'a=1'}); first = sorted(sys.modules)\n"
+        "where = {kind: cls.__module__ for kind, cls in STEP_TYPES.items()}\n"
+        "import importlib, pkgutil, gpunode.steps as s\n"
+        "[importlib.import_module('gpunode.steps.' + m.name) for m in pkgutil.iter_modules(s.__path__)]\n"
+        "every = {kind: cls.__module__ for kind, cls in STEP_TYPES.items()}\n"
+        "print(json.dumps([first, where, every]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    first, where, every = json.loads(proc.stdout)
+    assert "gpunode.steps.files" in first
+    assert loaded(set(first), ("gpunode.steps.nfs", "gpunode.steps.nvidia", "gpunode.steps.containers",
+                               "gpunode.steps.image", "gpunode.steps.kernel")) == []
+    from gpunode.steps.base import STEP_MODULES
+
+    registered = {p.stem for p in (REPO / "gpunode" / "steps").glob("*.py")}
+    assert set(STEP_MODULES.values()) <= registered
+    assert where == every == {kind: f"gpunode.steps.{module}" for kind, module in STEP_MODULES.items()}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -151,12 +152,45 @@ class Step:
 
 
 # ---- registry and argument validation ---------------------------------------------------------------
-STEP_TYPES: dict[str, type[Step]] = {}
+# Each step type's module (under gpunode.steps): a step's code is imported when a playbook first uses it.
+STEP_MODULES = {
+    "command": "command", "file": "files", "line": "files", "json": "json_merge", "packages": "packages",
+    "service": "service", "wait_for_package_manager": "system", "reboot": "system", "kernel_headers": "kernel",
+    "nvidia_driver": "nvidia", "docker": "containers", "container_toolkit": "containers",
+    "container_runtime": "containers", "nfs_mount": "nfs", "image_cleanup": "image", "image_validate": "image",
+}
+
+
+class StepTypes(Mapping[str, "type[Step]"]):
+    """kind -> step class; a kind's module is imported on first lookup (iterating imports them all)."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[Step]] = {}
+
+    def register(self, cls: type[Step]) -> None:
+        self._classes[cls.kind] = cls
+
+    def __getitem__(self, kind: str) -> type[Step]:
+        if kind not in self._classes and kind in STEP_MODULES:
+            importlib.import_module(f"gpunode.steps.{STEP_MODULES[kind]}")
+        return self._classes[kind]
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in STEP_MODULES or kind in self._classes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(STEP_MODULES), **dict.fromkeys(self._classes)})
+
+    def __len__(self) -> int:
+        return len(set(STEP_MODULES) | set(self._classes))
+
+
+STEP_TYPES = StepTypes()
 
 
 def register(cls: type[Step]) -> type[Step]:
     """Class decorator: make the step available to playbooks under `cls.kind`."""
-    STEP_TYPES[cls.kind] = cls
+    STEP_TYPES.register(cls)
     return cls
 
 
