@@ -13,9 +13,8 @@ import pytest
 from gpunode.facts import facts_script, parse_facts
 from gpunode.facts.blocks import combine
 from gpunode.facts.model import Facts, FactsNotGathered
-from gpunode.facts.sections import ALL, CORE, FIELD_SECTIONS, OPTIONAL, normalize, script_prefix
-from gpunode.runner import facts_cache
-from gpunode.steps import STEP_TYPES, step_facts_sections
+from gpunode.facts.sections import ALL, CORE, FIELD_SECTIONS, OPTIONAL, normalize, script_prefix, sections_read_by
+from gpunode.steps import STEP_TYPES, build_step, step_facts_sections
 
 # fields that change between two runs of facts.sh on a live machine
 MOVING = {"uptime_seconds", "script_ms", "raw", "storage", "sections"}
@@ -87,8 +86,27 @@ def full_os_dict() -> dict:
 def test_an_output_from_before_sections_holds_them_all(full):
     old = full.raw.replace("@@kv gathered\n", "@@kv unused\n")
     assert parse_facts(old).sections == ALL
-    assert facts_cache.sections(old) == frozenset()
-    assert facts_cache.sections(gather([CORE, "storage"])) == {CORE, "storage"}
+
+
+def test_templates_and_conditions_say_which_sections_they_read():
+    assert sections_read_by([], ["'/' in facts.storage.mounts | map(attribute='target') | list"]) == {"storage"}
+    assert sections_read_by([{"a": ["x {{ facts['nvidia'].driver_version }}"]}]) == {"gpu", "packages", "services"}
+    assert sections_read_by([{"msg": "{{ facts.os.family }} {{ facts.kernel.running }}"}]) == frozenset()  # core
+    assert sections_read_by(["{{ facts | tojson }}"]) == set(OPTIONAL)  # all of it
+    assert sections_read_by([], ["facts[key].x"]) == set(OPTIONAL)      # a computed key: any of it
+    assert sections_read_by(["echo facts", {"k": "facts.storage"}]) == frozenset()  # not inside a template
+
+
+def test_a_converged_packages_step_reads_no_package_manager_state():
+    """facts.pkg (an interrupted transaction) matters only when the package manager is to run."""
+    from gpunode.steps import StepContext
+    from gpunode.steps.probe import ProbeOutput
+
+    core = parse_facts(gather([CORE]))
+    step = build_step("packages", {"names": ["jq"]})
+    probe = ProbeOutput({"installed": "jq\tii \t1.6\n", "lists": "3\n1\n2\n"})
+    ctx = StepContext(None, core, None, False, probe)
+    assert step.plan(ctx) == []  # no loader attached: reading facts.pkg here would raise
 
 
 def test_combine_keeps_one_marker_and_one_end():
@@ -110,6 +128,6 @@ def test_every_step_declares_known_sections():
     for kind, cls in STEP_TYPES.items():
         assert cls.facts_sections <= frozenset(OPTIONAL), kind
     assert step_facts_sections(["line", "file", "command"]) == frozenset()
-    assert step_facts_sections(["packages"]) == {"pkgmgr"}
+    assert step_facts_sections(["wait_for_package_manager"]) == {"pkgmgr"}
     assert step_facts_sections(["no-such-kind"]) == frozenset(OPTIONAL)
     assert set().union(*FIELD_SECTIONS.values()) == set(OPTIONAL)

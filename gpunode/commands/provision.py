@@ -12,10 +12,8 @@ from gpunode.errors import UsageError
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
 from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
-from gpunode.report.live import LiveEvents, PlainEvents
 from gpunode.report.model import RunResult
-from gpunode.report.summary import print_summary
-from gpunode.runner import RunOptions, default_log_dir, run_playbook
+from gpunode.runner.early import EarlyConnections
 
 
 def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str | None, check: bool,
@@ -36,26 +34,41 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
 def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int, extra_vars: dict[str, Any],
                    json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
                    log_dir: str | None = None) -> int:
-    """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code."""
-    logs = Path(log_dir) if log_dir else default_log_dir()
+    """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code.
+
+    The connections start opening first: the code for the run, the live display and the summary imports while the
+    hosts answer."""
+    logs = Path(log_dir) if log_dir else default_log_path()
     try:
         logs.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create the per-host log folder {logs}: {exc.strerror or exc}",
                          fix="run from a folder you can write to, or give --log-dir DIR") from None
-    options = RunOptions(
-        check=check, forks=forks, extra_vars=extra_vars,
-        connect=ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs),
-    )
+    connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs)
+    early = EarlyConnections(selected, connect_options, forks)
+    try:
+        from gpunode.report.live import LiveEvents, PlainEvents
+        from gpunode.report.summary import print_summary
+        from gpunode.runner import RunOptions, run_playbook
+    except BaseException:
+        early.abandon()
+        raise
+    options = RunOptions(check=check, forks=forks, extra_vars=extra_vars, connect=connect_options)
     if is_tty() and not verbose:
         with LiveEvents([h.name for h in selected]) as events:
-            result = run_playbook(book, selected, options, events)
+            result = run_playbook(book, selected, options, events, early)
     else:
-        result = run_playbook(book, selected, options, PlainEvents(verbose=verbose))
+        result = run_playbook(book, selected, options, PlainEvents(verbose=verbose), early)
     write_reports(result, json_report, junit)
     print_summary(result)
     print(f"per-host logs: {logs}/")
     return EXIT_FAILED if result.exit_code else EXIT_OK
+
+
+def default_log_path() -> Path:
+    from gpunode.runner import default_log_dir
+
+    return default_log_dir()
 
 
 def write_reports(result: RunResult, json_report: str | None, junit: str | None) -> None:

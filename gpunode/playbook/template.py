@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpunode.errors import GpunodeError
 from gpunode.values import bool_filter, truthy
 
 if TYPE_CHECKING:
@@ -24,7 +27,22 @@ def _env() -> SandboxedEnvironment:
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
     env.globals["lookup"] = _lookup
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_default}  # `| tojson` of facts
+    env.filters["to_json"] = lambda value: json.dumps(value, default=_json_default)  # Ansible's names
+    env.filters["to_nice_json"] = lambda value, indent=4: json.dumps(value, default=_json_default, indent=indent,
+                                                                      sort_keys=True)
     return env
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for what templates see besides plain values: facts and their parts, sets."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _lookup(kind: str, name: str) -> str:
@@ -77,6 +95,10 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
             return _env().from_string(value).render(**variables)
         except jinja2.TemplateError as exc:
             raise TemplateError(f"cannot render {value!r}: {exc.message or exc}") from None
+        except GpunodeError:
+            raise  # e.g. the lock's session lost while a facts section was being gathered
+        except Exception as exc:  # noqa: BLE001 - a filter's own error (`1.0e+400`, tojson of a set): the template's
+            raise TemplateError(f"cannot render {value!r}: {type(exc).__name__}: {exc}") from None
     if isinstance(value, dict):
         return {k: render(v, variables) for k, v in value.items()}
     if isinstance(value, list):
@@ -122,6 +144,10 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
         result = _env().compile_expression(expression, undefined_to_none=False)(**variables)
     except jinja2.TemplateError as exc:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
+    except GpunodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a filter's own error is the condition's
+        raise TemplateError(f"cannot evaluate when: {expression!r}: {type(exc).__name__}: {exc}") from None
     if isinstance(result, jinja2.Undefined):
         raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
     return truthy(result)  # Ansible's truthiness: an INI "false" is false

@@ -15,7 +15,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from gpunode.facts.sections import ALL
 from gpunode.inventory import Host
 
 
@@ -66,13 +65,3 @@ def save(host: Host, facts_text: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
-
-def sections(text: str | None) -> frozenset[str]:
-    """The facts sections a cached output holds (empty for none, or for an output from before sections)."""
-    names: set[str] = set()
-    for block in (text or "").split("\n@@kv gathered\n")[1:]:
-        for line in block.split("\n"):
-            if not line.startswith("section="):
-                break
-            names.add(line.removeprefix("section="))
-    return frozenset(names) & ALL

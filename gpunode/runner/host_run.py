@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import ConnectError, GpunodeError
 from gpunode.facts import Facts, parse_facts
 from gpunode.facts.sections import CORE as CORE_FACTS
+from gpunode.facts.sections import sections_read_by
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
@@ -52,6 +54,7 @@ class HostRun:
     events: Events
     cancel: threading.Event
     outcome: HostOutcome = field(init=False)
+    opening: Future[None] | None = None  # the connection already opening (runner/early.py), or None: open it here
 
     def __post_init__(self) -> None:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
@@ -70,12 +73,15 @@ class HostRun:
         self.events.host_started(self.host.name)
         try:
             with self._phase("connect"):
-                self.conn.open()
+                if self.opening is not None:
+                    self.opening.result()  # raises what opening raised (ConnectError...)
+                else:
+                    self.conn.open()
             with self._phase("lock + facts"):
                 cached = facts_cache.load(self.host)
                 self.guess = self._guess_probe(cached)
                 self.lock = remote_lock.acquire(self.conn, then=(self.guess.nonce, self.guess.script())
-                                                if self.guess else None, sections=self._facts_sections(cached))
+                                                if self.guess else None, sections=self._facts_sections())
             self._run_steps(self.lock.facts)
         except ConnectError as exc:
             self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
@@ -164,15 +170,19 @@ class HostRun:
                                    fix="fix the playbook or the variable it uses") from None
         return planned
 
-    def _facts_sections(self, cached: str | None) -> frozenset[str]:
-        """The facts sections to gather: those the playbook's steps declare, plus those the last run needed."""
+    def _facts_sections(self) -> frozenset[str]:
+        """The facts sections to gather, all at the start (one snapshot, as Ansible's): those the playbook's steps
+        declare and those its templates and `when:`s read (handlers', variables' and included steps' too)."""
         specs = [*self.playbook.steps, *self.playbook.handlers.values()]
-        return step_facts_sections(spec.kind for spec in specs) | facts_cache.sections(cached) | {CORE_FACTS}
+        templates = sections_read_by([self.playbook.vars, self.host.vars, self.extra_vars,
+                                      *(s.args for s in specs), *(s.vars for s in specs)],
+                                     [s.when for s in specs if s.when is not None])
+        return step_facts_sections(spec.kind for spec in specs) | templates | {CORE_FACTS}
 
     def _guess_probe(self, cached: str | None) -> ProbeBatch | None:
         """The probe as the facts of this host's last run make it: sent with the lock + facts script, it saves a
         round trip whenever the fresh facts make the same probe (checked in `_probe`). None when there is no guess."""
-        if not cached:
+        if not cached or any(_user_command_from_facts(spec) for spec in self.playbook.steps):
             return None
         try:
             facts = parse_facts(cached)
@@ -217,6 +227,8 @@ class HostRun:
             self._run_handlers(self.facts)
         except GpunodeError as exc:
             self.outcome.notes.append(f"handler {exc.step or '?'} failed too: {self.conn.transcript.redact(exc.cause)}")
+        except Exception as exc:  # noqa: BLE001 - the host already failed; its report must still be written
+            self.outcome.notes.append(f"handlers not run: {type(exc).__name__}: {exc}")
         finally:  # the host's failure stays the step that failed first
             self.outcome.error, self.outcome.fix, self.outcome.failed_step = error, fix, failed_step
 
@@ -342,6 +354,12 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def _user_command_from_facts(spec: StepSpec) -> bool:
+    """A step whose probe runs the user's own command (`unless:`) and whose `when:` or arguments read facts: the
+    last run's facts must not decide whether or which of the user's commands runs, so it gets no guessed probe."""
+    return spec.kind == "command" and "unless" in spec.args and "facts" in f"{spec.when} {spec.args}"
 
 
 def _steps(count: int) -> str:

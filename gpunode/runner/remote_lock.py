@@ -144,8 +144,13 @@ class RunLock:
         for sent in list(self._sent):  # the holder answers in order: read what came before this script's answer
             self._early[sent] = self.result(sent, "script sent with the lock script", timeout)
         nonce = secrets.token_hex(4)
-        with self._send:
-            self.process.send(run_message(nonce, script))
+        try:
+            with self._send:
+                self.process.send(run_message(nonce, script))
+        except (OSError, EOFError) as exc:
+            raise ConnectError(f"the run lock's session on the host is gone ({exc}): {label} could not run",
+                               host=self.conn.name, fix="the host may have rebooted, lost its network or killed "
+                               "gpunode's session; run again once it is back") from None
         self._sent.append(nonce)
         return self.result(nonce, label, timeout)
 

@@ -14,6 +14,7 @@ from gpunode.connection import Connection, ConnectOptions, connect
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook
 from gpunode.report.model import HostOutcome, RunResult
+from gpunode.runner.early import EarlyConnections
 from gpunode.runner.events import Events, NoEvents
 from gpunode.runner.host_run import HostRun
 
@@ -27,14 +28,17 @@ class RunOptions:
 
 
 def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
-                 events: Events | None = None) -> RunResult:
-    """Run on every host; Ctrl-C cancels cleanly (connections closed, remote locks released)."""
+                 events: Events | None = None, early: EarlyConnections | None = None) -> RunResult:
+    """Run on every host; Ctrl-C cancels cleanly (connections closed, remote locks released). `early`: the hosts'
+    connections, some already opening (made by the caller before its own set-up)."""
     events = events or NoEvents()
     cancel = threading.Event()
     started = time.monotonic()
-    connections: dict[str, Connection] = {h.name: connect(h, options.connect) for h in hosts}
-    runs = [HostRun(h, connections[h.name], playbook, options.extra_vars, options.check, events, cancel)
-            for h in hosts]
+    connections: dict[str, Connection] = (early.connections if early else
+                                          {h.name: connect(h, options.connect) for h in hosts})
+    opening = early.opening if early else {}
+    runs = [HostRun(h, connections[h.name], playbook, options.extra_vars, options.check, events, cancel,
+                    opening=opening.get(h.name)) for h in hosts]
     outcomes: dict[str, HostOutcome] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, min(options.forks, len(hosts))), thread_name_prefix="host")
     futures = {pool.submit(run.run): run for run in runs}

@@ -93,7 +93,7 @@ def parse_object(path: str, state: FileState) -> dict[str, Any]:
     if not state.exists or not state.content.strip():
         return {}
     try:
-        data = json.loads(state.content)
+        data = json.loads(state.content, parse_constant=_not_json, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise StepFailed(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it was "
                          "left untouched", fix=f"fix {path} by hand (or restore a backup, {path}.*.gpunode.bak), "
@@ -102,6 +102,18 @@ def parse_object(path: str, state: FileState) -> dict[str, Any]:
         raise StepFailed(f"{path} holds a JSON {type(data).__name__}, not an object: keys cannot be merged into it; "
                          "it was left untouched", fix=f"make {path} a JSON object ({{...}}), or remove it")
     return data
+
+
+def _not_json(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not a JSON value (strict parsers such as dockerd's refuse it)", name, 0)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise json.JSONDecodeError(f"{text} is out of a float's range: it could only be written back as Infinity, "
+                                   "which is not JSON", text, 0)
+    return value
 
 
 def merge(current: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +135,11 @@ def dump(data: dict[str, Any], old_text: str) -> str:
     """The file's new text: the old file's indentation (2 for a new or one-line file), non-ASCII kept as written,
     a final newline; CRLF if the old file used it."""
     text = json.dumps(data, indent=indent_of(old_text), ensure_ascii=False) + "\n"
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise StepFailed("the file holds a lone UTF-16 surrogate escape (\\ud800-\\udfff) that cannot be written "
+                         "back as UTF-8; it was left untouched", fix="fix that string in the file by hand") from None
     return text.replace("\n", "\r\n") if "\r\n" in old_text else text
 
 

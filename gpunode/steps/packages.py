@@ -22,7 +22,7 @@ class PackagesStep(Step):
     """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`."""
 
     kind = "packages"
-    facts_sections = frozenset({"pkgmgr"})
+    facts_sections = frozenset()  # facts.pkg (an interrupted transaction) is read only when something must change
     names: list[str] = field(default_factory=list)
     state: Literal["present", "absent"] = "present"
     cache_valid_time: int = 3600
@@ -43,11 +43,12 @@ class PackagesStep(Step):
         if not self.names:
             return []
         manager = manager_for(ctx.facts.os.package_manager)
-        repair = self._repair(ctx, manager)
-        return repair + self._plan(ctx, manager)
+        changes = self._plan(ctx, manager)
+        return self._repair(ctx, manager) + changes if changes else []
 
     def _repair(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
-        """An interrupted transaction (a cut-off first-boot upgrade, a killed install) is finished first."""
+        """An interrupted transaction (a cut-off first-boot upgrade, a killed install) is finished before the package
+        manager runs (a converged step runs none: nothing to repair for)."""
         why = ctx.facts.pkg.interrupted
         if not why or ctx.state.package_manager_repaired:
             return []
