@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from invoke import Collection, Program, task
 from invoke.exceptions import Exit, ParseError
+from invoke.parser import Parser, ParserContext
 from invoke.tasks import Task
 
 from gpunode.commands.common import cli_errors
@@ -623,6 +624,16 @@ class _Program(Program):
     def parse_tasks(self) -> None:
         with _usage():
             super().parse_tasks()
+
+    def _make_parser(self) -> Parser:
+        """A parser that knows only the task named first (gpunode runs one task per command line): Invoke deep-copies
+        every task's parser context it is given, ~15 ms of start-up for all of gpunode's tasks."""
+        name = self.core.unparsed[0] if self.core and self.core.unparsed else ""
+        if name not in self.collection.task_names:
+            return super()._make_parser()
+        args = self.collection[name].get_arguments(ignore_unknown_help=self.config.tasks.ignore_unknown_help)
+        context = ParserContext(name=name, aliases=self.collection.task_names[name], args=args)
+        return Parser(initial=self.initial_context, contexts=[context])
 
 
 @contextmanager

@@ -9,16 +9,18 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
-from gpunode.facts import Facts
 from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 from gpunode.values import as_bool, file_mode
+
+if TYPE_CHECKING:
+    from gpunode.facts import Facts
 
 
 class Mode(str):
