@@ -46,8 +46,8 @@ _LIVE = f"""_gn_live() {{ for _f in "$gd"/[0-9]*; do [ -f "$_f" ] || continue; _
 
 
 def _script(owner: str, sections: frozenset[str] | None) -> str:
-    # One { } block: bash parses all of it before running any, so the heartbeat loop reads heartbeats, not
-    # the rest of the script (bash reads a script from stdin as it goes).
+    # One { } block: bash parses all of it before running any of it, so a script cut short on its way (a dropped
+    # connection) is a syntax error that runs nothing (`bootstrap` hands it to bash as its -c argument).
     return "{\n" + f"""{FUNCTIONS}{_LIVE}lock="$d/gpunode.lock"
 exec 9>>"$lock" || {{ echo "{LOCKED} cannot open $lock"; exit 70; }}
 # -w 3: a run that has just ended may take a moment to let go
