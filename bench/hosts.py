@@ -77,6 +77,6 @@ def sshd_counts(hosts: list[LabHost], since: float) -> SshdCounts:
     total = SshdCounts()
     for host in hosts:
         text = host.run_inside(
-            f"journalctl --since @{since:.6f} --no-pager -o cat SYSLOG_IDENTIFIER=sshd").stdout
+            f"journalctl --sync; journalctl --since @{since:.6f} --no-pager -o cat SYSLOG_IDENTIFIER=sshd").stdout
         total = total + SshdCounts(text.count("Starting session:"), text.count("Accepted publickey"))
     return total

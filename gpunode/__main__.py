@@ -1,5 +1,5 @@
 """`python -m gpunode` = the `gpunode` console script."""
 
-from gpunode.tasks import main
+from gpunode.tasks import console_main
 
-main()
+console_main()

@@ -1,5 +1,5 @@
 """The `gpunode` console script."""
 
-from gpunode.tasks import main
+from gpunode.tasks import console_main as main
 
 __all__ = ["main"]

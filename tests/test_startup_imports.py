@@ -1,8 +1,9 @@
 """Start-up: a command imports only what it uses.
 
-Each check runs the console script's entry point (`gpunode.cli.main`, what `gpunode ...` runs) in a fresh
-interpreter, from the repository root (so an accidental `import bench` would succeed, not hide as an ImportError),
-then reads that interpreter's `sys.modules`. No timings: what is measured is which modules were loaded.
+Each check runs the console script's `main()` (`gpunode.tasks.main`: what `gpunode ...` runs, without the fast
+exit that follows a `provision` and would skip this check's own report) in a fresh interpreter, from the repository
+root (so an accidental `import bench` would succeed, not hide as an ImportError), then reads that interpreter's
+`sys.modules`. No timings: what is measured is which modules were loaded.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ UNREACHABLE = "nobody@127.0.0.2:1"  # a loopback address that is not "local" to 
 RUN_CLI = """
 import json, sys
 sys.argv = ["gpunode", *json.loads(sys.argv[1])]
-from gpunode.cli import main
+from gpunode.tasks import main
 code = 0
 try:
     main()
@@ -120,3 +121,18 @@ def test_a_step_type_is_imported_when_first_used():
     registered = {p.stem for p in (REPO / "gpunode" / "steps").glob("*.py")}
     assert set(STEP_MODULES.values()) <= registered
     assert where == every == {kind: f"gpunode.steps.{module}" for kind, module in STEP_MODULES.items()}
+
+
+def test_provision_exits_fast_with_everything_written(tmp_path):
+    """After a `provision` the console script skips the interpreter's teardown (os._exit): the exit code, the
+    summary, the JSON report and the host log must all be complete anyway."""
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "gpunode", "provision", "-H", UNREACHABLE, "--check",
+                           "--json-report", str(report), "--log-dir", str(tmp_path / "logs")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith(f"per-host logs: {tmp_path / 'logs'}/"), proc.stdout
+    (host,) = json.loads(report.read_text())["hosts"]
+    assert host["status"] == "unreachable" and "refused the connection" in host["error"]
+    (log,) = (tmp_path / "logs").glob("*.log")
+    assert "finished: unreachable" in log.read_text()
