@@ -157,7 +157,12 @@ class Connection(ABC):
             if on_output:
                 on_output(line)
 
-        code, out, err = self._exec(wrapped, data, password, timeout, each_line)
+        try:
+            code, out, err = self._exec(wrapped, data, password, timeout, each_line)
+        except Exception as exc:  # timed out, cut off: the session was opened all the same, and may still run there
+            self.transcript.record(label or command, None, time.monotonic() - started, "", f"{exc}\n",
+                                   streamed=not sensitive)
+            raise
         seconds = time.monotonic() - started
         err = _strip_sudo_noise(err.replace(self.sudo_prompt, ""), self.started_marker)
         hidden = "(output hidden: sensitive step)\n"
