@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from gpunode.facts import OsInfo
 from gpunode.facts.packages import version_key
+from gpunode.gpu.driver_facts import EL, UBUNTU
+from gpunode.vendor_facts import value
 
 SUPPORTED = {
     "ubuntu": ("20.04", "22.04", "24.04"),
@@ -125,7 +127,7 @@ class DriverPackages:
 
 # NVIDIA's RPM open DKMS module was registered as `nvidia-open` until 570.148.08, `nvidia` from then on
 # (awslabs/amazon-eks-ami templates/al2023/provisioners/install-nvidia-driver.sh).
-RPM_OPEN_DKMS_RENAMED_IN = "570.148.08"
+RPM_OPEN_DKMS_RENAMED_IN = value(EL, "open_dkms_renamed_in")
 # From R580 NVIDIA's repositories name the fabric manager `nvidia-fabricmanager` on RPM too (before:
 # `nvidia-fabric-manager`) and drop the branch from the NSCQ and apt fabric manager package names.
 UNVERSIONED_FM_FROM_BRANCH = 580
@@ -137,6 +139,8 @@ def dkms_module_name(os: OsInfo, method: str, flavor: str, driver_version: str |
         return "nvidia"
     if method == "distro" and os.id == "debian":
         return "nvidia-current-open" if flavor == "open" else "nvidia-current"
+    if method == "distro" and os.id == "ubuntu":  # Canonical's -server DKMS packages
+        return value(UBUNTU, "dkms_module_open" if flavor == "open" else "dkms_module")
     renamed = driver_version is not None and version_key(driver_version) >= version_key(RPM_OPEN_DKMS_RENAMED_IN)
     return "nvidia-open" if os.family != "debian" and flavor == "open" and not renamed else "nvidia"
 
@@ -160,8 +164,9 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
     fm = fabricmanager_packages(os, method, branch)
     if method == "distro":
         if os.id == "ubuntu":
-            pkgs = (f"nvidia-headless-{branch}-server{open_suffix}", f"nvidia-utils-{branch}-server")
-            return DriverPackages(pkgs, pkgs, "nvidia", fm, version_from=pkgs[1])
+            pkgs = (value(UBUNTU, "headless_package").format(branch=branch, open=open_suffix),
+                    value(UBUNTU, "utils_package").format(branch=branch))
+            return DriverPackages(pkgs, pkgs, dkms_module_name(os, method, flavor, None), fm, version_from=pkgs[1])
         if os.id == "debian":
             if flavor == "open" and (os.version_major or 0) < 13:
                 raise UnsupportedDistro(f"Debian {os.version_id}'s open module package lags its driver version "
