@@ -61,6 +61,7 @@ def build_facts(os_release: str, spec: dict[str, Any]) -> Facts:
         secure_boot=spec.get("secure_boot"),
         pkg=PackageManagerInfo(**pkg),
         containers=ContainerInfo(**spec.get("containers", {})),
+        installed_packages=dict(spec.get("installed_packages", {})),
     )
 
 

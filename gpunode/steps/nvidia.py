@@ -138,7 +138,7 @@ class NvidiaDriverStep(Step):
         wanted = [Wanted(p, f"{self.branch}.*" if p in pinned and debian_pin else None) for p in pkgs.packages]
         missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
         if missing:
-            setup = " && ".join(x for x in (manager.extra_repos(facts.os), pkgs.repo_setup) if x)
+            setup = " && ".join(x for x in (_dkms_repos(facts, manager), pkgs.repo_setup) if x)
             install = manager.install(missing, refresh=True, recommends=False)
             actions.append(Action(
                 f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
@@ -181,7 +181,7 @@ class NvidiaDriverStep(Step):
         actions = []
         tools = [Wanted(t) for t in RUNFILE_BUILD_TOOLS if t not in installed]
         if tools:
-            setup = manager.extra_repos(facts.os)
+            setup = _dkms_repos(facts, manager)
             install = manager.install(tools, refresh=True, recommends=False)
             actions.append(Action(f"install the driver's build tools: {', '.join(w.name for w in tools)}",
                                   "the runfile compiles the kernel module with DKMS",
@@ -218,6 +218,11 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
+    """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
+    return "" if "dkms" in facts.installed_packages else manager.extra_repos(facts.os, facts.pkg)
 
 
 def _with_build_errors(command: str) -> str:
