@@ -15,11 +15,13 @@ from gpunode.gpu.distro import (
     dkms_module_name,
     driver_packages,
 )
+from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+from gpunode.vendor_facts import value
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
 NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nouveau holds the GPU.\n" \
@@ -191,9 +193,10 @@ class NvidiaDriverStep(Step):
             fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else \
                 f"cp {q(source)} /tmp/nvidia.run"
             module = "kernel-open" if flavor == "open" else "kernel"  # the runfile's default changed in 560
+            extra, why = _runfile_nouveau_options(facts)
             actions.append(Action(
-                f"install the driver from {source} ({flavor} modules)", "method: runfile",
-                f"{fetch} && sh /tmp/nvidia.run --dkms --silent -m={module} -k {q(target)}; rc=$?; "
+                f"install the driver from {source} ({flavor} modules)", f"method: runfile{why}",
+                f"{fetch} && sh /tmp/nvidia.run --dkms --silent -m={module}{extra} -k {q(target)}; rc=$?; "
                 "rm -f /tmp/nvidia.run; exit $rc", timeout=self.timeout,
                 fix="see /var/log/nvidia-installer.log on the host"))
         if self.persistenced:
@@ -218,6 +221,17 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
+    """With nouveau loaded, nvidia-installer's silent mode answers ABORT to its nouveau check: the installer's own
+    options skip the check and the module test load (which nouveau would fail); the blacklist written before and the
+    reboot planned for nouveau make the new module load. (options, what to add to the reason)"""
+    if not facts.nvidia.nouveau_loaded:
+        return "", ""
+    options = f" {value(NVIDIA, 'runfile_no_nouveau_check')} {value(NVIDIA, 'runfile_skip_module_load')}"
+    return options, "; nouveau is loaded: the installer's nouveau check and test load are skipped, the reboot " \
+        "planned for nouveau loads the new module"
 
 
 def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
