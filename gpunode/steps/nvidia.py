@@ -175,7 +175,36 @@ class NvidiaDriverStep(Step):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))
-        return actions
+        installing = bool(missing) or self._runfile_installs(facts)
+        return actions + self._ready_actions(ctx, installing, wants_fm)
+
+    def _ready_actions(self, ctx: StepContext, installing: bool, wants_fm: bool) -> list[Action]:
+        """Leave the host ready when the run ends. A loaded driver that this run replaces stays loaded until a
+        reboot (the new one cannot load beside it): reboot, as NVIDIA's role does after an install. On NVSwitch hosts
+        CUDA needs the fabric manager running: with no reboot ahead, load the module and start nvidia-persistenced
+        and the fabric manager, in gpu-driver-container's order (modprobe nvidia, then the daemons); with a reboot
+        ahead the enabled units start at boot."""
+        loaded = ctx.facts.nvidia.driver_version
+        if installing and loaded:
+            ctx.require_reboot(f"the loaded driver {loaded} is replaced; the new one loads at the next boot")
+        if not wants_fm or ctx.reboot_required:
+            return []
+        nvidia = ctx.facts.nvidia
+        states = ((value(NVIDIA, "persistenced_unit"), nvidia.persistenced_active, self.persistenced),
+                  (value(NVIDIA, "fabricmanager_unit"), nvidia.fabricmanager_active, True))
+        units = [unit for unit, active, wanted in states if wanted and (installing or active is False)]
+        if not units:
+            return []
+        return [Action(f"load the driver and start {', '.join(units)}",
+                       "NVSwitch host: CUDA fails until the fabric manager runs; no reboot is planned to start it",
+                       f"modprobe nvidia && systemctl start {' '.join(units)}", timeout=300,
+                       fix="see `journalctl -u nvidia-fabricmanager` and `dmesg | grep -i nvrm` on the host: the "
+                       "fabric manager must be the driver's exact version")]
+
+    def _runfile_installs(self, facts: Facts) -> bool:
+        """Method runfile and the loaded driver is not of the branch: the runfile runs."""
+        loaded = facts.nvidia.driver_version or ""
+        return self.method == "runfile" and not loaded.startswith(f"{self.branch}.")
 
     def _runfile_actions(self, facts: Facts, manager: PackageManager, installed: dict[str, str], flavor: str,
                          target: str, unit_probe: str) -> list[Action]:
@@ -188,7 +217,7 @@ class NvidiaDriverStep(Step):
             actions.append(Action(f"install the driver's build tools: {', '.join(w.name for w in tools)}",
                                   "the runfile compiles the kernel module with DKMS",
                                   f"{setup} && {{ {install}; }}" if setup else install, timeout=self.timeout))
-        if not (facts.nvidia.driver_version and facts.nvidia.driver_version.startswith(f"{self.branch}.")):
+        if self._runfile_installs(facts):
             source = self.runfile or ""
             fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else \
                 f"cp {q(source)} /tmp/nvidia.run"
