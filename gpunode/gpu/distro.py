@@ -123,6 +123,13 @@ class DriverPackages:
     fabricmanager: tuple[str, ...]     # for NVSwitch systems (fabric manager + NSCQ), pinned to the driver
     repo_setup: str = ""               # shell run before installing (cuda-repo method)
     version_from: str = ""             # the installed package whose version is the driver's
+    module_stream: str = ""            # NVIDIA's dnf module stream (RPM): 570-dkms, 570-open
+    repo_add: str = ""                 # the repository part of repo_setup (RPM: without the module install)
+
+    def module_switch(self) -> str:
+        """Shell that switches an installed driver to this stream (branch or module flavour), NVIDIA's way."""
+        switch = value(EL, "module_switch").format(stream=self.module_stream)
+        return f"{self.repo_add} && {switch}" if self.repo_add else switch
 
 
 # NVIDIA's RPM open DKMS module was registered as `nvidia-open` until 570.148.08, `nvidia` from then on
@@ -192,12 +199,31 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
             pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
             return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from=pkgs[0])
         stream = f"{branch}-open" if flavor == "open" else f"{branch}-dkms"
-        setup = (f"dnf config-manager --add-repo {base}/cuda-{repo}.repo && "
-                 f"dnf -y module install nvidia-driver:{stream}")
+        add = f"dnf config-manager --add-repo {base}/cuda-{repo}.repo"
+        setup = f"{add} && dnf -y module install nvidia-driver:{stream}"
         kmod = "kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"
         pkgs = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", kmod)
-        return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver")
+        return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver", module_stream=stream,
+                              repo_add=add)
     raise ValueError(f"unknown driver method {method!r}")
+
+
+_OTHER_BRANCH = 999999  # stands for "any branch" when matching held package names
+
+
+def other_driver_packages(os: OsInfo, method: str, branch: int, flavor: str, names: set[str]) -> list[str]:
+    """Those of `names` (held packages) that belong to another branch or module flavour of this method's driver:
+    on apt each branch has its own package names and conflicts with the others (Canonical's nvidia-headless-<b>-server
+    all provide nvidia-headless), so a held old branch makes apt refuse the new one ("held packages")."""
+    if os.family != "debian" or method == "distro" and os.id == "debian":
+        return []
+    current = {*driver_packages(os, method, branch, flavor).packages, *fabricmanager_packages(os, method, branch)}
+    patterns = []
+    for other in ("open", "proprietary"):
+        pkgs = driver_packages(os, method, _OTHER_BRANCH, other)
+        for name in (*pkgs.packages, *fabricmanager_packages(os, method, _OTHER_BRANCH)):
+            patterns.append(re.compile(re.escape(name).replace(str(_OTHER_BRANCH), r"\d+") + "$"))
+    return sorted(n for n in names if n not in current and any(p.match(n) for p in patterns))
 
 
 def cuda_repo_name(os: OsInfo) -> str:

@@ -14,6 +14,8 @@ from gpunode.gpu.distro import (
     check_supported,
     dkms_module_name,
     driver_packages,
+    fabricmanager_packages,
+    other_driver_packages,
 )
 from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
@@ -135,24 +137,15 @@ class NvidiaDriverStep(Step):
                 ctx.require_reboot("nouveau is loaded and now blacklisted")
         manager = manager_for(facts.os.package_manager)
         installed = manager.parse(sections.within("pkgs")).installed
-        pinned = set(pkgs.pinned)
-        debian_pin = self.method == "distro" and facts.os.id == "debian"
-        wanted = [Wanted(p, f"{self.branch}.*" if p in pinned and debian_pin else None) for p in pkgs.packages]
-        missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
+        held = manager.parse_held(sections["held"])
+        switch = self._rpm_switch(pkgs, installed)
+        missing = self._missing(facts, pkgs, installed, switch)
         if missing:
-            setup = " && ".join(x for x in (_dkms_repos(facts, manager), pkgs.repo_setup) if x)
-            install = manager.install(missing, refresh=True, recommends=False)
-            actions.append(Action(
-                f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
-                f"{why}; building for kernel {target}",
-                _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install),
-                timeout=self.timeout,
-                fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
-                f"{target} are installed",
-            ))
+            actions.append(self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch))
         if self.method == "runfile":
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
-        driver_version = upstream_version(installed[pkgs.version_from]) if pkgs.version_from in installed else None
+        driver_version = upstream_version(installed[pkgs.version_from]) \
+            if pkgs.version_from in installed and not switch else None
         module = dkms_module_name(facts.os, self.method, flavor, driver_version)
         if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections["dkms"]), (module,), target):
             actions.append(Action(
@@ -165,8 +158,7 @@ class NvidiaDriverStep(Step):
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
         if self.hold and (pkgs.pinned or fm):
-            held = manager.parse_held(sections["held"])
-            unheld = [p for p in (*pkgs.pinned, *fm) if p not in held]
+            unheld = [p for p in (*pkgs.pinned, *fm) if p not in held or switch]
             if unheld:
                 actions.append(Action(f"hold {', '.join(unheld)}",
                                       "unattended upgrades must not cause a driver/library version mismatch",
@@ -177,6 +169,54 @@ class NvidiaDriverStep(Step):
                                   fix="the driver packages provide the unit; check that they installed"))
         installing = bool(missing) or self._runfile_installs(facts)
         return actions + self._ready_actions(ctx, installing, wants_fm)
+
+    def _rpm_switch(self, pkgs: DriverPackages, installed: dict[str, str]) -> str:
+        """Why NVIDIA's dnf module must switch streams ("" when it need not): the installed driver is of another
+        branch, or its kernel module package is the other flavour's (kmod-nvidia-latest-dkms vs -open-dkms)."""
+        have = installed.get(pkgs.version_from)
+        if not pkgs.module_stream or have is None:
+            return ""
+        version = upstream_version(have)
+        if not version.startswith(f"{self.branch}."):
+            return f"driver {version} is installed, branch {self.branch} is wanted"
+        kmod = pkgs.packages[-1]
+        return "" if kmod in installed else f"the other module flavour is installed, {kmod} is wanted"
+
+    def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
+        """The driver packages to install (all of them when the module stream switches)."""
+        debian_pin = self.method == "distro" and facts.os.id == "debian"
+        wanted = [Wanted(p, f"{self.branch}.*" if debian_pin and p in pkgs.pinned else None) for p in pkgs.packages]
+        return wanted if switch else [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
+
+    def _install_action(self, ctx: StepContext, manager: PackageManager, pkgs: DriverPackages, flavor: str,
+                        why: str, missing: list[Wanted], held: set[str], switch: str) -> Action:
+        """One command: held packages in the way let go, repositories, the module stream (switched NVIDIA's way
+        when the branch or flavour changes), the packages."""
+        facts, target = ctx.facts, ctx.target_kernel
+        stale = self._stale_holds(facts, pkgs, flavor, held, switch)
+        setup = pkgs.module_switch() if switch else pkgs.repo_setup
+        steps = [manager.unhold(stale) if stale else "", _dkms_repos(facts, manager), setup]
+        setup = " && ".join(x for x in steps if x)
+        install = manager.install(missing, refresh=True, recommends=False)
+        reason = f"{why}; building for kernel {target}"
+        if switch or stale:
+            reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
+                f"{reason}"
+        return Action(
+            f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
+            reason, _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install), timeout=self.timeout,
+            fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
+            f"{target} are installed")
+
+    def _stale_holds(self, facts: Facts, pkgs: DriverPackages, flavor: str, held: set[str], switch: str) -> list[str]:
+        """Held packages that would block this install: on apt another branch's or flavour's packages; on dnf, when
+        the stream switches, the version locks of the driver and fabric manager packages."""
+        if facts.os.family == "debian":
+            return other_driver_packages(facts.os, self.method, self.branch, flavor, held)
+        if not switch:
+            return []
+        ours = set(pkgs.pinned) | set(fabricmanager_packages(facts.os, self.method, self.branch))
+        return sorted(n for n in held if n in ours or n.startswith(("nvidia-fabric", "libnvidia-nscq")))
 
     def _ready_actions(self, ctx: StepContext, installing: bool, wants_fm: bool) -> list[Action]:
         """Leave the host ready when the run ends. A loaded driver that this run replaces stays loaded until a
