@@ -110,31 +110,12 @@ class NvidiaDriverStep(Step):
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
-        if facts.secure_boot and not self.allow_secure_boot:
-            raise StepFailed(
-                "Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load",
-                fix="enrol a Machine Owner Key for DKMS (mokutil --import /var/lib/dkms/mok.pub, then confirm at "
-                "the console on reboot), use signed precompiled packages (Ubuntu linux-modules-nvidia-*), disable "
-                "Secure Boot, or set allow_secure_boot: true if the key is already enrolled",
-            )
         pkgs, flavor, why = self._packages(facts)
         wants_fm = self._wants_fabricmanager(facts)
-        if wants_fm and not pkgs.fabricmanager:
-            raise StepFailed(f"NVSwitches are present, but {facts.os.pretty_name or facts.os.id} has no fabric "
-                             f"manager package for method {self.method}; CUDA fails without one",
-                             fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
-                             "fabricmanager: no if the fabric manager is installed by other means")
+        self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
         target = ctx.target_kernel
-        actions: list[Action] = []
-        nouveau = parse_file_probe(sections["nouveau"])
-        if nouveau.content != NOUVEAU_CONTENT:
-            write = write_action(NOUVEAU_CONF, nouveau, NOUVEAU_CONTENT, reason="nouveau must not claim the GPU")
-            write.summary = f"blacklist nouveau ({NOUVEAU_CONF}) and rebuild the initramfs"
-            write.command = f"{write.command} && {{ {REBUILD_INITRAMFS}; }}"
-            actions.append(write)
-            if facts.nvidia.nouveau_loaded:
-                ctx.require_reboot("nouveau is loaded and now blacklisted")
+        actions: list[Action] = self._nouveau_actions(ctx)
         manager = manager_for(facts.os.package_manager)
         installed = manager.parse(sections.within("pkgs")).installed
         held = manager.parse_held(sections["held"])
@@ -146,29 +127,61 @@ class NvidiaDriverStep(Step):
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
             if pkgs.version_from in installed and not switch else None
-        module = dkms_module_name(facts.os, self.method, flavor, driver_version)
-        if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections["dkms"]), (module,), target):
-            actions.append(Action(
-                f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
-                _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
-                                   "grep -q ': installed'"),
-                timeout=self.timeout,
-                fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log",
-            ))
+        if pkgs.packages and not missing:
+            actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version))
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
-        if self.hold and (pkgs.pinned or fm):
-            unheld = [p for p in (*pkgs.pinned, *fm) if p not in held or switch]
-            if unheld:
-                actions.append(Action(f"hold {', '.join(unheld)}",
-                                      "unattended upgrades must not cause a driver/library version mismatch",
-                                      manager.hold(unheld)))
+        unheld = [p for p in (*pkgs.pinned, *fm) if p not in held or switch] if self.hold else []
+        if unheld:
+            actions.append(Action(f"hold {', '.join(unheld)}",
+                                  "unattended upgrades must not cause a driver/library version mismatch",
+                                  manager.hold(unheld)))
         if self.persistenced and sections["persistenced"].strip() not in ("enabled", "static"):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))
         installing = bool(missing) or self._runfile_installs(facts)
         return actions + self._ready_actions(ctx, installing, wants_fm)
+
+    def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
+        """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
+        if facts.secure_boot and not self.allow_secure_boot:
+            raise StepFailed(
+                "Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load",
+                fix="enrol a Machine Owner Key for DKMS (mokutil --import /var/lib/dkms/mok.pub, then confirm at "
+                "the console on reboot), use signed precompiled packages (Ubuntu linux-modules-nvidia-*), disable "
+                "Secure Boot, or set allow_secure_boot: true if the key is already enrolled",
+            )
+        if wants_fm and not pkgs.fabricmanager:
+            raise StepFailed(f"NVSwitches are present, but {facts.os.pretty_name or facts.os.id} has no fabric "
+                             f"manager package for method {self.method}; CUDA fails without one",
+                             fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
+                             "fabricmanager: no if the fabric manager is installed by other means")
+
+    def _dkms_actions(self, ctx: StepContext, module: str) -> list[Action]:
+        """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it."""
+        target = ctx.target_kernel
+        if dkms_installed(parse_dkms(ctx.probe["dkms"]), (module,), target):
+            return []
+        return [Action(
+            f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
+            _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
+                               "grep -q ': installed'"),
+            timeout=self.timeout,
+            fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log")]
+
+    @staticmethod
+    def _nouveau_actions(ctx: StepContext) -> list[Action]:
+        """Nouveau blacklisted and the initramfs rebuilt; a reboot when nouveau is loaded now."""
+        nouveau = parse_file_probe(ctx.probe["nouveau"])
+        if nouveau.content == NOUVEAU_CONTENT:
+            return []
+        write = write_action(NOUVEAU_CONF, nouveau, NOUVEAU_CONTENT, reason="nouveau must not claim the GPU")
+        write.summary = f"blacklist nouveau ({NOUVEAU_CONF}) and rebuild the initramfs"
+        write.command = f"{write.command} && {{ {REBUILD_INITRAMFS}; }}"
+        if ctx.facts.nvidia.nouveau_loaded:
+            ctx.require_reboot("nouveau is loaded and now blacklisted")
+        return [write]
 
     def _rpm_switch(self, pkgs: DriverPackages, installed: dict[str, str]) -> str:
         """Why NVIDIA's dnf module must switch streams ("" when it need not): the installed driver is of another
