@@ -193,7 +193,8 @@ class NvidiaDriverStep(Step):
         if not version.startswith(f"{self.branch}."):
             return f"driver {version} is installed, branch {self.branch} is wanted"
         kmod = pkgs.packages[-1]
-        return "" if kmod in installed else f"the other module flavour is installed, {kmod} is wanted"
+        return "" if kmod in installed else \
+            f"driver {version} is installed without {kmod} (the other module flavour's stream, or cut off)"
 
     def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
         """The driver packages to install (all of them when the module stream switches)."""
