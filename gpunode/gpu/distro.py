@@ -198,7 +198,7 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
                      f"{base}/cuda-keyring_1.1-1_all.deb && dpkg -i /tmp/cuda-keyring.deb; }}")
             pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
             return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from=pkgs[0])
-        stream = f"{branch}-open" if flavor == "open" else f"{branch}-dkms"
+        stream = value(EL, "module_stream_open" if flavor == "open" else "module_stream").format(branch=branch)
         add = f"dnf config-manager --add-repo {base}/cuda-{repo}.repo"
         setup = f"{add} && dnf -y module install nvidia-driver:{stream}"
         kmod = "kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"

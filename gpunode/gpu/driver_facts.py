@@ -47,9 +47,11 @@ EL = fact_table("el", {
         *_ROLE[:1], "defaults/main.yml", _ROLE[1], "14")),
     "module_switch": Fact("dnf -y module switch-to nvidia-driver:{stream} --allowerasing", Source(url=_GUIDE),
                           "NVIDIA's guide, 'Switching between Driver Module Flavors', EL 8/9 and Amazon Linux 2023"),
-    "module_stream": Fact("{branch}-dkms|{branch}-open", Source(
-        *_ROLE[:1], "tasks/install-redhat.yml", _ROLE[1], "75-77"),
-        "@nvidia-driver:<branch>-dkms; the -open stream is NVIDIA's guide's (kernel-modules.html)"),
+    "module_stream": Fact("{branch}-dkms", Source(*_ROLE[:1], "tasks/install-redhat.yml", _ROLE[1], "75-77"),
+                          "the role installs @nvidia-driver:<branch>-dkms"),
+    "module_stream_open": Fact("{branch}-open", Source(
+        url="https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/kernel-modules.html"),
+        "dnf module enable nvidia-driver:<branch>-open (EL 8/9, Amazon Linux 2023)"),
     "open_dkms_renamed_in": Fact("570.148.08", Source(
         "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "127"),
         "the RPM open module is registered as nvidia-open before this version, nvidia from it on"),
