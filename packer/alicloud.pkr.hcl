@@ -38,7 +38,14 @@ variable "instance_type" {
 
 variable "source_image" {
   type        = string
+  default     = ""
   description = "The base image id, e.g. ubuntu_22_04_x64_20G_alibase_<date>.vhd (aliyun ecs DescribeImages)."
+}
+
+variable "image_family" {
+  type        = string
+  default     = ""
+  description = "Packer 1.7+, without source_image: the base's public image family (--base alinux-3|ubuntu-*)."
 }
 
 variable "image_name" {
@@ -97,6 +104,7 @@ source "alicloud-ecs" "gpu-node" {
   image_description = "GPU node image baked by gpunode"
   tags              = var.tags
   #gpunode-1.7+ run_tags = var.tags
+  #gpunode-1.7+ image_family = var.image_family
   vpc_id               = var.vpc_id
   vswitch_id           = var.vswitch_id
   user_data            = var.user_data

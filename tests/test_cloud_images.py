@@ -179,3 +179,29 @@ def test_an_ubuntu_base_on_tencent_still_needs_the_image_id(tmp_path: Path) -> N
     require_packer()
     result = validate_only(tmp_path, "--builder", "tencent", "--base", "ubuntu-22.04")
     assert result.code == 2 and "add --source-image (img-xxxxxxxx)" in result.output
+
+
+def test_alicloud_bases_are_found_by_public_image_family_on_the_plugin(monkeypatch, tmp_path: Path) -> None:
+    """Alibaba's public image families (public-mirroring-overview: Alibaba Cloud Linux 3.2104 LTS 64-bit is
+    acs:alibaba_cloud_linux_3_2104_lts_x64) through the plugin's image_family (run_config.go 697283d:36-38), an argument
+    Packer 1.6.6's built-in builder lacks: there the id is still needed (exit 2 naming both ways out)."""
+    require_packer()
+    assert "image_family" not in DATA["alicloud"]["packer-1.6.6"]["args"]
+    assert all("image_family" in DATA["alicloud"][r]["args"] for r in DATA["alicloud"] if r.startswith("plugin"))
+    old = validate_only(tmp_path, "--builder", "alicloud", "--base", "alinux-3")
+    assert old.code == 2 and "acs:alibaba_cloud_linux_3_2104_lts_x64" in old.output
+    assert "add --source-image" in old.output and "Packer 1.7+" in old.output
+    assert not (tmp_path / "builds").exists()
+
+    real = packer_cli.find_packer()
+    monkeypatch.setattr(packer_cli, "find_packer", lambda binary=None: packer_cli.Packer(real.path, (1, 11, 2)))
+    monkeypatch.setattr(packer_cli, "ensure_plugins", lambda *a, **k: None)  # no plugin can be installed here
+    monkeypatch.setattr(packer_cli, "validate", lambda *a, **k: "")
+    request = build_mod.BuildRequest(builder="alicloud", playbook="playbooks/base.yml", base="alinux-3",
+                                     validate_only=True, build_root=str(tmp_path / "modern"))
+    result = build_mod.build_image(request, out=lambda line: None)
+    variables = (result.build_dir / "vars.pkrvars.hcl").read_text()
+    assert 'image_family = "acs:alibaba_cloud_linux_3_2104_lts_x64"' in variables and 'source_image = ""' in variables
+    staged = (result.build_dir / "packer" / "alicloud.pkr.hcl").read_text()
+    assert re.search(r"^\s*image_family = var\.image_family$", staged, re.M)
+    assert re.search(r"^\s*run_tags = var\.tags$", staged, re.M)

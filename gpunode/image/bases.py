@@ -54,6 +54,15 @@ def tencent_image_name(base: str) -> str | None:
     return "^" + re.escape(TENCENTCLOUD[key].value).replace("\\ ", " ") + r"\b"  # RE2 (Go), like Python's here
 
 
+def alicloud_image_family(base: str) -> str | None:
+    """Without --source-image, the alicloud plugin's image_family (1.7+ only): Alibaba's public image families."""
+    from gpunode.image.cloud_facts import ALICLOUD
+
+    key = {"alinux-3": "family_alinux_3", "ubuntu-22.04": "family_ubuntu_22_04",
+           "ubuntu-24.04": "family_ubuntu_24_04"}.get(base)
+    return ALICLOUD[key].value if key else None
+
+
 def aws_base(base: str) -> AwsBase:
     try:
         return AWS_BASES[base]

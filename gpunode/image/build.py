@@ -15,7 +15,7 @@ from typing import Any
 from gpunode.commands.common import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
-from gpunode.image.bases import aws_base, other_base, tencent_image_name
+from gpunode.image.bases import alicloud_image_family, aws_base, other_base, tencent_image_name
 from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
 from gpunode.image.names import check_network_vars, cloud_image_name
@@ -158,6 +158,13 @@ def _check_base(request: BuildRequest) -> None:
     other_base(request.builder, request.base)
     if not request.source_image and request.builder == "tencent" and tencent_image_name(request.base):
         return  # found by name (source_image_name)
+    if not request.source_image and request.builder == "alicloud" and alicloud_image_family(request.base):
+        if packer_cli.find_packer().modern:
+            return  # found by family (image_family, a plugin-only argument)
+        raise UsageError(f"Packer 1.6's alicloud builder cannot find the {request.base} base by its image family "
+                         f"({alicloud_image_family(request.base)}): it needs the image id",
+                         fix="add --source-image (e.g. aliyun_3_x64_20G_alibase_<date>.vhd from aliyun ecs "
+                         "DescribeImages), or use Packer 1.7+ with the alicloud plugin")
     if not request.source_image:
         example = {"alicloud": "aliyun_3_x64_20G_alibase_<date>.vhd" if request.base == "alinux-3" else
                    "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
@@ -230,6 +237,8 @@ def _template_vars(build: _Build) -> dict[str, Any]:
                          user_data=key_user_data(user, build.public_key))
         if request.builder == "tencent" and not request.source_image:
             variables["source_image_name"] = tencent_image_name(request.base)
+        if request.builder == "alicloud" and not request.source_image:
+            variables["image_family"] = alicloud_image_family(request.base)
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),

@@ -11,6 +11,7 @@ _ALI = "hashicorp/packer-plugin-alicloud"
 _ALI_112 = "629db51bdd60fde2d82dc1be4dcd5511a57c5ef1"   # v1.1.2, the last release (CreateInstance)
 _ALI_110 = "697283d4f1c882cfb7a7ff526dacf34fd6fcc5a8"   # v1.1.0
 _ALI_HEAD = "c9d1e19acd39b7076684e7918c98b91ff900ee40"  # main after v1.1.2: 1.1.3-dev, RunInstances
+_PUBLIC_IMAGES = "https://help.aliyun.com/zh/ecs/user-guide/public-mirroring-overview"  # public images and families
 
 ALICLOUD = fact_table("alicloud", {
     "vswitch_default_cidr": Fact("172.16.0.0/24", Source(_ALI, "builder/ecs/client.go", _ALI_112, "113"),
@@ -25,6 +26,13 @@ ALICLOUD = fact_table("alicloud", {
                      note="tags of the instance launched to create the image (not in Packer 1.6.6's builder)"),
     "image_family": Fact("image_family", Source(_ALI, "builder/ecs/run_config.go", _ALI_110, "36-38"),
                          note="the source image given by family instead of source_image (plugin >= 1.1.0)"),
+    "family_alinux_3": Fact("acs:alibaba_cloud_linux_3_2104_lts_x64", Source(url=_PUBLIC_IMAGES),
+                            note="image family of Alibaba Cloud Linux 3.2104 LTS 64-bit"),
+    "family_ubuntu_22_04": Fact("acs:ubuntu_22_04_x64", Source(url=_PUBLIC_IMAGES),
+                                note="image family of Ubuntu 22.04 LTS 64-bit"),
+    "family_ubuntu_24_04": Fact("acs:ubuntu_24_04_x64", Source(url=_PUBLIC_IMAGES),
+                                note="image family of Ubuntu 24.04 LTS 64-bit (Debian 12's families are per point "
+                                "release: none is used)"),
     "run_instances_since": Fact("1.1.3", Source(_ALI, "version/version.go", _ALI_HEAD, "10-15"),
                                 note="main after v1.1.2 is 1.1.3-dev, the first version that calls RunInstances"),
     "run_instances_call": Fact("RunInstances", Source(_ALI, "builder/ecs/step_create_instance.go", _ALI_HEAD,
