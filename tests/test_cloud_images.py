@@ -102,6 +102,10 @@ def test_tencent_tags_are_modify_resource_tags_requests_on_the_images_resource_n
     assert [len(s["ReplaceTags"]) for s in sent] == [10, 4]
     assert {t["TagKey"]: t["TagValue"] for s in sent for t in s["ReplaceTags"]} == tags
     assert tencent.artifact_image("ap-guangzhou:img-abc123", "") == ("ap-guangzhou", "img-abc123")
+    # Tag "Use Limits": values 1-255 characters of letters, digits, inner spaces and + - = . _ : / @ ( ) [ ] , ; > <
+    (odd,) = [json.loads(r.to_json_string()) for r in tencent.requests(
+        "ap-guangzhou", "img-1", {"gpunode:kernel": "", "gpunode:verify": " ok: 1 GPU, 0 findings #1 ", "x": "é'\"" })]
+    assert [t["TagValue"] for t in odd["ReplaceTags"]] == ["none", "ok: 1 GPU, 0 findings _1", "é__"]
 
 
 class _FakeTagApi:

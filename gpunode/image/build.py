@@ -145,6 +145,7 @@ def _tag_tencent(build: _Build, result: BuildResult, tag_client=None) -> str:
     from gpunode.image import tencent
 
     region, image_id = tencent.artifact_image(result.image_id, result.region)
+    result.tags = tencent.cloud_tags(result.tags)
     calls = tencent.tag_image(region, image_id, result.tags, tag_client)
     result.image_id, result.region = image_id, region
     return f"tagged by gpunode ({calls} ModifyResourceTags call{'s' if calls != 1 else ''})"

@@ -52,6 +52,7 @@ _TC_PACKER_16 = "63c11711805a658c28bc5eeb39641806dc351ee9"  # the builder as Pac
 _TF = "tencentcloudstack/terraform-provider-tencentcloud"
 _TF_HEAD = "f6970a90038400958503a0edab62c6c463baa7b0"
 _CREATE_IMAGE = "https://tencentcloud.com/document/product/213/33276"
+_TAG_LIMITS = "https://tencentcloud.com/document/product/651/13354"  # Tag: Use Limits
 
 TENCENTCLOUD = fact_table("tencentcloud", {
     "force_poweroff": Fact("force_poweroff", Source(_TC, "builder/tencentcloud/cvm/step_create_image.go", _TC_120,
@@ -82,6 +83,10 @@ TENCENTCLOUD = fact_table("tencentcloud", {
         _TF, "tencentcloud/common/common.go", _TF_HEAD, "424-430"),
         note="the six-segment resource name (account left empty), as the provider builds it for cvm images "
         "(tencentcloud/services/cvm/resource_tc_image.go:186)"),
+    "tag_value_specials": Fact("+-=._:/@()[],;><", Source(url=_TAG_LIMITS),
+                               note="besides letters, digits and inner spaces, the only characters tags may hold; "
+                               "keys 1-127 and values 1-255 characters, no leading or trailing space"),
+    "tags_per_call": Fact(10, Source(url=_TAG_LIMITS), note="tags are created at most 10 at a time"),
     "public_image_name_prefix": Fact("TencentOS", Source(_TF, "tencentcloud/services/cvm/data_source_tc_images.md",
                                                          _TF_HEAD, "31"),
                                      note="the provider's example finds TencentOS public images by names that "

@@ -17,7 +17,7 @@ from gpunode.errors import GpunodeError, UsageError
 from gpunode.image.cloud_facts import TENCENTCLOUD
 from gpunode.vendor_facts import value
 
-MAX_TAGS_PER_CALL = 10  # ModifyResourceTags takes at most 10 ReplaceTags (the SDK's request model says so)
+MAX_TAGS_PER_CALL = value(TENCENTCLOUD, "tags_per_call")  # also the SDK request model's ReplaceTags limit
 EXTRA_FIX = "pip install 'gpunode[tencent]' (the Tencent Cloud Tag SDK)"
 
 
@@ -30,8 +30,20 @@ def resource_name(region: str, image_id: str) -> str:
     return value(TENCENTCLOUD, "image_resource").format(region=region, image_id=image_id)
 
 
+def tag_text(text: str, limit: int) -> str:
+    """A tag key or value Tencent accepts: other characters become `_`, no edge spaces, never empty."""
+    allowed = set(value(TENCENTCLOUD, "tag_value_specials")) | {" "}
+    cleaned = "".join(c if c.isalnum() or c in allowed else "_" for c in text).strip()[:limit].strip()
+    return cleaned or "none"
+
+
+def cloud_tags(tags: dict[str, str]) -> dict[str, str]:
+    """The tags as Tencent will hold them (what image.json records too)."""
+    return {tag_text(k, 127): tag_text(v, 255) for k, v in tags.items()}
+
+
 def _chunks(tags: dict[str, str]) -> Iterator[list[tuple[str, str]]]:
-    items = list(tags.items())
+    items = list(cloud_tags(tags).items())
     for start in range(0, len(items), MAX_TAGS_PER_CALL):
         yield items[start:start + MAX_TAGS_PER_CALL]
 
