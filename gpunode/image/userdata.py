@@ -150,14 +150,14 @@ fail() {{ echo "gpunode first boot: FAILED: $1"; marker failed "${{2:-}}"; exit 
 {interpreter.finder_script(exact)}
 
 echo "gpunode first boot: playbook $playbook ($started)"
+arch=$(uname -m)
+[ "$arch" = {shlex.quote(machine)} ] ||
+    fail "the bundle is for {machine}, this node is $arch: make the user data with gpunode on an $arch machine"
 find_python || {{ install_python && find_python; }} ||
     fail "no Python {python} on this node and none could be installed from the distribution (tried: \
 {' '.join(interpreter.candidates(exact))}): install Python {python}, or make the user data with gpunode running on \
 the node's Python" "" {interpreter.NO_PYTHON_EXIT}
 echo "gpunode first boot: Python $("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])') ($py)"
-arch=$(uname -m)
-[ "$arch" = {shlex.quote(machine)} ] ||
-    fail "the bundle is for {machine}, this node is $arch: make the user data with gpunode on an $arch machine"
 if [ ! -f "$bundle/.complete" ]; then
     tmp=$(mktemp -d /var/lib/gpunode/bundle.XXXXXX)
     {fetch}
