@@ -33,6 +33,13 @@ ALICLOUD = fact_table("alicloud", {
     "family_ubuntu_24_04": Fact("acs:ubuntu_24_04_x64", Source(url=_PUBLIC_IMAGES),
                                 note="image family of Ubuntu 24.04 LTS 64-bit (Debian 12's families are per point "
                                 "release: none is used)"),
+    "family_lookup": Fact("DescribeImageFromFamily", Source(_ALI, "builder/ecs/step_check_image_family.go",
+                                                            _ALI_112, "24-35"),
+                          note="with image_family the plugin checks the family with DescribeImageFromFamily"),
+    "family_lookup_public": Fact("DescribeImageFromFamily", Source(
+        url="https://alibabacloud.com/help/tc/ecs/api-describeimagefromfamily"),
+        note="returns the latest available image of a family; families exist for custom, public, community and "
+        "shared images (a 2025 Japanese edition of the page said custom images only)"),
     "run_instances_since": Fact("1.1.3", Source(_ALI, "version/version.go", _ALI_HEAD, "10-15"),
                                 note="main after v1.1.2 is 1.1.3-dev, the first version that calls RunInstances"),
     "run_instances_call": Fact("RunInstances", Source(_ALI, "builder/ecs/step_create_instance.go", _ALI_HEAD,
