@@ -96,7 +96,8 @@ def inventory_(c, inventory=None, hosts=None, limit=None, list=False, graph=Fals
 @gtask(help={"hosts": "how many hosts (default 3)", "tag": "lab name (default demo)",
              "subnet": "lab subnet (default 10.231.1.0/24)", "mirror": "Debian mirror URL (default: this machine's)",
              "nfs": "also start the lab's NFS server (nfs-ganesha + rpcbind in its own namespace)",
-             "suite": "Debian suite of the hosts: bookworm (12, default), trixie (13) or sid (unstable)"})
+             "suite": "Debian suite of the hosts: bookworm (12, default), trixie (13), sid (unstable) or bullseye "
+                      "(11: python3 is 3.9)"})
 def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=False, suite="bookworm"):
     """Start local lab hosts (systemd-nspawn, Debian 12 or another suite, sshd) and write their inventory."""
     from gpunode.lab.lab import Lab

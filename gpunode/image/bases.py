@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gpunode.errors import UsageError
@@ -37,8 +38,29 @@ AWS_BASES = {
 # Alibaba Cloud and Tencent Cloud need the base image id (`--source-image`); the base picks the login user.
 # Alibaba Cloud Linux 3 and TencentOS Server 3 are the clouds' own OS for ACK and TKE node pools (root logs in).
 ALICLOUD_USERS = {"ubuntu-22.04": "root", "ubuntu-24.04": "root", "debian-12": "root", "alinux-3": "root"}
-TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root", "tencentos-3": "root"}
+TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root", "tencentos-3": "root",
+                 "tencentos-4": "root"}
 QEMU_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "debian"}
+
+
+def tencent_image_name(base: str) -> str | None:
+    """Without --source-image, the tencentcloud builder's source_image_name (a regular expression over image names)
+    for TencentOS: the names Tencent gives its public images (gpunode/image/cloud_facts.py TENCENTCLOUD)."""
+    from gpunode.image.cloud_facts import TENCENTCLOUD
+
+    key = {"tencentos-3": "tencentos_3", "tencentos-4": "tencentos_4"}.get(base)
+    if not key:
+        return None
+    return "^" + re.escape(TENCENTCLOUD[key].value).replace("\\ ", " ") + r"\b"  # RE2 (Go), like Python's here
+
+
+def alicloud_image_family(base: str) -> str | None:
+    """Without --source-image, the alicloud plugin's image_family (1.7+ only): Alibaba's public image families."""
+    from gpunode.image.cloud_facts import ALICLOUD
+
+    key = {"alinux-3": "family_alinux_3", "ubuntu-22.04": "family_ubuntu_22_04",
+           "ubuntu-24.04": "family_ubuntu_24_04"}.get(base)
+    return ALICLOUD[key].value if key else None
 
 
 def aws_base(base: str) -> AwsBase:

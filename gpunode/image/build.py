@@ -15,7 +15,7 @@ from typing import Any
 from gpunode.commands.common import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
-from gpunode.image.bases import aws_base, other_base
+from gpunode.image.bases import alicloud_image_family, aws_base, other_base, tencent_image_name
 from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
 from gpunode.image.names import check_network_vars, cloud_image_name
@@ -106,6 +106,10 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
     if request.batch_job_definition and request.job is None:
         raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
+    if request.builder == "tencent" and not request.validate_only:
+        from gpunode.image import tencent
+
+        tencent.require_sdk()  # gpunode tags the image after the build (Packer 1.6 cannot; no version tags on 1.7+)
     build = _prepare(request)
     variables = _template_vars(build)
     staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
@@ -126,11 +130,25 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     result.report = _check(build, run)
     result.image_id = _artifact(build, run)
     result.tags = {**build.static_tags(), **version_tags(result.report)}
-    _record(build, result)
     where = "a qcow2 file has no tags" if request.builder == "qemu" else \
         f"{request.builder} images carry the static tags Packer set"
+    if request.builder == "tencent":
+        where = _tag_tencent(build, result)
+    _record(build, result)
     out(f"image {result.image_id}: tags recorded in {build.directory / 'image.json'} ({where})")
     return result
+
+
+def _tag_tencent(build: _Build, result: BuildResult, tag_client=None) -> str:
+    """Every tag, on every Packer version: 1.6's builder tags nothing, and 1.7+'s image_tags are only the static ones
+    (the versions are known after provisioning)."""
+    from gpunode.image import tencent
+
+    region, image_id = tencent.artifact_image(result.image_id, result.region)
+    result.tags = tencent.cloud_tags(result.tags)
+    calls = tencent.tag_image(region, image_id, result.tags, tag_client)
+    result.image_id, result.region = image_id, region
+    return f"tagged by gpunode ({calls} ModifyResourceTags call{'s' if calls != 1 else ''})"
 
 
 def _check_base(request: BuildRequest) -> None:
@@ -139,6 +157,15 @@ def _check_base(request: BuildRequest) -> None:
         aws_base(request.base)
         return
     other_base(request.builder, request.base)
+    if not request.source_image and request.builder == "tencent" and tencent_image_name(request.base):
+        return  # found by name (source_image_name)
+    if not request.source_image and request.builder == "alicloud" and alicloud_image_family(request.base):
+        if packer_cli.find_packer().modern:
+            return  # found by family (image_family, a plugin-only argument)
+        raise UsageError(f"Packer 1.6's alicloud builder cannot find the {request.base} base by its image family "
+                         f"({alicloud_image_family(request.base)}): it needs the image id",
+                         fix="add --source-image (e.g. aliyun_3_x64_20G_alibase_<date>.vhd from aliyun ecs "
+                         "DescribeImages), or use Packer 1.7+ with the alicloud plugin")
     if not request.source_image:
         example = {"alicloud": "aliyun_3_x64_20G_alibase_<date>.vhd" if request.base == "alinux-3" else
                    "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
@@ -206,9 +233,13 @@ def _template_vars(build: _Build) -> dict[str, Any]:
         variables.setdefault("region", "us-east-1")
     elif request.builder in ("alicloud", "tencent"):
         user = other_base(request.builder, request.base)
-        variables.update(image_name=build.name, source_image=request.source_image, tags=build.static_tags(),
+        variables.update(image_name=build.name, source_image=request.source_image or "", tags=build.static_tags(),
                          ssh_username=user, ssh_private_key_file=build.key_file,
                          user_data=key_user_data(user, build.public_key))
+        if request.builder == "tencent" and not request.source_image:
+            variables["source_image_name"] = tencent_image_name(request.base)
+        if request.builder == "alicloud" and not request.source_image:
+            variables["image_family"] = alicloud_image_family(request.base)
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),

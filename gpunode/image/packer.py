@@ -28,7 +28,7 @@ TEMPLATES = {"aws": "aws.pkr.hcl", "alicloud": "alicloud.pkr.hcl", "tencent": "t
 # (tests/data/packer_builder_args.json); a template argument missing from any of them fails a test.
 PLUGINS = {
     "aws": ("amazon", "github.com/hashicorp/amazon", ">= 1.8.0, < 1.9.0"),
-    "alicloud": ("alicloud", "github.com/hashicorp/alicloud", ">= 1.1.0, < 1.2.0"),
+    "alicloud": ("alicloud", "github.com/hashicorp/alicloud", ">= 1.1.0, < 1.1.3"),  # 1.1.3: RunInstances + EIP
     "tencent": ("tencentcloud", "github.com/hashicorp/tencentcloud", ">= 1.2.0, < 1.3.0"),
     "qemu": ("qemu", "github.com/hashicorp/qemu", ">= 1.1.0, < 1.2.0"),
 }
