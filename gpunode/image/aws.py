@@ -22,6 +22,28 @@ def ec2_client(region: str, endpoint: str | None = None) -> Any:
     return boto3.client("ec2", region_name=region, endpoint_url=endpoint or None)
 
 
+def ssm_client(region: str, endpoint: str | None = None) -> Any:
+    """Systems Manager (AWS's public AMI parameters); `endpoint` as for EC2 (moto_server serves both)."""
+    import boto3
+
+    return boto3.client("ssm", region_name=region, endpoint_url=endpoint or None)
+
+
+def recommended_ami(ssm: Any, ec2: Any, parameter: str) -> tuple[str, str] | str:
+    """(AMI id, name) that AWS's public SSM parameter names, when it resolves to an image of this region; else why
+    not (the caller falls back to the name filter: newest match)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        image_id = ssm.get_parameter(Name=parameter)["Parameter"]["Value"].strip()
+        images = ec2.describe_images(ImageIds=[image_id])["Images"] if image_id.startswith("ami-") else []
+    except (BotoCoreError, ClientError) as exc:
+        return str(exc)
+    if not images:
+        return f"it names {image_id!r}, which is no image of this region"
+    return image_id, str(images[0].get("Name", ""))
+
+
 def _call(what: str, fn: Any, **kwargs: Any) -> Any:
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError

@@ -121,7 +121,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.validate_only:
         return result
     if request.builder == "aws":
-        return _build_aws(build, staged, var_file, result, out)
+        return _build_aws(build, staged, variables, var_file, result, out)
     run = packer_cli.build(build.packer, staged, var_file, _printer(out))
     result.report = _check(build, run)
     result.image_id = _artifact(build, run)
@@ -269,13 +269,33 @@ def _artifact(build: _Build, run: packer_cli.PackerRun) -> str:
     return ids[0]
 
 
-def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
+def _source_ami(build: _Build, ec2: Any, variables: dict[str, Any], var_file: Path,
+                out: Callable[[str], None]) -> None:
+    """AWS's recommended AMI (public SSM parameter) for the base when there is one, else Packer's filter."""
+    from gpunode.image import aws
+
+    base = aws_base(build.request.base)
+    if variables.get("source_ami") or not base.ssm_parameter:
+        return
+    found = aws.recommended_ami(aws.ssm_client(str(variables["region"]), build.request.endpoint), ec2,
+                                base.ssm_parameter)
+    if isinstance(found, str):
+        out(f"base {build.request.base}: SSM parameter {base.ssm_parameter} not usable ({found}); Packer takes the "
+            f"newest AMI named {base.name_filter}")
+        return
+    variables["source_ami"] = found[0]
+    packer_cli.write_var_file(variables, var_file)
+    out(f"base {build.request.base}: {found[0]} ({found[1]}), AWS's recommended AMI ({base.ssm_parameter})")
+
+
+def _build_aws(build: _Build, staged: Path, variables: dict[str, Any], var_file: Path, result: BuildResult,
                out: Callable[[str], None]) -> BuildResult:
     from gpunode.image import aws
     from gpunode.image.outputs import batch_compute_environment, batch_job_definition, launch_template, write_json
 
     request = build.request
     ec2 = aws.ec2_client(result.region, request.endpoint)
+    _source_ami(build, ec2, variables, var_file, out)
     aws.import_key_pair(ec2, build.keypair_name, build.public_key, build.static_tags())
     try:
         run = packer_cli.build(build.packer, staged, var_file, _printer(out))
