@@ -81,7 +81,7 @@ def test_the_compute_environment_is_valid_and_its_image_type_follows_the_base(ba
 
 
 def test_bake_picks_the_image_type_from_the_os() -> None:
-    """botocore's Batch model (batch/2016-08-10/service-2.json, Ec2Configuration.imageType; aws_facts.AWS_BATCH):
+    """botocore's Batch model (batch/2016-08-10/service-2.json, Ec2Configuration.imageType; vendor_aws.AWS_BATCH):
     ECS_AL2023_NVIDIA serves all non-Graviton GPU instance types, ECS AL2 AMIs ended on June 30, 2026. Ubuntu and
     Debian images used to get ECS_AL2_NVIDIA."""
     doc = SESSION.get_service_model("batch").shape_for("Ec2Configuration").members["imageType"].documentation

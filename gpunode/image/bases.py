@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpunode.errors import UsageError
-from gpunode.image.aws_facts import fact
+from gpunode.vendor_aws import fact
 
 CANONICAL, DEBIAN, AMAZON = "099720109477", "136693071363", "amazon"
 

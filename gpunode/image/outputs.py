@@ -66,7 +66,7 @@ def batch_compute_environment(image_id: str, name: str, instance_types: list[str
     AWS Batch starts jobs through the ECS agent: the image must run it (the ECS-optimized GPU AMI does; a bare
     Ubuntu/Debian base needs the agent added by the playbook). Subnets and security groups are the user's.
     `image_type` follows the base (bases.batch_image_type: ECS_AL2023_NVIDIA but for Amazon Linux 2): the values
-    botocore's batch model documents for Ec2Configuration.imageType (gpunode/image/aws_facts.py).
+    botocore's batch model documents for Ec2Configuration.imageType (gpunode/vendor_aws.py).
     """
     return {
         "computeEnvironmentName": batch_name(name),

@@ -72,6 +72,8 @@ AWS = fact_table("aws", {
     "ecs_nvidia_runtime": Fact("nvidia", _agent("agent/config/config.go", "140"),
                                "DefaultNvidiaRuntime; the Linux default config sets NvidiaRuntime to it "
                                "(config_unix.go:129), ECS_NVIDIA_RUNTIME overrides (config.go:593)"),
+    "ecs_runtime_key": Fact("ECS_NVIDIA_RUNTIME", _agent("agent/config/config.go", "593"),
+                            "NvidiaRuntime read from this variable (the runtime name GPU containers get)"),
     "ecs_runtime_use": Fact("HostConfig.Runtime", _agent("agent/api/task/task.go", "2128-2138"),
                             "a GPU container's host config gets Runtime = the nvidia runtime name; Docker refuses "
                             "to create the container when it has no runtime of that name"),
