@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -107,19 +108,25 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.batch_job_definition and request.job is None:
         raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
     build = _prepare(request)
-    variables = _template_vars(build)
-    staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
-    var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
-    packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
-    packer_cli.validate(build.packer, staged, var_file)
+    try:  # a build that never starts keeps no folder (and so no private key); --validate-only never starts one
+        variables = _template_vars(build)
+        staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
+        var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
+        packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
+        packer_cli.validate(build.packer, staged, var_file)
+    except BaseException:
+        shutil.rmtree(build.directory, ignore_errors=True)
+        raise
     if variables.get("accelerator") == "tcg":
         out("the build VM runs under software emulation (accelerator tcg: no usable /dev/kvm, or asked for), many "
             "times slower than kvm")
     out(f"packer {build.packer.version_text}: {packer_cli.TEMPLATES[request.builder]} is valid "
-        f"(build {build.build_id}, {build.directory})")
+        f"(build {build.build_id})")
     result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
     if request.validate_only:
+        shutil.rmtree(build.directory, ignore_errors=True)
         return result
+    out(f"build folder: {build.directory}")
     if request.builder == "aws":
         return _build_aws(build, staged, variables, var_file, result, out)
     run = packer_cli.build(build.packer, staged, var_file, _printer(out))
