@@ -136,3 +136,17 @@ def test_bad_job_options_exit_2_before_anything_is_built(extra: tuple[str, ...],
     assert result.code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "builds").exists()
+
+
+def test_aws_builds_without_boto3_name_the_extra(tmp_path: Path) -> None:
+    """boto3 is the `aws` extra (pyproject.toml); without it build-ami and bake exit 2 before making anything."""
+    hidden = tmp_path / "no-boto3" / "boto3"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    env = {"PYTHONPATH": str(hidden.parent), "GPUNODE_BUILDS": str(tmp_path / "builds")}
+    for args in (["build-ami", "--base", "al2023-ecs-gpu"], ["bake", "10.0.0.1", "--name", "x"]):
+        result = run_cli(*args, env=env)
+        assert result.code == 2 and "pip install 'gpunode[aws]'" in result.output, result.output
+    assert not (tmp_path / "builds").exists()
+    validated = run_cli("build-ami", "--validate-only", env=env)  # never asks for boto3
+    assert validated.code == 0 or "packer not found" in validated.output, validated.output

@@ -14,11 +14,19 @@ from gpunode.image.tags import as_aws
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 
 
-def ec2_client(region: str, endpoint: str | None = None) -> Any:
+def require_boto3() -> None:
+    """AWS builds and bakes need boto3, the `aws` extra: refused (exit 2) before anything is made."""
     try:
-        import boto3
+        import boto3  # noqa: F401
     except ImportError:
-        raise UsageError("boto3 is not installed", fix="pip install 'gpunode[aws]' (or pip install boto3)") from None
+        raise UsageError("boto3 is not installed (build-ami and bake talk to EC2 with it)",
+                         fix="pip install 'gpunode[aws]' (or pip install boto3)") from None
+
+
+def ec2_client(region: str, endpoint: str | None = None) -> Any:
+    require_boto3()
+    import boto3
+
     return boto3.client("ec2", region_name=region, endpoint_url=endpoint or None)
 
 

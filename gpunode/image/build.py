@@ -104,6 +104,10 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
     _check_base(request)
+    if request.builder == "aws" and not request.validate_only:
+        from gpunode.image.aws import require_boto3
+
+        require_boto3()
     check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
     if request.batch_job_definition and request.job is None:
         raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
