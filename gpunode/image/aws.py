@@ -33,8 +33,10 @@ def ec2_client(region: str, endpoint: str | None = None) -> Any:
 def ssm_client(region: str, endpoint: str | None = None) -> Any:
     """Systems Manager (AWS's public AMI parameters); `endpoint` as for EC2 (moto_server serves both)."""
     import boto3
+    from botocore.config import Config
 
-    return boto3.client("ssm", region_name=region, endpoint_url=endpoint or None)
+    quick = Config(connect_timeout=10, read_timeout=20, retries={"max_attempts": 2})  # a fallback exists: fail fast
+    return boto3.client("ssm", region_name=region, endpoint_url=endpoint or None, config=quick)
 
 
 def recommended_ami(ssm: Any, ec2: Any, parameter: str) -> tuple[str, str] | str:
