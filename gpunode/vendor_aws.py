@@ -82,7 +82,8 @@ AWS = fact_table("aws", {
 AWS_BATCH = fact_table("aws-batch", {
     "image_type_al2023_gpu": Fact("ECS_AL2023_NVIDIA", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "2594"),
                                   "Ec2Configuration.imageType: default for all GPU instance families, usable for "
-                                  "all non-Graviton instance types (not p3/g3)"),
+                                  "all non-Graviton instance types (not p3/g3); line of the model as installed "
+                                  "(batch/2016-08-10/service-2.json.gz, decompressed)"),
     "image_type_al2_gpu": Fact("ECS_AL2_NVIDIA", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "2594"),
                                "Amazon Linux 2 (GPU); AWS ended ECS AL2 AMIs on June 30, 2026 and Batch blocks "
                                "new environments on Batch-provided AL2 AMIs from then"),
