@@ -375,7 +375,8 @@ IMAGE_HELP = {
             "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
-    "validate_only": "check the playbook, the variables and the template (packer validate, offline); build nothing",
+    "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "
+                     "build nothing, keep nothing",
     "packer_var": "template variable KEY=VALUE (see packer/*.pkr.hcl), e.g. subnet_id=subnet-0abc; repeatable",
     "ssh_key": "an existing private key for the build instead of a new one (must be accepted by the base image)",
     "verify": "verify-gpu on the build instance: auto (when it has GPUs, default), always, never",

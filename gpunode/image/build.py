@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -103,6 +104,10 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
     _check_base(request)
+    if request.builder == "aws" and not request.validate_only:
+        from gpunode.image.aws import require_boto3
+
+        require_boto3()
     check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
     if request.batch_job_definition and request.job is None:
         raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
@@ -111,21 +116,27 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
 
         tencent.require_sdk()  # gpunode tags the image after the build (Packer 1.6 cannot; no version tags on 1.7+)
     build = _prepare(request)
-    variables = _template_vars(build)
-    staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
-    var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
-    packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
-    packer_cli.validate(build.packer, staged, var_file)
+    try:  # a build that never starts keeps no folder (and so no private key); --validate-only never starts one
+        variables = _template_vars(build)
+        staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
+        var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
+        packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
+        packer_cli.validate(build.packer, staged, var_file)
+    except BaseException:
+        shutil.rmtree(build.directory, ignore_errors=True)
+        raise
     if variables.get("accelerator") == "tcg":
         out("the build VM runs under software emulation (accelerator tcg: no usable /dev/kvm, or asked for), many "
             "times slower than kvm")
     out(f"packer {build.packer.version_text}: {packer_cli.TEMPLATES[request.builder]} is valid "
-        f"(build {build.build_id}, {build.directory})")
+        f"(build {build.build_id})")
     result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
     if request.validate_only:
+        shutil.rmtree(build.directory, ignore_errors=True)
         return result
+    out(f"build folder: {build.directory}")
     if request.builder == "aws":
-        return _build_aws(build, staged, var_file, result, out)
+        return _build_aws(build, staged, variables, var_file, result, out)
     run = packer_cli.build(build.packer, staged, var_file, _printer(out))
     result.report = _check(build, run)
     result.image_id = _artifact(build, run)
@@ -300,13 +311,33 @@ def _artifact(build: _Build, run: packer_cli.PackerRun) -> str:
     return ids[0]
 
 
-def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
+def _source_ami(build: _Build, ec2: Any, variables: dict[str, Any], var_file: Path,
+                out: Callable[[str], None]) -> None:
+    """AWS's recommended AMI (public SSM parameter) for the base when there is one, else Packer's filter."""
+    from gpunode.image import aws
+
+    base = aws_base(build.request.base)
+    if variables.get("source_ami") or not base.ssm_parameter:
+        return
+    found = aws.recommended_ami(aws.ssm_client(str(variables["region"]), build.request.endpoint), ec2,
+                                base.ssm_parameter)
+    if isinstance(found, str):
+        out(f"base {build.request.base}: SSM parameter {base.ssm_parameter} not usable ({found}); Packer takes the "
+            f"newest AMI named {base.name_filter}")
+        return
+    variables["source_ami"] = found[0]
+    packer_cli.write_var_file(variables, var_file)
+    out(f"base {build.request.base}: {found[0]} ({found[1]}), AWS's recommended AMI ({base.ssm_parameter})")
+
+
+def _build_aws(build: _Build, staged: Path, variables: dict[str, Any], var_file: Path, result: BuildResult,
                out: Callable[[str], None]) -> BuildResult:
     from gpunode.image import aws
     from gpunode.image.outputs import batch_compute_environment, batch_job_definition, launch_template, write_json
 
     request = build.request
     ec2 = aws.ec2_client(result.region, request.endpoint)
+    _source_ami(build, ec2, variables, var_file, out)
     aws.import_key_pair(ec2, build.keypair_name, build.public_key, build.static_tags())
     try:
         run = packer_cli.build(build.packer, staged, var_file, _printer(out))
