@@ -12,6 +12,7 @@ from invoke.exceptions import Exit, ParseError
 from invoke.parser import Parser, ParserContext
 from invoke.tasks import Task
 
+from gpunode.clihelp import HELP_FLAGS, help_argv
 from gpunode.commands.common import cli_errors
 from gpunode.errors import GpunodeError, UsageError
 
@@ -24,7 +25,29 @@ class GTask(Task):
     def arg_opts(self, name, default, taken_names):  # type: ignore[override]
         opts = super().arg_opts(name, default, taken_names)
         opts["names"] = [opts["names"][0]] + ([self.SHORT[name]] if name in self.SHORT else [])
+        if name in self.FLAGS:  # a flag with a third state, "not given" (None): e.g. --container-test
+            opts.update(kind=bool, default=None)
         return opts
+
+    FLAGS = {"container_test", "no_container_test"}
+
+    def get_arguments(self, ignore_unknown_help=None):  # type: ignore[no-untyped-def]
+        """Invoke pops each help text as it makes the arguments: keep them for the next call (`missing_values()`,
+        then the parser, then `--help` all ask), or the help printed options without their descriptions."""
+        kept = dict(self.help)
+        try:
+            return super().get_arguments(ignore_unknown_help)
+        finally:
+            self.help = kept
+
+    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """`invoke verify-gpu --help`: Invoke takes `--help` for the missing host; print the task's help instead."""
+        if any(kwargs.get(name) in HELP_FLAGS for name in self.positional):
+            from gpunode.clihelp import binary_name, print_task_help
+
+            print_task_help(ns, self, binary_name())
+            return None
+        return super().__call__(*args, **kwargs)
 
 
 def gtask(*args, **kwargs):
@@ -481,13 +504,17 @@ def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playb
         raise Exit(code=code)
 
 
-@gtask(help={"spec": "the build spec (<build_dir>/build.json)", "host": "build instance address (build.Host)",
+@gtask(help={"spec": "the build spec (<build_dir>/build.json; required)",
+             "host": "build instance address (build.Host; required)",
              "port": "SSH port (build.Port)", "user": "SSH user (build.User)"})
-def image_provision(c, spec, host, port=22, user="root"):
+def image_provision(c, spec=None, host=None, port=22, user="root"):
     """Run by Packer's shell-local provisioner: playbook, verify-gpu, image cleanup and validation; JSON report."""
     from gpunode.commands.image_cmd import image_provision as run
 
     with cli_errors():
+        if not spec or not host:
+            raise UsageError("image-provision needs --spec and --host", fix="it is run by Packer for `gpunode "
+                             "build-ami`/`build-image`: --spec BUILD_DIR/build.json --host ADDRESS")
         code = run(spec, host, _whole("--port", port) or 22, user)
     if code:
         raise Exit(code=code)
@@ -564,8 +591,9 @@ def main() -> None:
     from gpunode import __version__
 
     try:
-        missing_values(sys.argv)
-        _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+        argv = help_argv(sys.argv, ns)
+        missing_values(argv)
+        _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(argv))
         sys.stdout.flush()
     except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
