@@ -24,6 +24,7 @@ from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import static_tags, version_tags
 from gpunode.playbook import Playbook, load_playbook
+from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
 
@@ -156,6 +157,7 @@ def _prepare(request: BuildRequest) -> _Build:
     packer = packer_cli.find_packer()
     book = load_playbook(request.playbook)
     variables = parse_vars(request.variables)
+    check_var_types(book, variables)
     parse_vars(request.packer_vars)  # refused now, not after a build folder exists
     if request.ssh_key and not Path(request.ssh_key).expanduser().is_file():
         raise UsageError(f"no such key file: {request.ssh_key}", source="--ssh-key",

@@ -17,9 +17,10 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     if show_diffs:
         for host in result.hosts:
             for step in host.steps:
-                if step.status != "would-change":
+                if step.status not in ("would-change", "changed"):  # changed: a real run with --diff
                     continue
-                console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) would:"))
+                verb = "would" if step.status == "would-change" else "changed"
+                console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) {verb}:"))
                 for action in step.actions:
                     reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
                     console.print(line(f"    - {action['summary']}", reason))
