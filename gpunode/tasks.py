@@ -22,7 +22,7 @@ class GTask(Task):
     """A task whose short flags are given explicitly (`-i` inventory, `-H` hosts) instead of guessed."""
 
     SHORT = {"inventory": "i", "hosts": "H", "limit": "l", "check": "C", "forks": "f", "verbose": "v",
-             "extra_vars": "e"}
+             "extra_vars": "e", "ask_become_pass": "K"}
 
     def arg_opts(self, name, default, taken_names):  # type: ignore[override]
         opts = super().arg_opts(name, default, taken_names)
@@ -76,6 +76,7 @@ PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode pla
     "skip_tags": "skip the steps with one of these tags",
     "check": "show what would change, with diffs; change nothing",
     "diff": "also show the diffs of what a real run changed (with --check diffs always show)",
+    "ask_become_pass": "ask once for the sudo password of the hosts (Ansible's -K); it reaches sudo only when asked",
     "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable", **{
         "extra_vars": EXTRA_VARS_HELP},
     "json_report": "write a JSON report here", "junit": "write JUnit XML here",
@@ -84,13 +85,13 @@ PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode pla
 })
 def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=False, forks=10,
               var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
-              tags=None, skip_tags=None, extra_vars=None, diff=False):
+              tags=None, skip_tags=None, extra_vars=None, diff=False, ask_become_pass=False):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
         code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, extra_vars or [], diff)
+                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, extra_vars or [], diff, ask_become_pass)
     if code:
         raise Exit(code=code)
 

@@ -21,7 +21,8 @@ from gpunode.runner.early import EarlyConnections
 def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str | None, check: bool,
               forks: int, variables: list[str], json_report: str | None, junit: str | None,
               accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None, tags: list[str] | None = None,
-              skip_tags: list[str] | None = None, extra_vars: list[str] | None = None, diff: bool = False) -> int:
+              skip_tags: list[str] | None = None, extra_vars: list[str] | None = None, diff: bool = False,
+              ask_become_pass: bool = False) -> int:
     """Returns the exit code: 0 all hosts ok, 1 some host failed. `playbook`: a built-in name or a path.
     `variables` are `--var K=V`, `extra_vars` Ansible's `-e` forms (K=V, @file, JSON/YAML); `-e` wins."""
     forks = check_forks(forks)
@@ -32,6 +33,8 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
     _, selected = load_hosts(inventory, hosts, limit or book.hosts,
                              "--limit" if limit or not book.hosts else f"hosts: in {playbook}")
     selected = [with_extra_vars(h, extra) for h in selected]
+    if ask_become_pass:
+        selected = with_become_password(selected, ask_password())
     return run_and_report(book, selected, check, forks, extra, json_report, junit,
                           accept_new_host_keys, verbose, log_dir, diff)
 
@@ -84,3 +87,21 @@ def write_reports(result: RunResult, json_report: str | None, junit: str | None)
         from gpunode.report.junit import junit_xml
 
         Path(junit).write_text(junit_xml(result))
+
+
+def ask_password() -> str:
+    """Ansible's `--ask-become-pass` (-K): the become password, asked once on the terminal (never echoed)."""
+    import getpass
+
+    try:
+        return getpass.getpass("BECOME password: ")
+    except (EOFError, KeyboardInterrupt):
+        raise UsageError("no become password was given", fix="type it at the prompt, or set ansible_become_password "
+                         "in the inventory") from None
+
+
+def with_become_password(hosts: list[Host], password: str) -> list[Host]:
+    """Every host with this become password (it reaches sudo only when sudo asks for it)."""
+    import dataclasses
+
+    return [dataclasses.replace(h, become_password=password) for h in hosts]

@@ -227,10 +227,22 @@ def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | No
     try:
         facts = parse_facts(output)
     except ValueError as exc:
+        errors = process.error_output() if not output.strip() else ""
         process.close()
+        if "a password is required" in errors:  # sudo -n: become without a become password
+            raise sudo_needs_password(conn) from None
         raise GpunodeError(f"could not gather facts: {exc}", host=conn.name, step="facts",
                            fix="check that bash and coreutils exist on the host; see the host log") from None
     return RunLock(conn, process, facts, then[0] if then else None)
+
+
+def sudo_needs_password(conn: Connection) -> GpunodeError:
+    """sudo asked for a password that gpunode was not given (become without a become password)."""
+    return GpunodeError("sudo on this host needs a password and none was given (become is on, this user has no "
+                        "passwordless sudo)", host=conn.name, step="facts",
+                        fix="give it: provision --ask-become-pass (-K) asks for it once, or set "
+                        "ansible_become_password for this host in the inventory (host_vars/ or group_vars/); or "
+                        "allow this user passwordless sudo (NOPASSWD), or log in as root")
 
 
 def describe(records: str) -> str:

@@ -1,0 +1,63 @@
+"""Messages on the real path, against lab hosts (issue 27): sudo that needs a password nobody gave, and an extra
+variable of the wrong type refused before any login (the host's own sshd log shows none)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, host_inventory, run_cli
+
+pytestmark = pytest.mark.lab
+
+PASSWORD = "Pw-gpunode-27!"  # noqa: S105 - a lab-only password, set in the test's own host
+PLAYBOOK = "steps:\n  - name: conf\n    file: {path: /root/k27.conf, content: \"a=1\\n\"}\n"
+
+
+def password_sudo_inventory(lab, host, path):
+    """An inventory that logs in as a user whose sudo needs a password, with become on and no password given."""
+    setup = (f"useradd -m -s /bin/bash -G sudo pwuser && echo 'pwuser:{PASSWORD}' | chpasswd && "
+             "install -d -o pwuser -g pwuser -m 700 /home/pwuser/.ssh && "
+             "install -o pwuser -g pwuser -m 600 /home/gpunode/.ssh/authorized_keys /home/pwuser/.ssh/")
+    assert host.run_inside(setup).returncode == 0
+    path.write_text(yaml.safe_dump({"all": {"hosts": {"pw": {
+        "ansible_host": host.address, "ansible_user": "pwuser", "ansible_become": True,
+        "ansible_ssh_private_key_file": str(lab.key_path), "known_hosts": str(lab.known_hosts_path)}}}}))
+    return path
+
+
+def test_sudo_that_needs_a_password_says_so_and_ask_become_pass_gives_it(lab, fresh_host, tmp_path):
+    inventory = password_sudo_inventory(lab, fresh_host, tmp_path / "inv.yml")
+    playbook = tmp_path / "p.yml"
+    playbook.write_text(PLAYBOOK)
+    result = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--log-dir", str(tmp_path / "l"))
+    assert result.code == 1, result.output
+    assert "sudo on this host needs a password and none was given" in result.output
+    assert "--ask-become-pass (-K)" in result.output and "ansible_become_password" in result.output
+    assert "marker line" not in result.output and "coreutils" not in result.output
+
+    # -K: asked once (no terminal here: getpass reads stdin), given to sudo only when it asks
+    asked = subprocess.run([sys.executable, "-m", "gpunode", "provision", "-i", str(inventory), "--playbook",
+                            str(playbook), "-K", "--log-dir", str(tmp_path / "l2")], cwd=REPO, input=PASSWORD + "\n",
+                           capture_output=True, text=True, timeout=300, start_new_session=True)
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    assert fresh_host.run_inside("cat /root/k27.conf").stdout == "a=1\n"
+    assert PASSWORD not in asked.stdout + asked.stderr
+
+
+def test_a_mistyped_extra_variable_is_refused_before_any_login(lab, fresh_host, tmp_path):
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    fresh_host.run_inside("echo 'LogLevel VERBOSE' > /etc/ssh/sshd_config.d/90-count.conf && systemctl reload ssh")
+    since = time.time()
+    result = run_cli("provision", "-i", str(inventory), "--playbook", "gpu-node", "-e", "install_docker=maybe",
+                     "--log-dir", str(tmp_path / "l"))
+    assert result.code == 2, result.output
+    assert "gpu-node.yml:16:" in result.stderr and "fix: give install_docker=true or install_docker=false" in \
+        result.stderr
+    log = fresh_host.run_inside("journalctl --sync; journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
+                                f"--since @{since:.6f}").stdout
+    assert "Connection from" not in log and "Accepted" not in log, log
