@@ -4,6 +4,8 @@ refused with the fix, before anything runs."""
 
 from __future__ import annotations
 
+import re
+
 from invoke.tasks import Task
 
 from gpunode.errors import UsageError
@@ -50,3 +52,23 @@ def _bool_flags(task: Task) -> dict[str, str]:
         for name in argument.names:
             found[f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"] = long_name
     return found
+
+
+def whole_numbers(argv: list[str], task: Task) -> list[str]:
+    """argv unchanged; a number option given a word (`-f x`, `--forks=ten`) is a UsageError naming the option
+    (Invoke said "invalid literal for int() with base 10")."""
+    options = {}
+    for argument in task.get_arguments():
+        if argument.kind is int:
+            long_name = f"--{argument.names[0].replace('_', '-')}"
+            for name in argument.names:
+                options[f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"] = (long_name, argument.default)
+    for index, token in enumerate(argv):
+        name, eq, inline = token.partition("=")
+        if name not in options:
+            continue
+        value = inline if eq else argv[index + 1] if index + 1 < len(argv) else ""
+        if value and not value.startswith("--") and not re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            long_name, default = options[name]
+            raise UsageError(f"{long_name} {value!r} is not a whole number", fix=f"e.g. {long_name} {default}")
+    return argv

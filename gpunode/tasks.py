@@ -12,7 +12,7 @@ from invoke.exceptions import Exit, ParseError
 from invoke.parser import Parser, ParserContext
 from invoke.tasks import Task
 
-from gpunode.cliflags import flag_words
+from gpunode.cliflags import flag_words, whole_numbers
 from gpunode.clihelp import HELP_FLAGS, help_argv
 from gpunode.commands.common import cli_errors
 from gpunode.errors import GpunodeError, UsageError
@@ -617,7 +617,7 @@ def main() -> None:
     try:
         argv = help_argv(sys.argv, ns)
         if len(argv) > 2 and argv[1] in ns.task_names:
-            argv = argv[:2] + flag_words(argv[2:], ns[argv[1]])
+            argv = argv[:2] + whole_numbers(flag_words(argv[2:], ns[argv[1]]), ns[argv[1]])
         missing_values(argv)
         _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(argv))
         sys.stdout.flush()
@@ -701,6 +701,10 @@ class _Program(Program):
         with _usage():
             super().parse_tasks()
 
+    def update_config(self, merge: bool = True) -> None:
+        with _usage():  # -f/--config FILE of the wrong type
+            super().update_config(merge)
+
     def _make_parser(self) -> Parser:
         """A parser that knows only the task named first (gpunode runs one task per command line): Invoke deep-copies
         every task's parser context it is given, ~15 ms of start-up for all of gpunode's tasks."""
@@ -714,9 +718,23 @@ class _Program(Program):
 
 @contextmanager
 def _usage() -> Iterator[None]:
+    from invoke.exceptions import UnknownFileType
+
     try:
         yield
+    except UnknownFileType as exc:  # `-f x` on a task without --forks is Invoke's own -f/--config FILE
+        raise Exit(message=f"error: -f/--config: {exc}\n  fix: this task has no -f/--forks; -f here is Invoke's "
+                   "config file (.yaml, .yml, .json or .py)", code=2) from None
     except (ParseError, ValueError) as exc:
-        what = "bad option value: " if isinstance(exc, ValueError) else ""
-        raise Exit(message=f"error: {what}{exc}\n  fix: see `gpunode --help` and `gpunode --help TASK` for the "
-                   "options and their types", code=2) from None
+        raise Exit(message=f"error: {_option_problem(exc)}\n  fix: see `gpunode --help` and `gpunode --help TASK` "
+                   "for the options and their types", code=2) from None
+
+
+def _option_problem(exc: Exception) -> str:
+    """Invoke's parse error in words: `int()` of a bad number (`-f x`) becomes "'x' is not a whole number"."""
+    import re
+
+    number = re.search(r"invalid literal for int\(\) with base 10: ('.*')", str(exc))
+    if number:
+        return f"bad option value: {number.group(1)} is not a whole number (an option that takes a number)"
+    return f"bad option value: {exc}" if isinstance(exc, ValueError) else str(exc)

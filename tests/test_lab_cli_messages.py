@@ -61,3 +61,25 @@ def test_a_mistyped_extra_variable_is_refused_before_any_login(lab, fresh_host, 
     log = fresh_host.run_inside("journalctl --sync; journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
                                 f"--since @{since:.6f}").stdout
     assert "Connection from" not in log and "Accepted" not in log, log
+
+
+def test_a_killed_apt_is_said_to_be_killed_not_a_package_name_problem(lab, fresh_host, tmp_path):
+    """apt-get SIGKILLed mid-run (what the OOM killer does) exits 137: the fix says killed, not "package names"."""
+    from tests.faults.helpers import start_provision, wait_inside
+
+    (fresh_host.root / "etc/apt/apt.conf.d/99slow").write_text('APT::Update::Pre-Invoke {"sleep 27.5";};\n')
+    playbook = tmp_path / "p.yml"
+    playbook.write_text("steps:\n  - name: pkg\n    packages: {names: [hello], cache_valid_time: 0}\n")
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    process = start_provision(inventory, playbook, tmp_path / "r.json")
+    try:
+        assert wait_inside(fresh_host, "ps -eo args", "sleep 27.5", timeout=120), "apt-get update never ran"
+        assert fresh_host.run_inside("pkill -KILL -x apt-get").returncode == 0
+        output, _ = process.communicate(timeout=120)
+    finally:
+        (fresh_host.root / "etc/apt/apt.conf.d/99slow").unlink()
+        process.kill()
+    said = " ".join(output.split())
+    assert process.returncode == 1, output
+    assert "exit 137" in said and "the command was killed (exit 137: SIGKILL)" in said, output
+    assert "out-of-memory killer" in said and "check the package names" not in said

@@ -42,7 +42,7 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
             if host.fix:
                 console.print(line("  ", ("fix:", "bold"), " ", host.fix))
         for note in host.notes:
-            if note.startswith(("handlers notified but not run", "handlers that would run")):
+            if note.startswith(("handlers notified but not run", "handlers that would run", "still running on")):
                 console.print(line((f"{host.host}:", "yellow"), " ", note))
         if host.error and host.log_path:
             console.print(literal(f"  log: {host.log_path}"))
