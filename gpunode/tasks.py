@@ -132,6 +132,7 @@ def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=Fals
     from gpunode.lab.lab import Lab
 
     with cli_errors():
+        _lab_needs_root("lab-up")
         lab = Lab(_lab_tag(tag), _lab_subnet(subnet), mirror)
         count = _positive("--hosts", hosts)
         suite = _lab_suite(suite)
@@ -161,9 +162,18 @@ def lab_down(c, tag="demo"):
     from gpunode.lab.lab import Lab
 
     with cli_errors():
+        _lab_needs_root("lab-down")
         lab = Lab(_lab_tag(tag))
     lab.down()
     print(f"lab {tag} is down")
+
+
+def _lab_needs_root(command: str) -> None:
+    """The lab is network namespaces, overlay mounts and containers: root's, refused plainly for anyone else."""
+    if os.geteuid() != 0:
+        raise GpunodeError(f"{command} needs root: the lab's hosts are systemd-nspawn containers in network "
+                           "namespaces, with overlay mounts and NAT rules", fix=f"run it as root, e.g. sudo "
+                           f"{sys.argv[0] if os.path.basename(sys.argv[0]) == 'gpunode' else 'gpunode'} {command} ...")
 
 
 def _lab_tag(tag: object) -> str:

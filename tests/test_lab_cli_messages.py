@@ -83,3 +83,46 @@ def test_a_killed_apt_is_said_to_be_killed_not_a_package_name_problem(lab, fresh
     assert process.returncode == 1, output
     assert "exit 137" in said and "the command was killed (exit 137: SIGKILL)" in said, output
     assert "out-of-memory killer" in said and "check the package names" not in said
+
+
+def test_a_refused_lab_up_leaves_no_folder_or_key(lab):
+    """lab-up on a subnet another lab uses is refused (exit 2) before anything of the new lab exists."""
+    from gpunode.lab.lab import lab_root
+
+    folder = lab_root() / "t27r"
+    assert not folder.exists()
+    result = run_cli("lab-up", "--tag", "t27r", "--hosts", "1", "--subnet", str(lab.network.subnet))
+    assert result.code == 2 and "is already used by" in result.stderr, result.output
+    assert not folder.exists(), list(folder.iterdir())
+
+
+def test_a_toolkit_that_cannot_be_fetched_names_the_playbook_variable(lab, fresh_host, tmp_path):
+    """NVIDIA's repository is unreachable from the lab: the fix names gpu-node's container_toolkit_repo."""
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    playbook = tmp_path / "p.yml"
+    playbook.write_text("steps:\n  - container_toolkit: {repo_url: 'http://127.0.0.1:9/libnvidia-container'}\n")
+    result = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--log-dir", str(tmp_path / "l"))
+    said = " ".join(result.output.split())
+    assert result.code == 1, result.output
+    assert "the variable container_toolkit_repo of the gpu-node playbook" in said, result.output
+    assert "http://127.0.0.1:9/libnvidia-container" in said
+
+
+def test_verify_gpu_remedy_never_names_a_headers_package_that_does_not_exist(lab, fresh_host, tmp_path):
+    """The lab's running kernel is the lab machine's, for which Debian has no headers package (the kernel step
+    says so): with a driver module built for a Debian kernel (dkms status as the DKMS build leaves it, here from a
+    stand-in `dkms`), verify-gpu's remedy says to boot that kernel, not to install linux-headers-<running>."""
+    import json
+
+    kernel = fresh_host.run_inside("uname -r").stdout.strip()
+    fresh_host.run_inside("ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || apt-get update -qq", timeout=300)
+    (fresh_host.root / "usr/sbin/dkms").write_text(
+        "#!/bin/sh\necho 'nvidia-current/535.247.01, 6.1.0-41-cloud-amd64, x86_64: installed'\n")
+    (fresh_host.root / "usr/sbin/dkms").chmod(0o755)
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    result = run_cli("verify-gpu", "-i", str(inventory), "all", "--json")
+    report = json.loads(result.stdout)
+    finding = next(f for f in report["findings"] if f["id"] == "dkms-built-other-kernel")
+    assert f"linux-headers-{kernel}" not in finding["remedy"].replace(f"package linux-headers-{kernel}", "")
+    assert "Boot the kernel the module was built for (6.1.0-41-cloud-amd64)" in finding["remedy"]
+    assert f"apt knows no package linux-headers-{kernel}" in finding["evidence"]

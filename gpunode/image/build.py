@@ -235,10 +235,20 @@ def _nocloud_seed(build: _Build) -> Path:
 
 
 def _printer(out: Callable[[str], None]) -> Callable[[MachineLine], None]:
+    """Packer's ui lines, as they come. Packer lists each artifact once per artifact, and the manifest
+    post-processor hands the builder's artifact on as a second one: its "--> build: AMIs were created" block is
+    printed once."""
+    listed: set[str] = set()
+
     def on_line(line: MachineLine) -> None:
         text = line.ui_text
-        if text is not None:
-            out(text.rstrip("\n"))
+        if text is None:
+            return
+        if text.startswith("--> "):
+            if text in listed:
+                return
+            listed.add(text)
+        out(text.rstrip("\n"))
     return on_line
 
 
