@@ -10,6 +10,8 @@ from gpunode.report.live import STATUS_STYLE
 from gpunode.report.model import RunResult
 from gpunode.report.text import line, literal
 
+DIFF_VERBS = {"would-change": "would", "changed": "changed"}
+
 
 def print_summary(result: RunResult, console: Console | None = None, show_diffs: bool | None = None) -> None:
     console = console or make_console()
@@ -17,9 +19,9 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     if show_diffs:
         for host in result.hosts:
             for step in host.steps:
-                if step.status not in ("would-change", "changed"):  # changed: a real run with --diff
+                verb = DIFF_VERBS.get(step.status)  # changed: a real run with --diff
+                if not verb:
                     continue
-                verb = "would" if step.status == "would-change" else "changed"
                 console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) {verb}:"))
                 for action in step.actions:
                     reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""

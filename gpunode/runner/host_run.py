@@ -105,14 +105,8 @@ class HostRun:
             if self.lock:  # with the sections the steps read (gathered on the way): the next run asks for them at once
                 facts_cache.save(self.host, self.lock.facts.raw)
             with self._phase("release"):
-                if self.lock:  # only the lock's own session ran: nothing of this run can be left running
-                    self.lock.release(leftovers_possible=self.conn.transcript.exec_count > 1)
-                    if self.lock.still_running:
-                        self.outcome.notes.append(
-                            f"still running on the host (a package transaction is never killed; the host's lock "
-                            f"is held until it ends): {self.lock.still_running}")
-                        if self.outcome.status == "cancelled":
-                            self.outcome.fix = LEFTOVER_FIX
+                if self.lock:
+                    self._release(self.lock)
                 self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
@@ -126,6 +120,17 @@ class HostRun:
             self.outcome.status = "would-change" if self.check else "changed"
         self.events.host_finished(self.outcome)
         return self.outcome
+
+    def _release(self, lock: remote_lock.RunLock) -> None:
+        """Let go of the host's lock; say what of this run still runs there (a package transaction, never killed)."""
+        # only the lock's own session ran: nothing of this run can be left running
+        lock.release(leftovers_possible=self.conn.transcript.exec_count > 1)
+        if lock.still_running:
+            self.outcome.notes.append(
+                f"still running on the host (a package transaction is never killed; the host's lock "
+                f"is held until it ends): {lock.still_running}")
+            if self.outcome.status == "cancelled":
+                self.outcome.fix = LEFTOVER_FIX
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
