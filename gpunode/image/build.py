@@ -25,6 +25,7 @@ from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import static_tags, version_tags
 from gpunode.playbook import Playbook, load_playbook
+from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
 
@@ -194,6 +195,7 @@ def _prepare(request: BuildRequest) -> _Build:
     packer = packer_cli.find_packer()
     book = load_playbook(request.playbook)
     variables = parse_vars(request.variables)
+    check_var_types(book, variables)
     parse_vars(request.packer_vars)  # refused now, not after a build folder exists
     if request.ssh_key and not Path(request.ssh_key).expanduser().is_file():
         raise UsageError(f"no such key file: {request.ssh_key}", source="--ssh-key",
@@ -275,10 +277,20 @@ def _nocloud_seed(build: _Build) -> Path:
 
 
 def _printer(out: Callable[[str], None]) -> Callable[[MachineLine], None]:
+    """Packer's ui lines, as they come. Packer lists each artifact once per artifact, and the manifest
+    post-processor hands the builder's artifact on as a second one: its "--> build: AMIs were created" block is
+    printed once."""
+    listed: set[str] = set()
+
     def on_line(line: MachineLine) -> None:
         text = line.ui_text
-        if text is not None:
-            out(text.rstrip("\n"))
+        if text is None:
+            return
+        if text.startswith("--> "):
+            if text in listed:
+                return
+            listed.add(text)
+        out(text.rstrip("\n"))
     return on_line
 
 

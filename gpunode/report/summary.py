@@ -10,6 +10,8 @@ from gpunode.report.live import STATUS_STYLE
 from gpunode.report.model import RunResult
 from gpunode.report.text import line, literal
 
+DIFF_VERBS = {"would-change": "would", "changed": "changed"}
+
 
 def print_summary(result: RunResult, console: Console | None = None, show_diffs: bool | None = None) -> None:
     console = console or make_console()
@@ -17,9 +19,10 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     if show_diffs:
         for host in result.hosts:
             for step in host.steps:
-                if step.status != "would-change":
+                verb = DIFF_VERBS.get(step.status)  # changed: a real run with --diff
+                if not verb:
                     continue
-                console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) would:"))
+                console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) {verb}:"))
                 for action in step.actions:
                     reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
                     console.print(line(f"    - {action['summary']}", reason))
@@ -41,7 +44,7 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
             if host.fix:
                 console.print(line("  ", ("fix:", "bold"), " ", host.fix))
         for note in host.notes:
-            if note.startswith(("handlers notified but not run", "handlers that would run")):
+            if note.startswith(("handlers notified but not run", "handlers that would run", "still running on")):
                 console.print(line((f"{host.host}:", "yellow"), " ", note))
         if host.error and host.log_path:
             console.print(literal(f"  log: {host.log_path}"))
