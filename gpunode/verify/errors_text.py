@@ -116,6 +116,19 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "`nvidia-smi -r -i <gpu>` (GPU reset), reboot if the reset fails, and RMA the GPU if it recurs.",
         "critical"),
     ErrorSignature(
+        "gpu-lost",
+        re.compile(r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]+: GPU is lost.*"),
+        "host", "NVML reports the GPU as lost (it no longer answers on the PCIe bus)",
+        "The GPU fell off the bus or hung hard: the message itself says to reboot (NVIDIA: RESTART_BM). Drain the "
+        "node and reboot it; read `dmesg` for the Xid 79 / 'fallen off the bus' and PCIe AER lines before it, check "
+        "power cabling and seating (riser), and RMA the GPU if it is lost again.", "critical"),
+    ErrorSignature(
+        "gpu-reset-required",
+        re.compile(r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]+: GPU requires reset.*"),
+        "host", "NVML reports that a GPU must be reset before it can be used",
+        "Drain the GPU, reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; look "
+        "for the Xid that preceded it in `dmesg` and RMA the GPU if it recurs.", "critical"),
+    ErrorSignature(
         "nvml-unknown-error",
         re.compile(r"Failed to initialize NVML: Unknown Error.*"),
         "container", "NVML fails with Unknown Error (often a container that lost its /dev/nvidia* access)",
@@ -201,14 +214,27 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
 )
 
 
+_LOOSE: dict[str, re.Pattern[str]] = {}
+
+
+def _loose(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """pattern with every literal space made optional whitespace (spaces lost or doubled, lines wrapped)."""
+    loose = _LOOSE.get(pattern.pattern)
+    if loose is None:
+        loose = _LOOSE[pattern.pattern] = re.compile(re.sub(r"(?<!\\) +(?![^\[]*\])", r"\\s*", pattern.pattern),
+                                                     pattern.flags)
+    return loose
+
+
 def classify_errors(text: str) -> list[ErrorMatch]:
-    """Every known error signature in text (first matching line each), in SIGNATURES order."""
+    """Every known error signature in text (first matching line each), in SIGNATURES order; the stable words of
+    a message are matched even when its spaces were lost or doubled or its lines wrapped."""
     found: list[ErrorMatch] = []
     joined = re.sub(r"[ \t]*\n[ \t]*", " ", text)  # messages wrapped over lines by the terminal or the poster
     for signature in SIGNATURES:
         match = signature.pattern.search(text)
-        if match is None and signature.context == "container":
-            match = signature.pattern.search(joined)
+        if match is None:
+            match = _loose(signature.pattern).search(joined)
             if match:
                 found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,
                                         signature.severity, match.group(0)[:400]))

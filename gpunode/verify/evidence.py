@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpunode.verify.lspci import PciDevice
+from gpunode.verify.lspci_vv import LinkState
 from gpunode.verify.model import SmiReport
 
 
@@ -47,6 +48,7 @@ class Evidence:
     running_kernel: str | None = None
     nouveau_loaded: bool | None = None
     container_test: ContainerTest | None = None
+    link_states: list[LinkState] | None = None  # from `lspci -vv`
 
     @property
     def pci_gpus(self) -> list[PciDevice] | None:
