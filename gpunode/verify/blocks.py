@@ -26,9 +26,10 @@ _PROMPT = re.compile(
     r"^\s*(?:(?P<prompt>[^|<\n]{0,80}?(?:[$#%>❯➜»]))\s*|)(?P<cmd>(?:" + _COMMANDS + r")(?=\s|$)(?!\s*:)[^\n]*)$")
 _HEADER = re.compile(r"^\s*(?:```.*|~~~.*|==> .* <==|-{3,} ?[\w./ -]+ ?-{3,}|</?(?:details|summary|pre|code)>.*)\s*$")
 _WRAP_WIDTH = 80  # a terminal's default width: a line of exactly this length may continue on the next
-_RECORD_START = re.compile(
-    r"^(?:\s*[|+<\[{(>]|\s*\S[^:]{0,60}\s:\s|[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\d|\d+,\d+,|\s*NVRM|"
-    r"\S+@\S+|\$ |# |[0-9a-f]{2,8}:[0-9a-f]{2}[:.]|\s*GPU \d|\s*(?:Lnk|Dev|UE|CE)\w*:)")
+# A line that starts a record of its own (a box line, a timestamped log line, a prompt, a GPU line): never the
+# continuation of a wrapped line.
+_RECORD_START = re.compile(r"^(?:[|+]|\{\"|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z]|[A-Z][a-z]{2} [ \d]\d \d\d:|"
+                           r"\d{4}-\d\d-\d\dT|\d+,\d+,\d+,|<\d>\[|\S+@\S+:\S*[$#]|\$ |GPU \d+: |  MIG |\s+NVRM:)")
 _TABLE_TOP = re.compile(r"^\s*\+-{10,}")
 _BOX = re.compile(r"^\s*[|+]")
 _DATE = re.compile(r"^\s*[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\s*$")
@@ -62,6 +63,16 @@ def undisguise(text: str) -> str:
     return "\n".join(_dedent(lines))
 
 
+def without_prompts(text: str) -> str:
+    """text undisguised, without the shell prompt lines (`user@host:~$ cat x`) a poster kept above outputs."""
+    kept = []
+    for line in undisguise(text).split("\n"):
+        prompt = _PROMPT.match(line)
+        if prompt is None or prompt.group("prompt") is None:
+            kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
 def _dedent(lines: list[str]) -> list[str]:
     """Remove the indentation every non-blank line shares (a Markdown list, a quoted code block)."""
     indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
@@ -81,19 +92,13 @@ def _unwrap(lines: list[str]) -> list[str]:
         line = carry + line
         carry = ""
         following = lines[number + 1] if number + 1 < len(lines) else ""
-        if len(lines[number]) == width and following.strip() and not _RECORD_START.match(following) and \
-                _shape(following) != _shape(lines[number]):
+        if len(lines[number]) == width and following.strip() and not _RECORD_START.match(following):
             carry = line
             continue
         joined.append(line)
     if carry:
         joined.append(carry)
     return joined
-
-
-def _shape(line: str) -> str:
-    """The look of a line's start (digits and letters generalised): records of one output start alike."""
-    return re.sub(r"[A-Za-z]", "a", re.sub(r"\d", "0", line[:5]))
 
 
 def split_blocks(text: str) -> list[Block]:

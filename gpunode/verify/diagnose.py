@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpunode.verify import host_evidence
+from gpunode.verify.blocks import without_prompts
 from gpunode.verify.checks import analyze, is_healthy
 from gpunode.verify.evidence import Evidence, Expectations
 from gpunode.verify.file_reader import FileRead, read_text
@@ -231,7 +232,7 @@ def _one_file(path: str, raw: bytes | OSError, expectations: Expectations) -> tu
         return _host_evidence(path, text, expectations)
     read = read_text(text, expectations)
     if not read.blocks or (not read.understood and not read.failed):
-        na = not_applicable_kind(text)
+        na = not_applicable_kind(text) or not_applicable_kind(without_prompts(text))
         if na is not None:
             return FileResult(path, na[0], True, f"{na[1]}: recognised, not used in the analysis"), None
         return FileResult(path, "unknown", False, _UNKNOWN), None
