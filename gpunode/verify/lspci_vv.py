@@ -10,11 +10,11 @@ from gpunode.verify.model import Finding
 
 _HEADER = re.compile(r"^(?P<slot>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>\S.*)$")
 _PROG_IF = re.compile(r"\s*\(prog-if [^)]*(?:\[[^\]]*\])?\)\s*$")
-_FIELD = re.compile(r"^\s+(?P<name>LnkCap|LnkSta|UESta|CESta):\s*(?P<value>.*)$")
+_FIELD = re.compile(r"^\s*(?P<name>LnkCap|LnkSta|UESta|CESta):\s*(?P<value>.*)$")
 _SPEED = re.compile(r"Speed\s+(?P<speed>[\d.]+)\s*GT/s")
 _WIDTH = re.compile(r"Width\s+x(?P<width>\d+)")
 _SET_BIT = re.compile(r"(?<![\w-])(?P<bit>[A-Za-z][\w]*)\+")
-_DETAIL = re.compile(r"^\s+(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|LnkCap|LnkSta|DevSta)"
+_DETAIL = re.compile(r"^\s*(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|LnkCap|LnkSta|DevSta)"
                      r"\s*:", re.M)
 _PCIE_FIX = ("Reseat the GPU (and its riser/cable), check the slot is wired for the width the card supports and "
              "that the BIOS sets the slot to the card's generation (not Gen1/Auto), update the BIOS, then compare "
@@ -33,6 +33,7 @@ class LinkState:
     cap_width: int | None = None
     sta_speed: float | None = None
     sta_width: int | None = None
+    downgraded: list[str] = field(default_factory=list)  # what lspci itself marks "(downgraded)" in LnkSta
     uncorrectable: list[str] = field(default_factory=list)
     correctable: list[str] = field(default_factory=list)
 
@@ -77,6 +78,7 @@ def _read_field(state: LinkState, name: str, value: str) -> None:
     elif name == "LnkSta":
         state.sta_speed = float(speed.group("speed")) if speed else None
         state.sta_width = int(width.group("width")) if width else None
+        state.downgraded = [f"{part.strip()}" for part in value.split(",") if "(downgraded)" in part]
     else:
         bits = [m.group("bit") for m in _SET_BIT.finditer(value)]
         (state.uncorrectable if name == "UESta" else state.correctable).extend(bits)
@@ -114,4 +116,6 @@ def _link_note(state: LinkState) -> str | None:
         parts.append(f"width x{state.sta_width} of x{state.cap_width}")
     if state.sta_speed and state.cap_speed and state.sta_speed < state.cap_speed:
         parts.append(f"speed {state.sta_speed:g} GT/s of {state.cap_speed:g} GT/s")
+    if not parts and state.downgraded:  # an excerpt without LnkCap: lspci's own mark says it
+        parts.append("LnkSta " + ", ".join(state.downgraded))
     return ", ".join(parts) or None
