@@ -1,5 +1,6 @@
-# Evidence for verify-gpu, printed after facts.sh's output in the same exec: nvidia-smi's XML (or its error)
-# and the kernel's NVIDIA lines since boot. Sections start with "@@evidence NAME"; "@@exit N" ends a command.
+# Evidence for verify-gpu, printed after facts.sh's output in the same exec: nvidia-smi's XML (or its error),
+# the kernel's NVIDIA lines since boot, and `lspci -vv` of the NVIDIA devices. Sections start with
+# "@@evidence NAME"; "@@exit N" ends a command.
 echo "@@evidence nvidia-smi"
 if command -v nvidia-smi >/dev/null 2>&1; then
   timeout 60 nvidia-smi -q -x 2>&1
@@ -10,4 +11,9 @@ fi
 echo "@@evidence kernel-log"
 { journalctl -k -b --no-pager -o short-iso 2>/dev/null || dmesg 2>/dev/null; } \
   | grep -E 'NVRM|Xid|nvidia|nouveau|fallen off the bus' | tail -n 2000
+echo "@@evidence lspci-vv"
+# PCIe link (LnkCap vs LnkSta) and AER state of the NVIDIA devices; the capabilities need root (sudo -n: never asks)
+if command -v lspci >/dev/null 2>&1; then
+  { sudo -n lspci -vv -d 10de: 2>/dev/null || lspci -vv -d 10de: 2>/dev/null; } | head -n 4000
+fi
 echo "@@evidence end"

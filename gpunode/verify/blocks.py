@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpunode.verify.dcgmi import is_dcgmi_diag
 from gpunode.verify.detect import detect_kind
 from gpunode.verify.kernel_log import has_kernel_markers
 from gpunode.verify.lspci_vv import is_lspci_vv
@@ -28,7 +29,7 @@ _HEADER = re.compile(r"^\s*(?:```.*|~~~.*|==> .* <==|-{3,} ?[\w./ -]+ ?-{3,}|</?
 _WRAP_WIDTH = 80  # a terminal's default width: a line of exactly this length may continue on the next
 # A line that starts a record of its own (a box line, a timestamped log line, a prompt, a GPU line): never the
 # continuation of a wrapped line.
-_RECORD_START = re.compile(r"^(?:[|+]|\{\"|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z]|[A-Z][a-z]{2} [ \d]\d \d\d:|"
+_RECORD_START = re.compile(r"^(?:[|+].|\{\"|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z]|[A-Z][a-z]{2} [ \d]\d \d\d:|"
                            r"\d{4}-\d\d-\d\dT|\d+,\d+,\d+,|<\d>\[|\S+@\S+:\S*[$#]|\$ |GPU \d+: |  MIG |\s+NVRM:)")
 _TABLE_TOP = re.compile(r"^\s*\+-{10,}")
 _BOX = re.compile(r"^\s*[|+]")
@@ -92,13 +93,20 @@ def _unwrap(lines: list[str]) -> list[str]:
         line = carry + line
         carry = ""
         following = lines[number + 1] if number + 1 < len(lines) else ""
-        if len(lines[number]) == width and following.strip() and not _RECORD_START.match(following):
+        if len(lines[number]) == width and following.strip() and not _RECORD_START.match(following) and \
+                not _same_indent(lines[number], following):
             carry = line
             continue
         joined.append(line)
     if carry:
         joined.append(carry)
     return joined
+
+
+def _same_indent(line: str, following: str) -> bool:
+    """An indented line below a line of the same indentation is the next record, not a wrapped tail."""
+    indent = len(line) - len(line.lstrip(" \t"))
+    return indent > 1 and line[:indent] == following[:indent] and following[indent:indent + 1] not in (" ", "\t")
 
 
 def split_blocks(text: str) -> list[Block]:
@@ -121,6 +129,8 @@ def split_blocks(text: str) -> list[Block]:
 def _kind(piece: str, command: str | None) -> str:
     if is_lspci_vv(piece):
         return "lspci-vv"
+    if is_dcgmi_diag(piece):
+        return "dcgmi-diag"
     kind = detect_kind(piece)
     if kind == "unknown" and command and re.match(r"(?:sudo\s+)?(?:dmesg|journalctl)\b", command) and \
             has_kernel_markers(piece):

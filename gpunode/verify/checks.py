@@ -6,6 +6,7 @@ from gpunode.verify.checks_driver import driver_checks
 from gpunode.verify.checks_gpu import gpu_checks
 from gpunode.verify.checks_host import host_checks
 from gpunode.verify.checks_kernel import kernel_checks
+from gpunode.verify.dcgmi import dcgmi_findings
 from gpunode.verify.errors_text import classify_errors
 from gpunode.verify.evidence import ContainerTest, Evidence, Expectations, FabricManagerState
 from gpunode.verify.kernel_log import KernelScan, scan_kernel_log
@@ -30,6 +31,7 @@ def analyze(evidence: Evidence) -> list[Finding]:
         *gpu_checks(evidence.smi),
         *kernel_checks(scan, errors),
         *link_findings(evidence.link_states or []),
+        *(dcgmi_findings(evidence.dcgmi)[1] if evidence.dcgmi else []),
     ]
     if evidence.smi is not None and evidence.smi.gpus:  # nvidia-smi works: nouveau does not hold these GPUs
         findings = [Finding(f.id, "warning", f.summary, f.evidence + "; nvidia-smi still works", f.remedy, f.gpu)

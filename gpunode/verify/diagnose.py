@@ -270,10 +270,13 @@ def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[Fi
 
 def _has_any(evidence: Evidence) -> bool:
     return any(x is not None for x in (evidence.smi, evidence.smi_error, evidence.pci_devices, evidence.link_states,
-                                        evidence.kernel_log, evidence.dkms_status, evidence.running_kernel))
+                                        evidence.dcgmi, evidence.kernel_log, evidence.dkms_status,
+                                        evidence.running_kernel))
 
 
 def _merge_into(combined: Evidence, evidence: Evidence) -> None:
+    if evidence.dcgmi:
+        combined.dcgmi = "\n".join(t for t in (combined.dcgmi, evidence.dcgmi) if t)
     if evidence.link_states:
         combined.link_states = [*(combined.link_states or []), *evidence.link_states]
     if evidence.smi_error:

@@ -49,6 +49,7 @@ class Evidence:
     nouveau_loaded: bool | None = None
     container_test: ContainerTest | None = None
     link_states: list[LinkState] | None = None  # from `lspci -vv`
+    dcgmi: str | None = None  # `dcgmi diag` result tables
 
     @property
     def pci_gpus(self) -> list[PciDevice] | None:

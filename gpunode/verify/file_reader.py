@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpunode.verify.blocks import Block, split_blocks, undisguise
+from gpunode.verify.dcgmi import dcgmi_findings
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.errors_text import classify_errors
 from gpunode.verify.evidence import Evidence, Expectations
@@ -24,8 +25,8 @@ from gpunode.verify.smi_xml import parse_smi_xml
 SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
-_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "lspci-vv", "lspci", "error-text",
-            "kernel-log")
+_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "lspci-vv", "lspci",
+            "error-text", "kernel-log")
 _NVIDIA_LINE = re.compile(r"NVRM|nvidia|nouveau|Xid|NVSwitch|10de:|\bGPU\b", re.I)
 
 
@@ -72,7 +73,7 @@ class FileRead:
         scan, a link state or an error message."""
         ev = self.evidence
         return bool((ev.smi is not None and ev.smi.gpus) or self.nvidia_lines or ev.smi_error
-                    or ev.pci_devices is not None or ev.link_states)
+                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi)
 
 
 def read_text(text: str, expectations: Expectations) -> FileRead:
@@ -82,9 +83,10 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     kernel: list[str] = []
     pci: list[PciDevice] | None = None
     links: list[LinkState] = []
+    dcgmi: list[str] = []
     for block in split_blocks(text):
         try:
-            message, found = _read_block(block, result.reports, errors, kernel, links)
+            message, found = _read_block(block, result.reports, errors, kernel, links, dcgmi)
         except SmiParseError as exc:
             result.blocks.append(BlockResult(block.kind, False, str(exc)))
             continue
@@ -105,6 +107,7 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     ev.kernel_log = "\n".join(kernel) or None
     ev.pci_devices = pci
     ev.link_states = links or None
+    ev.dcgmi = "\n".join(dcgmi) or None
     if ev.kernel_log:
         messages = kernel_messages(ev.kernel_log)
         result.kernel_lines = len(messages)
@@ -120,7 +123,7 @@ def _safety_net(text: str, errors: list[str]) -> None:
 
 
 def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kernel: list[str],
-                links: list[LinkState]) -> tuple[tuple[str, bool, str], list[PciDevice] | None]:
+                links: list[LinkState], dcgmi: list[str]) -> tuple[tuple[str, bool, str], list[PciDevice] | None]:
     """((kind, ok, message), PCI devices found) for one block; evidence goes into the lists."""
     kind, text = block.kind, block.text
     if kind == "smi-csv" and csv_query_kind(text) != "gpu":
@@ -144,6 +147,10 @@ def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kerne
         scan = scan_kernel_log(text)
         counts = ", ".join(f"Xid {code} x{n}" for code, n in sorted(scan.xid_counts().items())) or "no Xid"
         return (kind, True, f"{counts}; {len(scan.lost)} fallen-off-the-bus line(s)"), None
+    if kind == "dcgmi-diag":
+        dcgmi.append(text)
+        tests, found = dcgmi_findings(text)
+        return (kind, True, f"dcgmi diag: {tests} test result(s), {len(found)} finding(s)"), None
     if kind == "error-text":
         errors.append(text)
         return (kind, True, "captured nvidia-smi/NVML/docker error output"), None

@@ -16,6 +16,9 @@ _WIDTH = re.compile(r"Width\s+x(?P<width>\d+)")
 _SET_BIT = re.compile(r"(?<![\w-])(?P<bit>[A-Za-z][\w]*)\+")
 _DETAIL = re.compile(r"^\s*(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|LnkCap|LnkSta|DevSta)"
                      r"\s*:", re.M)
+# An NVIDIA GPU or NVSwitch (not the GPU's HDMI audio or USB function, which share its link).
+_NVIDIA_GPU = re.compile(r"^(?:VGA compatible controller|3D controller|Bridge)\b.*(?:NVIDIA|\[10de:)|"
+                         r"\[03(?:00|02)\].*\[10de:|\[0680\].*\[10de:")
 _PCIE_FIX = ("Reseat the GPU (and its riser/cable), check the slot is wired for the width the card supports and "
              "that the BIOS sets the slot to the card's generation (not Gen1/Auto), update the BIOS, then compare "
              "`lspci -vv -s <slot> | grep Lnk` under load with a known-good node; a speed drop alone is normal "
@@ -56,7 +59,7 @@ def parse_lspci_vv(text: str) -> tuple[list[LinkState], list[PciDevice] | None]:
         if header:
             rest = _PROG_IF.sub("", header.group("rest"))
             headers.append(f"{header.group('slot')} {rest}")
-            current = LinkState(header.group("slot"), rest, "NVIDIA" in rest or "[10de:" in rest)
+            current = LinkState(header.group("slot"), rest, _NVIDIA_GPU.search(rest) is not None)
             states.append(current)
             continue
         found = _FIELD.match(line)
