@@ -74,6 +74,12 @@ def test_container_error_and_host_table_in_one_file_are_both_read():
     assert "driver-not-loaded" in ids(result) and result.report is not None and result.report.gpus
 
 
+def test_container_error_above_a_windows_host_table_after_a_powershell_prompt():
+    result = diagnose("multi/SyneRBI-PETRIC2-27__cuda-requirement-error-and-windows-table-prompt.txt")
+    assert result.files[0].blocks == ["error-text", "unknown", "smi-table"]  # the poster's question is prose
+    assert ids(result) == {"container-cuda-requirement"} and result.report.driver_version == "551.78"
+
+
 @pytest.mark.parametrize("rel", [
     "kernel/MrMEEE-bumblebee-Old-and-abbandoned-583__not-supported-280-split-none-initialized.txt",
     "kernel/MrMEEE-ironhide-141__not-supported-280-split-acpi-vgaarb.txt",
