@@ -196,3 +196,30 @@ def test_blocks_of_a_pasted_post_are_cut_at_prompts_fences_and_the_table_box():
             "docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].\n"
             "```\n" + EMPTY_TABLE + "```\n")
     assert [b.kind for b in split_blocks(text)] == ["error-text", "smi-table"]
+
+
+def test_xml_with_an_inline_dtd_longer_than_the_first_kilobytes(tmp_path: Path):
+    """`nvidia-smi -q -x --dtd` puts the DTD inside the DOCTYPE. No real capture of it was found in public sources:
+    this wraps a real XML capture (telegraf's T4) in a DOCTYPE with an internal subset of 6 KB to prove the
+    structure is read, with a prompt line above it."""
+    xml = (CAPTURES.parent / "nvidia/xml/telegraf__tesla-t4.xml").read_text()
+    body = xml[xml.index("<nvidia_smi_log>"):]
+    elements = "".join(f"<!ELEMENT element_{n:03d} (#PCDATA)>\n" for n in range(200))
+    text = ("$ nvidia-smi -q -x --dtd\n<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log [\n"
+            f"{elements}]>\n{body}")
+    assert text.index("<nvidia_smi_log>") > 6000
+    path = tmp_path / "smi.xml"
+    path.write_text(text)
+    result = diagnose_files([path])
+    assert result.files[0].blocks == ["smi-xml"]
+    assert result.report.gpus[0].name == "Tesla T4" and result.verdict == "healthy"
+
+
+def test_a_gzipped_log_is_read_like_its_text(tmp_path: Path):
+    """nvidia-bug-report.sh writes nvidia-bug-report.log.gz: a gzip file that is not a tar archive."""
+    import gzip
+
+    source = CAPTURES / "kernel/Bumblebee-Project-Bumblebee-722__rminitadapter-no-pci-prefix-358.txt"
+    path = tmp_path / "nvidia-bug-report.log.gz"
+    path.write_bytes(gzip.compress(source.read_bytes()))
+    assert ids(diagnose_files([path])) == {"rm-init-failed"}

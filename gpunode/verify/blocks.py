@@ -25,7 +25,9 @@ _COMMANDS = (r"nvidia-smi(?:\.exe)?|lspci|dmesg|journalctl|docker|podman|nerdctl
 # "❯ nvidia-smi", "(venv) me@host dir# nvidia-smi", and a bare "nvidia-smi -q" line.
 _PROMPT = re.compile(
     r"^\s*(?:(?P<prompt>[^|<\n]{0,80}?(?:[$#%>❯➜»]))\s*|)(?P<cmd>(?:" + _COMMANDS + r")(?=\s|$)(?!\s*:)[^\n]*)$")
-_HEADER = re.compile(r"^\s*(?:```.*|~~~.*|==> .* <==|-{3,} ?[\w./ -]+ ?-{3,}|</?(?:details|summary|pre|code)>.*)\s*$")
+# Lines that head or fence a capture (Markdown fences, `tail` headers, nvidia-bug-report's "_____" rules).
+_HEADER = re.compile(r"^\s*(?:```.*|~~~.*|==> .* <==|-{3,} ?[\w./ -]+ ?-{3,}|_{20,}|"
+                     r"</?(?:details|summary|pre|code)>.*)\s*$")
 _WRAP_WIDTH = 80  # a terminal's default width: a line of exactly this length may continue on the next
 # A line that starts a record of its own (a box line, a timestamped log line, a prompt, a GPU line): never the
 # continuation of a wrapped line.

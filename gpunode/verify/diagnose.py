@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
 from dataclasses import dataclass, field
@@ -201,10 +202,21 @@ def _inputs(paths: list[Path]) -> list[tuple[str, bytes | OSError]]:
             continue
         members = _tar_members(raw)
         if members is None:
-            found.append((str(path), raw))
+            found.append((str(path), _gunzip(raw)))
         else:
             found += [(f"{path}:{name}", data) for name, data in members]
     return found
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """The text of a gzip file that is not a tar archive (nvidia-bug-report.log.gz), else raw unchanged."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            return stream.read(256 * 1024 * 1024)
+    except (OSError, EOFError):
+        return raw
 
 
 def _tar_members(raw: bytes) -> list[tuple[str, bytes]] | None:
@@ -230,7 +242,11 @@ def _one_file(path: str, raw: bytes | OSError, expectations: Expectations) -> tu
     text = raw.decode("utf-8", errors="replace")
     if host_evidence.MARKER in text:
         return _host_evidence(path, text, expectations)
-    read = read_text(text, expectations)
+    try:
+        read = read_text(text, expectations)
+    except Exception as exc:  # one odd capture must not end diagnose with a traceback
+        return FileResult(path, "unknown", False, f"could not read this file ({exc!r}); please report it with the "
+                          "file attached"), None
     if not read.blocks or (not read.understood and not read.failed):
         na = not_applicable_kind(text) or not_applicable_kind(without_prompts(text))
         if na is not None:
