@@ -223,3 +223,20 @@ def test_a_gzipped_log_is_read_like_its_text(tmp_path: Path):
     path = tmp_path / "nvidia-bug-report.log.gz"
     path.write_bytes(gzip.compress(source.read_bytes()))
     assert ids(diagnose_files([path])) == {"rm-init-failed"}
+
+
+def test_verify_gpu_reads_the_lspci_vv_section_of_its_evidence():
+    """gpu_evidence.sh adds `lspci -vv -d 10de:`; its link and AER state become findings on the host."""
+    from gpunode.facts import parse_facts
+    from gpunode.verify.checks import analyze
+    from gpunode.verify.evidence import Expectations
+    from gpunode.verify.host_evidence import evidence_from
+
+    facts = parse_facts((CAPTURES.parent / "facts/p4d-ubuntu2204.txt").read_text())
+    lspci = (CAPTURES / "lspci/geerlingguy-raspberry-pi-pcie-devices-480__lspci-vv-x1-downgraded-aer-cesta.txt")
+    evidence = evidence_from(facts, {"nvidia-smi": "@@missing nvidia-smi\n", "kernel-log": "",
+                                     "lspci-vv": lspci.read_text()}, Expectations())
+    assert evidence.link_states and evidence.link_states[0].sta_width == 1
+    assert {"pcie-degraded", "pcie-aer-correctable"} <= {f.id for f in analyze(evidence)}
+    script = (Path(__file__).resolve().parents[1] / "gpunode/_scripts/gpu_evidence.sh").read_text()
+    assert "@@evidence lspci-vv" in script and "sudo -n lspci -vv -d 10de:" in script
