@@ -240,3 +240,16 @@ def test_verify_gpu_reads_the_lspci_vv_section_of_its_evidence():
     assert {"pcie-degraded", "pcie-aer-correctable"} <= {f.id for f in analyze(evidence)}
     script = (Path(__file__).resolve().parents[1] / "gpunode/_scripts/gpu_evidence.sh").read_text()
     assert "@@evidence lspci-vv" in script and "sudo -n lspci -vv -d 10de:" in script
+
+
+def test_idle_and_load_q_of_one_gpu_in_one_file_is_one_gpu(tmp_path: Path):
+    """The shared H100 captures hold `-q` of one GPU idle and under load: pasted one after the other (or given as two
+    files) they are one GPU seen twice, not two GPUs."""
+    base = CAPTURES.parent / "nvidia/csv/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__"
+    idle, load = (base.with_name(base.name + f"{state}__q.txt") for state in ("idle", "load"))
+    path = tmp_path / "both.txt"
+    path.write_text("$ nvidia-smi -q\n" + idle.read_text() + "\n$ nvidia-smi -q\n" + load.read_text())
+    for result in (diagnose_files([path]), diagnose_files([idle, load])):
+        assert len(result.report.gpus) == 1 and result.report.gpus[0].samples == 2
+        assert "gpu-count-mismatch" not in ids(result)
+    assert diagnose_files([path]).files[0].blocks == ["smi-text", "smi-text"]
