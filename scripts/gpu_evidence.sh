@@ -1,5 +1,6 @@
-# Evidence for verify-gpu, printed after facts.sh's output in the same exec: nvidia-smi's XML (or its error)
-# and the kernel's NVIDIA lines since boot. Sections start with "@@evidence NAME"; "@@exit N" ends a command.
+# Evidence for verify-gpu, printed after facts.sh's output in the same exec: nvidia-smi's XML (or its error),
+# the kernel's NVIDIA lines since boot, and `lspci -vv` of the NVIDIA devices. Sections start with
+# "@@evidence NAME"; "@@exit N" ends a command.
 echo "@@evidence nvidia-smi"
 if command -v nvidia-smi >/dev/null 2>&1; then
   timeout 60 nvidia-smi -q -x 2>&1
@@ -17,5 +18,10 @@ if [ -e "/lib/modules/$k/build" ]; then
 elif command -v apt-cache >/dev/null 2>&1 && ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
   c=$(apt-cache policy "linux-headers-$k" 2>/dev/null | sed -n 's/^ *Candidate: *//p')
   echo "candidate ${c:-(none)}"
+fi
+echo "@@evidence lspci-vv"
+# PCIe link (LnkCap vs LnkSta) and AER state of the NVIDIA devices; the capabilities need root (sudo -n: never asks)
+if command -v lspci >/dev/null 2>&1; then
+  { sudo -n lspci -vv -d 10de: 2>/dev/null || lspci -vv -d 10de: 2>/dev/null; } | head -n 4000
 fi
 echo "@@evidence end"

@@ -159,10 +159,13 @@ def test_json_and_text_rendering():
     assert first["kind"] == "smi-text" and first["report"]["attached_gpus"] == 8
     assert len(first["report"]["gpus"]) == 1
     assert [f["id"] for f in data["findings"]] == ["smi-output-incomplete"]
-    assert data["healthy"] is True
+    # one GPU section of eight: a partial capture is never called healthy, and the report names what is missing
+    assert data["healthy"] is None and data["verdict"] == "unknown"
+    assert first["partial"] == ["7 of 8 GPU section(s)"]
     assert "it lists no GPUs and is not used" in data["files"][1]["message"]
     text = result.render_text()
-    assert "WARNING  smi-output-incomplete" in text and "Result: HEALTHY (0 critical, 1 warning)" in text
+    assert "WARNING  smi-output-incomplete" in text and "Result: UNKNOWN (0 critical, 1 warning): partial" in text
+    assert "7 of 8 GPU section(s)" in text and "Saw: 2 block(s)" in text
 
 
 def test_one_lost_gpu_named_two_ways_counts_once(tmp_path: Path):

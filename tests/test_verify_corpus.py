@@ -31,6 +31,8 @@ SCHEMA = json.loads(SCHEMA_PATH.read_text())
 # finding id -> captures (relative to tests/data) that must produce it: at least two real captures each.
 EXPECTED: dict[str, list[str]] = {
     "gpu-lost": ["captures/kernel/NVIDIA-NVSentinel-155__fallen-off-bus-multiline-570-open.txt",
+                 "captures/errors/JosephKJ-OWOD-81__gpu-is-lost-device-handle.txt",
+                 "captures/errors/AlexeyAB-darknet-86__gpu-is-lost-wrapped-windows-prompt.txt",
                  "nvidia/errors/dmesg__fallen-off-bus__old-format__Bumblebee-Project-Bumblebee-554.txt"],
     "nvidia-device-claimed": ["captures/kernel/MrMEEE-ironhide-41__probe-routine-not-called-nouveau.txt",
                               "captures/kernel/mattshma-bigdata-133__probe-routine-not-called-3-devices.txt"],
@@ -128,12 +130,17 @@ EXPECTED: dict[str, list[str]] = {
         "captures/errors/pytorch-pytorch-87464__inforom-corrupted-warning-line.txt"],
     "nvswitch-sxid": ["captures/kernel/leptonai-gpud-338__nvswitch-sxid-12028-dmesg-decode.txt",
                       "captures/kernel/NVIDIA-nvtrust-124__nvswitch-sxid-22013-ppcie-tdx.txt"],
+    "container-cuda-requirement": [
+        "captures/errors/MauriceNino-dashdot-1226__compose-prestart-hook-cuda-requirement-12.8.txt",
+        "captures/errors/NVIDIA-nvidia-docker-1442__oci-runtime-create-failed-cuda-requirement-11.0.txt",
+        "captures/multi/SyneRBI-PETRIC2-27__cuda-requirement-error-and-windows-table-prompt.txt"],
     "xid-149": ["captures/kernel/leptonai-gpud-1174__xid-149-netir-kmsg.txt",
                 "captures/kernel/leptonai-gpud-1160__xid-149-netir-link-evt-kmsg.txt"],
 }
 # Captures of machines that were fine when captured (nvidia-smi outputs of working GPUs).
 HEALTHY_MACHINES = [p for p in CORPUS if p.parent.name in ("xml", "text_q", "table", "csv", "multi")
-                    and "fragment" not in p.name and "unknown-error" not in p.name]
+                    and "fragment" not in p.name and "error" not in p.name and "-err-" not in p.name
+                    and "couldnt-communicate" not in p.name]
 
 
 def test_corpus_is_present_and_large_enough():
@@ -216,7 +223,8 @@ def test_verify_gpu_report_shapes_validate():
     jsonschema.validate([verify_report("gpu1", None, []), unreachable_report("gpu2", "cannot connect")], SCHEMA)
 
 
-@pytest.mark.parametrize("path", sorted((DATA / "captures" / "multi").iterdir()), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((DATA / "captures" / "multi").glob("nvidia_gpu_exporter__*")),
+                         ids=lambda p: p.name)
 def test_table_of_every_generation_including_windows_wddm(path: Path):
     report = parse_smi_table(path.read_text())
     assert report.driver_version and path.name.split("__")[-1].startswith(report.driver_version)
@@ -352,7 +360,7 @@ def test_the_four_misses_of_the_held_out_set():
         assert finding_id in [f.id for f in result.findings], rel
         assert result.verdict != "healthy" or finding_id == "nvml-unknown-error", rel
     lost = diagnose_files([DATA / "captures/kernel/NVIDIA-NVSentinel-155__fallen-off-bus-multiline-570-open.txt"])
-    assert lost.findings[0].gpu == "0000:b3:00.0"
+    assert next(f for f in lost.findings if f.id == "gpu-lost").gpu == "0000:b3:00.0"
     fragment = diagnose_files([DATA / "captures/table/Azure-azhpc-diagnostics-77__table-fragment-err-power.txt"])
     assert fragment.report is not None and fragment.report.gpus[0].unknown_error_fields == ["power_draw"]
 

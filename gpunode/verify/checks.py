@@ -6,9 +6,11 @@ from gpunode.verify.checks_driver import driver_checks
 from gpunode.verify.checks_gpu import gpu_checks
 from gpunode.verify.checks_host import host_checks
 from gpunode.verify.checks_kernel import kernel_checks
+from gpunode.verify.dcgmi import dcgmi_findings
 from gpunode.verify.errors_text import classify_errors
 from gpunode.verify.evidence import ContainerTest, Evidence, Expectations, FabricManagerState
 from gpunode.verify.kernel_log import KernelScan, scan_kernel_log
+from gpunode.verify.lspci_vv import link_findings
 from gpunode.verify.model import Finding
 
 __all__ = ["ContainerTest", "Evidence", "Expectations", "FabricManagerState", "analyze", "is_healthy"]
@@ -28,7 +30,12 @@ def analyze(evidence: Evidence) -> list[Finding]:
         *host_checks(evidence),
         *gpu_checks(evidence.smi),
         *kernel_checks(scan, errors),
+        *link_findings(evidence.link_states or []),
+        *(dcgmi_findings(evidence.dcgmi)[1] if evidence.dcgmi else []),
     ]
+    if evidence.smi is not None and evidence.smi.gpus:  # nvidia-smi works: nouveau does not hold these GPUs
+        findings = [Finding(f.id, "warning", f.summary, f.evidence + "; nvidia-smi still works", f.remedy, f.gpu)
+                    if f.id == "nouveau-loaded" and f.severity == "critical" else f for f in findings]
     return sorted(_merge(findings), key=lambda f: _RANK[f.severity])
 
 

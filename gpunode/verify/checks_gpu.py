@@ -21,10 +21,34 @@ def gpu_checks(report: SmiReport | None) -> list[Finding]:
             "; ".join(report.warnings),
             "Capture the full output again (nvidia-smi -q -x is the most complete) and re-run the analysis.",
         ))
+    findings.extend(_header_errors(report))
     for check in _CHECKS:
         finding = check(report.gpus)
         if finding is not None:
             findings.append(finding)
+    return findings
+
+
+def _header_errors(report: SmiReport) -> list[Finding]:
+    """CUDA Version: ERR! (libcuda could not report its version) and other header values NVML failed to read."""
+    cuda = [f for f in report.error_fields if f.lower().startswith("cuda")]
+    other = [f for f in report.error_fields if f not in cuda]
+    findings = []
+    if cuda:
+        findings.append(Finding(
+            "cuda-version-error", "critical", "nvidia-smi could not read the CUDA driver version (CUDA Version: ERR!)",
+            f"nvidia-smi ({report.source_kind}) header: {'; '.join(cuda)}",
+            "libcuda (the CUDA driver library) failed to initialise, so CUDA programs will fail too: check the "
+            "user-space driver matches the kernel module (`cat /proc/driver/nvidia/version` vs the installed "
+            "libnvidia-compute/libcuda1 package), that only one libcuda.so.1 is on the loader path "
+            "(`ldconfig -p | grep libcuda`; under WSL only /usr/lib/wsl/lib, with no Linux driver installed), "
+            "regenerate a stale CDI spec (`nvidia-ctk cdi generate`), then reboot (WSL: `wsl --shutdown`)."))
+    if other:
+        findings.append(Finding(
+            "nvml-unknown-error", "warning", "nvidia-smi could not read some header values",
+            f"nvidia-smi ({report.source_kind}) header: {'; '.join(other)}",
+            "Unknown Error / ERR! values often precede a GPU failure: check `dmesg` for Xid errors, and drain and "
+            "reset the GPU if any appear."))
     return findings
 
 

@@ -92,9 +92,10 @@ def _condition_findings(scan: KernelScan, error_ids: set[str]) -> list[Finding]:
                                 f"{len(hits)} kernel message(s); {quoted}", condition.remedy,
                                 ", ".join(gpus) or None))
     if scan.init_failures and "no-devices-found" not in error_ids:
-        gpus = sorted({event.pci for event in scan.init_failures})
+        gpus = sorted({event.pci for event in scan.init_failures if event.pci})
+        where = f"on PCI {', '.join(gpus)}" if gpus else "(the driver did not name the GPU's PCI address)"
         findings.append(Finding(
-            "rm-init-failed", "critical", f"the driver failed to initialise {len(gpus)} GPU(s) (RmInitAdapter)",
-            f"{len(scan.init_failures)} kernel message(s) on PCI {', '.join(gpus)}; first: "
+            "rm-init-failed", "critical", f"the driver failed to initialise {max(len(gpus), 1)} GPU(s) (RmInitAdapter)",
+            f"{len(scan.init_failures)} kernel message(s) {where}; first: "
             f"{scan.init_failures[0].line!r}", _INIT_REMEDY, ", ".join(gpus)))
     return findings

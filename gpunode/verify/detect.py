@@ -23,7 +23,7 @@ _LIST_LINE = re.compile(
 def detect_kind(text: str) -> str:
     """The kind of capture text is: one of KINDS ("unknown" when nothing matches)."""
     head = text[:4000]
-    if "<nvidia_smi_log" in head:
+    if "<nvidia_smi_log" in text:  # anywhere: an inline `--dtd` DTD pushes it past the first kilobytes
         return "smi-xml"
     if "==============NVSMI LOG==============" in head or (
             _TEXT_HEADER.search(head) and _TEXT_ATTACHED.search(head)):

@@ -2,55 +2,32 @@
 
 from __future__ import annotations
 
+import gzip
 import io
-import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpunode.verify import host_evidence
+from gpunode.verify.blocks import without_prompts
 from gpunode.verify.checks import analyze, is_healthy
-from gpunode.verify.detect import detect_kind
-from gpunode.verify.errors import SmiParseError
 from gpunode.verify.evidence import Evidence, Expectations
-from gpunode.verify.kernel_log import scan_kernel_log
-from gpunode.verify.lspci import PciDevice, parse_lspci
+from gpunode.verify.file_reader import FileRead, read_text
+from gpunode.verify.gpu_merge import merge_reports
+from gpunode.verify.lspci import PciDevice
 from gpunode.verify.model import Finding, SmiReport
-from gpunode.verify.smi_csv import csv_query_kind, parse_smi_csv, parse_smi_list
-from gpunode.verify.smi_table import parse_smi_table
-from gpunode.verify.smi_text import parse_smi_text
-from gpunode.verify.smi_xml import parse_smi_xml
+from gpunode.verify.not_applicable import NOT_APPLICABLE_KINDS, not_applicable_kind
 
-# Richest report first: used when several files carry nvidia-smi output.
-_REPORT_RANK = {"xml": 0, "text": 1, "csv": 2, "table": 3, "list": 4}
-_SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
-                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
-_ACCEPTS = ("nvidia-smi -q -x / -q / plain table (or a fragment) / --query-gpu CSV / -L, lspci (-nn), a kernel "
-            "log (dmesg, journalctl -k, syslog), captured nvidia-smi/docker/podman/containerd error output, a "
-            "`gpunode collect` bundle (.tar.gz) or a folder of these")
+__all__ = ["NOT_APPLICABLE_KINDS", "DiagnoseResult", "FileResult", "diagnose_files"]
+_ACCEPTS = ("nvidia-smi -q -x / -q / plain table (or a fragment) / --query-gpu CSV / -L, lspci (-nn, -vv), a "
+            "kernel log (dmesg, journalctl -k, syslog), captured nvidia-smi/docker/podman/containerd error output, "
+            "a `gpunode collect` bundle (.tar.gz) or a folder of these, also several of them pasted in one file")
+_CAPTURE_INSTEAD = ("capture instead, on the node: `nvidia-smi -q -x` (or plain `nvidia-smi`), `dmesg -T | grep -iE "
+                    "'nvrm|xid|nvidia'` (or `journalctl -k -b`), `lspci -nn -vv -d 10de:`, or all of them at once "
+                    "with `gpunode collect HOST`")
 _UNKNOWN = "not a recognised capture; expected " + _ACCEPTS
 
 
-# Recognised files that carry no health evidence: listed as "not applicable", never as unknown.
-_NOT_APPLICABLE = (
-    ("smi-topo", re.compile(r"GPU0\s.*CPU Affinity"), "nvidia-smi topo -m"),
-    ("smi-nvlink", re.compile(r"^GPU \d+: .*\n\s+Link \d+: ", re.M), "nvidia-smi nvlink -s"),
-    ("smi-dmon", re.compile(r"^# gpu\s+(?:pwr|sm)\b", re.M), "nvidia-smi dmon / pmon"),
-    ("smi-help", re.compile(r"List of valid properties to query|NVIDIA System Management Interface -- "
-                            r"v\d", re.M), "nvidia-smi help text"),
-    ("command-line", re.compile(r"^\s*(?:\$ )?nvidia-smi\S*(?: [^\n]*)?\s*$"), "an nvidia-smi command line"),
-    ("uname", re.compile(r"^Linux \S+ \d+\.\d+\S* #"), "uname -a"),
-    ("driver-version", re.compile(r"^NVRM version: ", re.M), "/proc/driver/nvidia/version"),
-    ("dkms-status", re.compile(r"^(?:[\w-]+[/,] ?[\w.-]+.*: (?:installed|built|added)\S*)(?:\n|$)"),
-     "dkms status"),
-    ("docker-daemon-json", re.compile(r"^\s*\{[\s\S]*\"(?:runtimes|default-runtime|log-driver|"
-                                      r"exec-opts|data-root)\"", re.M), "docker daemon.json"),
-    ("fabricmanager-log", re.compile(r"^\[\w{3} \d{1,2} \d{4} \d{2}:\d{2}:\d{2}\] \[(?:INFO|WARNING|ERROR)\] "
-                                     r"\[tid \d+\]"), "nvidia-fabricmanager's own log"),
-    ("collect-note", re.compile(r"^# gpunode-collect: ", re.M), "a note written by `gpunode collect`"),
-)
-
-NOT_APPLICABLE_KINDS = frozenset(kind for kind, _, _ in _NOT_APPLICABLE)
 
 
 @dataclass
@@ -64,6 +41,12 @@ class FileResult:
     report: SmiReport | None = None
     pci_devices: list[PciDevice] | None = None
     findings: list[Finding] = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)  # the kind of every block, in order
+    evidence: bool = False  # whether anything in it speaks about a GPU's health
+    partial: list[str] = field(default_factory=list)  # what a partial capture lacks
+    kernel_lines: int = 0
+    nvidia_lines: int = 0
+    reports: list[SmiReport] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -71,6 +54,9 @@ class FileResult:
             "kind": self.kind,
             "ok": self.ok,
             "message": self.message,
+            "blocks": list(self.blocks),
+            "evidence": self.evidence,
+            "partial": list(self.partial),
             "report": self.report.to_dict() if self.report else None,
             "pci_devices": [d._asdict() for d in self.pci_devices] if self.pci_devices is not None else None,
             "findings": [f.to_dict() for f in self.findings],
@@ -83,6 +69,7 @@ class DiagnoseResult:
 
     files: list[FileResult]
     findings: list[Finding]
+    combined: SmiReport | None = None
 
     @property
     def unreadable(self) -> list[FileResult]:
@@ -90,27 +77,51 @@ class DiagnoseResult:
         return [f for f in self.files if not f.ok]
 
     @property
+    def has_evidence(self) -> bool:
+        """Whether any input speaks about a GPU's health (a GPU listed, an NVIDIA kernel line, an error)."""
+        return bool(self.findings) or any(f.evidence for f in self.files)
+
+    @property
+    def partial(self) -> list[str]:
+        """What partial captures lack (GPU sections fewer than attached, a table cut off)."""
+        return [f"{Path(f.path).name}: {item}" for f in self.files for item in f.partial]
+
+    @property
     def healthy(self) -> bool | None:
-        """False with a critical finding; None (unknown) when any input was not understood or there was
-        none; True only when every file was understood and nothing is critical."""
+        """False with a critical finding; None (unknown) when any input was not understood, nothing spoke about a
+        GPU, or a capture was partial; True only when every file was understood, complete, and nothing is
+        critical."""
         if not is_healthy(self.findings):
             return False
-        if self.unreadable or not any(f.ok and f.kind not in NOT_APPLICABLE_KINDS for f in self.files):
+        if self.unreadable or not self.has_evidence or self.partial:
             return None
         return True
 
     @property
     def verdict(self) -> str:
+        if self.healthy is None and not self.unreadable and not self.has_evidence:
+            return "no-evidence"
         return {True: "healthy", False: "unhealthy", None: "unknown"}[self.healthy]
 
     @property
     def report(self) -> SmiReport | None:
-        """The richest nvidia-smi report of all files."""
-        best: SmiReport | None = None
+        """Every GPU of every file's nvidia-smi output, merged by identity (richest source first)."""
+        return self.combined
+
+    def saw(self) -> str:
+        """What the inputs held: kinds of blocks, GPUs, kernel log lines."""
+        kinds: dict[str, int] = {}
         for result in self.files:
-            if result.report is not None and (best is None or _better(result.report, best)):
-                best = result.report
-        return best
+            for kind in result.blocks or [result.kind]:
+                kinds[kind] = kinds.get(kind, 0) + 1
+        blocks = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items()) or "none"
+        gpus = len(self.combined.gpus) if self.combined else 0
+        samples = sum(g.samples for g in self.combined.gpus) if self.combined else 0
+        lines = sum(f.kernel_lines for f in self.files)
+        nvidia = sum(f.nvidia_lines for f in self.files)
+        sample_note = f" ({samples} samples)" if samples > gpus else ""
+        return (f"{sum(kinds.values())} block(s): {blocks}; {gpus} GPU(s){sample_note}; {lines} kernel log "
+                f"message(s), {nvidia} about NVIDIA")
 
     def to_dict(self) -> dict[str, object]:
         report = self.report
@@ -123,6 +134,8 @@ class DiagnoseResult:
             "gpus": [gpu.to_dict() for gpu in report.gpus] if report else [],
             "findings": [f.to_dict() for f in self.findings],
             "files": [f.to_dict() for f in self.files],
+            "saw": self.saw(),
+            "partial": self.partial,
         }
 
     def render_text(self) -> str:
@@ -131,7 +144,7 @@ class DiagnoseResult:
         for result in self.files:
             mark = ("n/a" if result.kind in NOT_APPLICABLE_KINDS else "ok ") if result.ok else "ERR"
             lines.append(f"  [{mark}] {result.path}: {result.kind}: {result.message}")
-        lines.append("")
+        lines += ["", f"Saw: {self.saw()}", ""]
         if not self.findings:
             lines.append("Findings: none")
         else:
@@ -141,29 +154,38 @@ class DiagnoseResult:
                 lines.append(f"  {finding.severity.upper():8} {finding.id}{where}: {finding.summary}")
                 lines.append(f"           evidence: {finding.evidence}")
                 lines.append(f"           remedy:   {finding.remedy}")
+        lines += ["", self._result_line()]
+        return "\n".join(lines) + "\n"
+
+    def _result_line(self) -> str:
         critical = sum(1 for f in self.findings if f.severity == "critical")
         warnings = sum(1 for f in self.findings if f.severity == "warning")
-        lines.append("")
-        if self.healthy is None:
-            names = ", ".join(f.path for f in self.unreadable) or "no capture with GPU evidence"
-            lines.append(f"Result: UNKNOWN ({critical} critical, {warnings} warning): not understood: {names}. "
-                         f"diagnose reads {_ACCEPTS}")
-        else:
-            verdict = "HEALTHY" if self.healthy else "UNHEALTHY"
-            lines.append(f"Result: {verdict} ({critical} critical, {warnings} warning)")
-        return "\n".join(lines) + "\n"
+        counts = f"({critical} critical, {warnings} warning)"
+        if self.healthy is not None:
+            return f"Result: {'HEALTHY' if self.healthy else 'UNHEALTHY'} {counts}"
+        if self.unreadable:
+            names = ", ".join(f.path for f in self.unreadable)
+            return f"Result: UNKNOWN {counts}: not understood: {names}. diagnose reads {_ACCEPTS}"
+        if not self.has_evidence:
+            return (f"Result: NO EVIDENCE {counts}: nothing in the input speaks about a GPU's health (no GPU in "
+                    f"nvidia-smi output, no NVIDIA kernel message, no error message, no PCI scan); {_CAPTURE_INSTEAD}")
+        return (f"Result: UNKNOWN {counts}: partial capture, missing {'; '.join(self.partial)}; "
+                f"{_CAPTURE_INSTEAD}")
 
 
 def diagnose_files(paths: list[Path], expectations: Expectations | None = None) -> DiagnoseResult:
     """Analyse each file alone, then all of them together as one host."""
     files: list[FileResult] = []
     combined = Evidence(expectations=expectations or Expectations())
+    reports: list[SmiReport] = []
     for name, raw in _inputs([Path(p) for p in paths]):
         result, evidence = _one_file(name, raw, combined.expectations)
         files.append(result)
+        reports += result.reports
         if evidence is not None:
             _merge_into(combined, evidence)
-    return DiagnoseResult(files, analyze(combined) if _has_any(combined) else [])
+    combined.smi = merge_reports(reports) or combined.smi
+    return DiagnoseResult(files, analyze(combined) if _has_any(combined) else [], combined.smi)
 
 
 def _inputs(paths: list[Path]) -> list[tuple[str, bytes | OSError]]:
@@ -180,10 +202,21 @@ def _inputs(paths: list[Path]) -> list[tuple[str, bytes | OSError]]:
             continue
         members = _tar_members(raw)
         if members is None:
-            found.append((str(path), raw))
+            found.append((str(path), _gunzip(raw)))
         else:
             found += [(f"{path}:{name}", data) for name, data in members]
     return found
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """The text of a gzip file that is not a tar archive (nvidia-bug-report.log.gz), else raw unchanged."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            return stream.read(256 * 1024 * 1024)
+    except (OSError, EOFError):
+        return raw
 
 
 def _tar_members(raw: bytes) -> list[tuple[str, bytes]] | None:
@@ -209,36 +242,33 @@ def _one_file(path: str, raw: bytes | OSError, expectations: Expectations) -> tu
     text = raw.decode("utf-8", errors="replace")
     if host_evidence.MARKER in text:
         return _host_evidence(path, text, expectations)
-    kind = detect_kind(text)
-    if kind == "unknown":
-        for na_kind, pattern, what in _NOT_APPLICABLE:
-            if pattern.search(text):
-                return FileResult(path, na_kind, True, f"{what}: recognised, not used in the analysis"), None
-    evidence = Evidence(expectations=expectations)
     try:
-        message, report = _read(kind, text, evidence)
-    except SmiParseError as exc:
-        return FileResult(str(path), kind, False, str(exc)), None
+        read = read_text(text, expectations)
     except Exception as exc:  # one odd capture must not end diagnose with a traceback
-        message = f"could not parse this {kind} file ({exc!r}); please report it with the file attached"
-        return FileResult(str(path), kind, False, message), None
-    if kind == "unknown":
-        return FileResult(str(path), kind, False, message), None
+        return FileResult(path, "unknown", False, f"could not read this file ({exc!r}); please report it with the "
+                          "file attached"), None
+    if not read.blocks or (not read.understood and not read.failed):
+        na = not_applicable_kind(text) or not_applicable_kind(without_prompts(text))
+        if na is not None:
+            return FileResult(path, na[0], True, f"{na[1]}: recognised, not used in the analysis"), None
+        return FileResult(path, "unknown", False, _UNKNOWN), None
+    return _file_result(path, read)
+
+
+def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None]:
+    kind = read.kind
+    kinds = [b.kind for b in read.blocks]
+    if not read.understood:
+        failed = read.failed
+        message = failed[0].message if failed else _UNKNOWN
+        return FileResult(path, failed[0].kind if failed else kind, False, message, blocks=kinds), None
+    evidence = read.evidence
     findings = analyze(evidence) if _has_any(evidence) else []
-    return FileResult(str(path), kind, True, message, report, evidence.pci_devices, findings), evidence
-
-
-def _richest_section(kind: str, text: str) -> tuple[str, str]:
-    """In a file holding several nvidia-smi outputs, the richest section: XML, then -q text, then the table."""
-    start = text.find("<nvidia_smi_log")
-    end = text.find("</nvidia_smi_log>")
-    if start != -1 and end > start:
-        decl = text.rfind("<?xml", 0, start)
-        return "smi-xml", text[decl if decl != -1 else start:end + len("</nvidia_smi_log>")]
-    marker = text.find("==============NVSMI LOG==============")
-    if marker != -1 and kind != "smi-text":
-        return "smi-text", text[marker:]
-    return kind, text
+    messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
+    partial = list(evidence.smi.missing) if evidence.smi else []
+    return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
+                      read.has_evidence or bool(findings), partial, read.kernel_lines, read.nvidia_lines,
+                      read.reports), evidence
 
 
 def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[FileResult, Evidence | None]:
@@ -250,51 +280,21 @@ def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[Fi
     findings = analyze(evidence)
     gpus = len(evidence.pci_gpus or [])
     return FileResult(path, "gpunode-evidence", True, f"gpunode facts + GPU evidence ({gpus} NVIDIA GPU(s) on PCI)",
-                      evidence.smi, evidence.pci_devices, findings), evidence
-
-
-def _read(kind: str, text: str, evidence: Evidence) -> tuple[str, SmiReport | None]:
-    """Fill evidence from text of the given kind; return a one-line description."""
-    if kind in _SMI_PARSERS:
-        kind, text = _richest_section(kind, text)
-    if kind == "smi-csv" and csv_query_kind(text) != "gpu":
-        rows = sum(1 for line in text.splitlines()[1:] if line.strip())
-        return (f"nvidia-smi --query-{csv_query_kind(text)} CSV with {rows} row(s); it lists no GPUs and is "
-                "not used in the analysis"), None
-    if kind in _SMI_PARSERS:
-        report = _SMI_PARSERS[kind](text)
-        evidence.smi = report
-        names = sorted({g.name for g in report.gpus if g.name})
-        message = (f"driver {report.driver_version or '?'}, CUDA {report.cuda_version or '?'}, "
-                   f"{report.gpu_count} GPU(s): {', '.join(names) or '?'}")
-        if report.warnings:
-            message += f" (warning: {'; '.join(report.warnings)})"
-        return message, report
-    if kind == "lspci":
-        devices = parse_lspci(text)
-        evidence.pci_devices = devices
-        gpus = sum(1 for d in devices if not d.is_nvswitch)
-        return f"{gpus} NVIDIA GPU(s), {len(devices) - gpus} NVSwitch(es)", None
-    if kind == "kernel-log":
-        evidence.kernel_log = text
-        scan = scan_kernel_log(text)
-        counts = ", ".join(f"Xid {code} x{n}" for code, n in sorted(scan.xid_counts().items())) or "no Xid"
-        return f"{counts}; {len(scan.lost)} fallen-off-the-bus line(s)", None
-    if kind == "error-text":
-        evidence.smi_error = text
-        return "captured nvidia-smi/NVML/docker error output", None
-    return _UNKNOWN, None
+                      evidence.smi, evidence.pci_devices, findings, ["gpunode-evidence"], True,
+                      reports=[evidence.smi] if evidence.smi else []), evidence
 
 
 def _has_any(evidence: Evidence) -> bool:
-    return any(x is not None for x in (evidence.smi, evidence.smi_error, evidence.pci_devices,
-                                        evidence.kernel_log, evidence.dkms_status, evidence.running_kernel))
+    return any(x is not None for x in (evidence.smi, evidence.smi_error, evidence.pci_devices, evidence.link_states,
+                                        evidence.dcgmi, evidence.kernel_log, evidence.dkms_status,
+                                        evidence.running_kernel))
 
 
 def _merge_into(combined: Evidence, evidence: Evidence) -> None:
-    report = evidence.smi
-    if report is not None and (combined.smi is None or _better(report, combined.smi)):
-        combined.smi = report
+    if evidence.dcgmi:
+        combined.dcgmi = "\n".join(t for t in (combined.dcgmi, evidence.dcgmi) if t)
+    if evidence.link_states:
+        combined.link_states = [*(combined.link_states or []), *evidence.link_states]
     if evidence.smi_error:
         combined.smi_error = "\n".join(t for t in (combined.smi_error, evidence.smi_error) if t)
     if evidence.kernel_log:
@@ -306,7 +306,3 @@ def _merge_into(combined: Evidence, evidence: Evidence) -> None:
         known = {(d.slot, d.device_id) for d in combined.pci_devices or []}
         new = [d for d in evidence.pci_devices if (d.slot, d.device_id) not in known]
         combined.pci_devices = [*(combined.pci_devices or []), *new]
-
-
-def _better(new: SmiReport, old: SmiReport) -> bool:
-    return (_REPORT_RANK[new.source_kind], -len(new.gpus)) < (_REPORT_RANK[old.source_kind], -len(old.gpus))

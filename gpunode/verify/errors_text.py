@@ -76,6 +76,41 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "The host driver is not loaded, so nvidia-container-cli cannot inject GPUs. Fix the host first: "
         + _NOT_LOADED_REMEDY + " Then restart the container.", "critical"),
     ErrorSignature(
+        "driver-not-loaded",
+        re.compile(r"Failed to initialize NVML: Driver Not Loaded.*|NVML: (?:ERROR_)?DRIVER_NOT_LOADED.*", re.I),
+        "host", "NVML finds no loaded NVIDIA kernel driver", _NOT_LOADED_REMEDY, "critical"),
+    ErrorSignature(
+        "nvidia-no-adapter",
+        re.compile(r"modprobe: ERROR: could not insert 'nvidia': No such device.*"),
+        "host", "the nvidia module refuses to load: it finds no NVIDIA GPU it can drive",
+        "The module found no supported GPU: check `lspci -nn | grep -i 10de` lists the GPU, `dmesg | grep NVRM` "
+        "for 'not supported by the NVIDIA <version> driver release' (install a branch that supports the GPU) or "
+        "'probe routine was not called' (nouveau or vfio-pci holds it).", "critical"),
+    ErrorSignature(
+        "dkms-not-built",
+        re.compile(r"modprobe: FATAL: Module nvidia\S* not found in directory /lib/modules/\S+.*"),
+        "host", "no nvidia kernel module exists for the running kernel",
+        "The driver was built for another kernel (or not at all): install the headers for `uname -r` and the "
+        "driver's DKMS package, run `dkms autoinstall -k $(uname -r)` and check `dkms status`, or boot the kernel the "
+        "module was built for; prebuilt-module distributions need the linux-modules-nvidia package of this kernel.",
+        "critical"),
+    ErrorSignature(
+        "container-cuda-requirement",
+        re.compile(r"nvidia-container-cli: requirement error: unsatisfied condition: cuda ?>= ?\S+.*"),
+        "container", "the container image needs a newer CUDA than the host driver supports",
+        "The image's NVIDIA_REQUIRE_CUDA asks for a newer driver: upgrade the host driver to a branch that supports "
+        "that CUDA version (see NVIDIA's CUDA/driver compatibility table), or use an image built for the host's "
+        "CUDA version (`nvidia-smi` shows it); NVIDIA_DISABLE_REQUIRE=1 skips the check only when forward "
+        "compatibility packages are in the image.", "critical"),
+    ErrorSignature(
+        "nvml-access-blocked",
+        re.compile(r"Failed to initialize NVML: GPU access blocked by the operating system.*|"
+                   r"WSL environment detected but no adapters were found.*", re.I),
+        "container", "the OS gives NVML no GPU (WSL/Windows: no GPU-P adapter for this VM or container)",
+        "Under WSL2 the GPU comes from the Windows driver: update the Windows NVIDIA driver and WSL (`wsl --update`), "
+        "run `wsl --shutdown`, check `nvidia-smi` works inside WSL before docker, and do not install a Linux NVIDIA "
+        "driver inside WSL. In a VM, check the GPU is passed through (or the vGPU licensed).", "critical"),
+    ErrorSignature(
         "driver-library-mismatch",
         re.compile(r"Failed to initialize NVML: Driver/library version mismatch.*|nvml error: driver/library "
                    r"version mismatch.*", re.I),
@@ -93,7 +128,9 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "critical"),
     ErrorSignature(
         "nvml-library-missing",
-        re.compile(r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so.*"),
+        re.compile(r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so.*|"
+                   r"could not load NVML library: libnvidia-ml\.so\.1: cannot open shared object file.*|"
+                   r"NVML: ERROR_LIBRARY_NOT_FOUND.*"),
         "container", "nvidia-container-cli cannot load libnvidia-ml.so on the host",
         "The host has no usable user-space driver: install the NVIDIA driver user-space libraries matching "
         "the kernel module, run `ldconfig`, then restart the container.", "critical"),
@@ -115,6 +152,19 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         "The GPU stopped responding: check `dmesg` for Xid 79/119/48 around the time. Drain the node, try "
         "`nvidia-smi -r -i <gpu>` (GPU reset), reboot if the reset fails, and RMA the GPU if it recurs.",
         "critical"),
+    ErrorSignature(
+        "gpu-lost",
+        re.compile(r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]+: GPU is lost.*"),
+        "host", "NVML reports the GPU as lost (it no longer answers on the PCIe bus)",
+        "The GPU fell off the bus or hung hard: the message itself says to reboot (NVIDIA: RESTART_BM). Drain the "
+        "node and reboot it; read `dmesg` for the Xid 79 / 'fallen off the bus' and PCIe AER lines before it, check "
+        "power cabling and seating (riser), and RMA the GPU if it is lost again.", "critical"),
+    ErrorSignature(
+        "gpu-reset-required",
+        re.compile(r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]+: GPU requires reset.*"),
+        "host", "NVML reports that a GPU must be reset before it can be used",
+        "Drain the GPU, reset it (`nvidia-smi -r -i <gpu>`, persistence mode off first) or reboot the node; look "
+        "for the Xid that preceded it in `dmesg` and RMA the GPU if it recurs.", "critical"),
     ErrorSignature(
         "nvml-unknown-error",
         re.compile(r"Failed to initialize NVML: Unknown Error.*"),
@@ -201,14 +251,27 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
 )
 
 
+_LOOSE: dict[str, re.Pattern[str]] = {}
+
+
+def _loose(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """pattern with every literal space made optional whitespace (spaces lost or doubled, lines wrapped)."""
+    loose = _LOOSE.get(pattern.pattern)
+    if loose is None:
+        loose = _LOOSE[pattern.pattern] = re.compile(re.sub(r"(?<!\\) +(?![^\[]*\])", r"\\s*", pattern.pattern),
+                                                     pattern.flags)
+    return loose
+
+
 def classify_errors(text: str) -> list[ErrorMatch]:
-    """Every known error signature in text (first matching line each), in SIGNATURES order."""
+    """Every known error signature in text (first matching line each), in SIGNATURES order; the stable words of
+    a message are matched even when its spaces were lost or doubled or its lines wrapped."""
     found: list[ErrorMatch] = []
     joined = re.sub(r"[ \t]*\n[ \t]*", " ", text)  # messages wrapped over lines by the terminal or the poster
     for signature in SIGNATURES:
         match = signature.pattern.search(text)
-        if match is None and signature.context == "container":
-            match = signature.pattern.search(joined)
+        if match is None:
+            match = _loose(signature.pattern).search(joined)
             if match:
                 found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,
                                         signature.severity, match.group(0)[:400]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpunode.verify.lspci import PciDevice
+from gpunode.verify.lspci_vv import LinkState
 from gpunode.verify.model import SmiReport
 
 
@@ -50,6 +51,8 @@ class Evidence:
     running_headers: str | None = None
     nouveau_loaded: bool | None = None
     container_test: ContainerTest | None = None
+    link_states: list[LinkState] | None = None  # from `lspci -vv`
+    dcgmi: str | None = None  # `dcgmi diag` result tables
 
     @property
     def pci_gpus(self) -> list[PciDevice] | None:

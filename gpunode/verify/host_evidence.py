@@ -6,6 +6,7 @@ from gpunode.facts import Facts, parse_facts
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.evidence import Evidence, Expectations, FabricManagerState
 from gpunode.verify.lspci import classify_pci
+from gpunode.verify.lspci_vv import parse_lspci_vv
 from gpunode.verify.smi_xml import parse_smi_xml
 
 MARKER = "@@evidence nvidia-smi"
@@ -33,6 +34,8 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
         running_headers=sections.get("headers", "").strip() or None,
         nouveau_loaded=facts.nvidia.nouveau_loaded,
     )
+    states, _ = parse_lspci_vv(sections.get("lspci-vv", ""))
+    evidence.link_states = states or None
     if facts.nvswitch_present:
         fm_version = next((v for n, v in facts.nvidia.packages.items() if n.startswith("nvidia-fabricmanager")), None)
         evidence.fabricmanager = FabricManagerState(facts.nvidia.fabricmanager_active, fm_version)

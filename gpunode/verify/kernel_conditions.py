@@ -30,7 +30,10 @@ CONDITIONS: tuple[KernelCondition, ...] = (
         "reserved for passthrough."),
     KernelCondition(
         "nvidia-no-adapter",
-        re.compile(r"No NVIDIA graphics adapter found|NVIDIA init module failed", _I), "critical",
+        re.compile(r"No NVIDIA graphics adapter found|NVIDIA init module failed|None of the NVIDIA "
+                   r"(?:graphics adapters|devices) were initiali[sz]ed|The NVIDIA probe routine failed for \d+ device"
+                   r"|No NVIDIA GPU found",
+                   _I), "critical",
         "the nvidia module found no NVIDIA GPU it can drive and did not load",
         "Check `lspci -nn | grep -i 10de` shows the GPU (passthrough configured, card seated and powered) and "
         "that the installed driver branch supports it; on hosts without an NVIDIA GPU, remove the driver or "
@@ -105,10 +108,35 @@ CONDITIONS: tuple[KernelCondition, ...] = (
     KernelCondition(
         "gpu-unsupported-by-module",
         re.compile(r"not supported by open nvidia\.ko|Open nvidia\.ko is only ready for use on Data Center"
-                   r"|is not supported by the NVIDIA \S+ driver release|not supported by this driver", _I),
+                   r"|is not supported by the (?:NVIDIA )?\S+ (?:NVIDIA )?(?:Linux )?(?:graphics )?driver release"
+                   r"|not supported by this driver|supported through the NVIDIA \S+ Legacy drivers"
+                   r"|NVIDIA driver will ignore this GPU", _I),
         "critical",
         "the installed kernel module flavour or branch does not support this GPU",
         "Install the module flavour the GPU needs: the proprietary module for pre-Turing GPUs (no GSP), the "
         "open module for Blackwell, or a driver branch new enough for the GPU (see NVIDIA's supported "
         "products list); then reboot."),
+    KernelCondition(
+        "nouveau-loaded",
+        re.compile(r"^nouveau(?: +\[ *\w+\]\[| [0-9a-f]{4}:[0-9a-f]{2}:)|\[drm\] Initialized nouveau|"
+                   r"nouveaudrmfb|Kernel driver in use: nouveau", _I | re.M), "critical",
+        "the nouveau driver is bound to the NVIDIA GPU (the kernel log shows it driving the device)",
+        "Blacklist nouveau: write `blacklist nouveau` and `options nouveau modeset=0` to "
+        "/etc/modprobe.d/blacklist-nouveau.conf, rebuild the initramfs (`update-initramfs -u` or `dracut -f`) and "
+        "reboot; then check `lspci -k -d 10de:` shows `Kernel driver in use: nvidia`."),
+    KernelCondition(
+        "pcie-aer-uncorrectable",
+        re.compile(r"PCIe Bus Error: severity=Uncorrect|AER: Uncorrect(?:ed|able) \(?(?:Fatal|Non-Fatal)", _I),
+        "critical", "the kernel logged uncorrectable PCIe (AER) errors",
+        "Uncorrectable PCIe errors precede a GPU falling off the bus: find the device named in the AER lines "
+        "(`lspci -s <slot>`), reseat the GPU and riser, check the slot's generation setting in the BIOS, and RMA "
+        "the card or riser if the errors recur."),
+    KernelCondition(
+        "pcie-aer-correctable",
+        re.compile(r"PCIe Bus Error: severity=Corrected|AER: Corrected error received|\bBadTLP\b|\bBadDLLP\b"
+                   r"|\bRxErr\b", _I),
+        "warning", "the kernel logged correctable PCIe (AER) errors (bad TLPs/DLLPs, receiver errors)",
+        "Correctable errors are retried by the link but show a marginal connection: check their rate in `dmesg`, "
+        "reseat the GPU/riser, try the slot one PCIe generation lower; replace the riser or card if they keep "
+        "counting."),
 )

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpunode.verify.kernel_conditions import CONDITIONS, KernelCondition
-from gpunode.verify.kernel_lines import kernel_messages
+from gpunode.verify.kernel_lines import KernelMessage, kernel_messages
 from gpunode.verify.xid_catalog import XID_DOC_URL, XID_MEANINGS, XidInfo, xid_info
 
 __all__ = ["XID_DOC_URL", "XID_MEANINGS", "XidInfo", "xid_info", "XidEvent", "KernelEvent", "KernelScan",
@@ -19,7 +19,7 @@ _XID_DETAIL = re.compile(r"^pid=(?P<pid>'[^']*'|[^,\s]+),\s*name=(?P<name>[^,]*)
 _LOST_OLD = re.compile(r"NVRM: GPU at " + _PCI + r" has fallen off the bus")
 _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
 _LOST_ANY = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?" + _PCI + r"\b.*fallen off the bus", re.I)
-_INIT_FAIL = re.compile(r"NVRM: GPU " + _PCI + r": RmInitAdapter failed! \((?P<code>[^)]*)\)")
+_INIT_FAIL = re.compile(r"NVRM: (?:GPU " + _PCI + r": )?RmInitAdapter failed!\s*(?:\((?P<code>[^)]*)\))?")
 _MARKER = re.compile(
     r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
@@ -79,16 +79,46 @@ def has_kernel_markers(text: str) -> bool:
     return _MARKER.search(text) is not None
 
 
+def _runs(messages: list[KernelMessage]) -> list[KernelMessage]:
+    """Consecutive NVRM messages joined into one (old drivers print one sentence over several timestamped lines)."""
+    runs: list[KernelMessage] = []
+    current: list[KernelMessage] = []
+    for message in [*messages, None]:
+        if message is not None and message.text.startswith("NVRM:"):
+            current.append(message)
+            continue
+        if len(current) > 1:
+            text = " ".join([current[0].text, *(m.text.removeprefix("NVRM:").strip() for m in current[1:])])
+            runs.append(KernelMessage(text, current[0].timestamp, "\n".join(m.raw for m in current)))
+        current = []
+    return runs
+
+
+def _conditions(scan: KernelScan, messages: list[KernelMessage]) -> None:
+    found: set[str] = set()
+    for message in messages:
+        for condition in CONDITIONS:
+            if condition.pattern.search(message.text):
+                found.add(condition.id)
+                pci = re.search(_PCI, message.text)
+                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
+                                                               condition.id, message.timestamp, message.text)))
+    for run in _runs(messages):  # a sentence split over several NVRM lines
+        for condition in CONDITIONS:
+            if condition.id not in found and condition.pattern.search(run.text):
+                found.add(condition.id)
+                pci = re.search(_PCI, run.text)
+                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
+                                                               condition.id, run.timestamp, run.text)))
+
+
 def scan_kernel_log(text: str) -> KernelScan:
     """Parse kernel messages in any common log form (see kernel_lines) for Xids, lost GPUs and conditions."""
     scan = KernelScan()
-    for message in kernel_messages(text):
+    messages = kernel_messages(text)
+    _conditions(scan, messages)
+    for message in messages:
         line, ts = message.text, message.timestamp
-        for condition in CONDITIONS:
-            if condition.pattern.search(line):
-                pci = re.search(_PCI, line)
-                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
-                                                               condition.id, ts, line)))
         if "NVRM" not in line:
             continue
         xid = _XID.search(line)
@@ -114,6 +144,6 @@ def scan_kernel_log(text: str) -> KernelScan:
             continue
         init = _INIT_FAIL.search(line)
         if init:
-            pci = init.group("pci").lower()
-            scan.init_failures.append(KernelEvent(pci, init.group("code"), ts, line))
+            pci = (init.group("pci") or "").lower()
+            scan.init_failures.append(KernelEvent(pci, init.group("code") or "", ts, line))
     return scan

@@ -69,6 +69,7 @@ class GpuInfo:
     fabric_state: str | None = None
     fabric_status: str | None = None
     pci_device_id: str | None = None
+    samples: int = 1  # how many outputs (sections, files, rows of a time series) described this GPU
 
     @property
     def label(self) -> str:
@@ -102,6 +103,8 @@ class SmiReport:
     schema_version: int | None = None
     timestamp: str | None = None
     warnings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # what a partial capture lacks (GPU sections, table rows)
+    error_fields: list[str] = field(default_factory=list)  # header values that read ERR! / Unknown Error
 
     @property
     def gpu_count(self) -> int:
@@ -118,5 +121,7 @@ class SmiReport:
             "schema_version": self.schema_version,
             "timestamp": self.timestamp,
             "warnings": list(self.warnings),
+            "missing": list(self.missing),
+            "error_fields": list(self.error_fields),
             "gpus": [gpu.to_dict() for gpu in self.gpus],
         }

@@ -69,7 +69,8 @@ def parse_smi_csv(text: str) -> SmiReport:
     rows = list(csv.reader(io.StringIO(csv_body(text).strip()), skipinitialspace=True))
     header = [field_name(name) for name in rows[0]]
     records = [dict(zip(header, (value.strip() for value in row), strict=False)) for row in rows[1:] if row]
-    gpus = [_gpu(record, position) for position, record in enumerate(records)]
+    positions = _positions(header, records, looped=_LOOP.search(text.split("\n", 1)[0]) is not None)
+    gpus = [_gpu(record, position) for position, record in zip(positions, records, strict=True)]
     driver = next((gpu.driver_version for gpu in gpus if gpu.driver_version), None)
     counts = {to_int(record.get("count")) for record in records} - {None}
     return SmiReport(
@@ -80,6 +81,26 @@ def parse_smi_csv(text: str) -> SmiReport:
         source_kind="csv",
         timestamp=clean(records[0].get("timestamp")) if records else None,
     )
+
+
+_IDENTITY = frozenset({"index", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id", "serial", "gpu_serial"})
+_LOOP = re.compile(r"\s(?:-l|-lms|--loop|--loop-ms)(?:[= ]\d+)?(?:\s|$)")
+
+
+def _positions(header: list[str], records: list[dict[str, str]], looped: bool) -> list[int]:
+    """The GPU position of each row. Without an identity column, a time series (`-l N`) repeats the same GPUs:
+    rows that share a timestamp are different GPUs; with no timestamp, a looped query's rows are one GPU."""
+    if _IDENTITY & set(header):
+        return list(range(len(records)))
+    if "timestamp" in header:
+        seen: dict[str, int] = {}
+        positions = []
+        for record in records:
+            stamp = record.get("timestamp", "")
+            positions.append(seen.get(stamp, 0))
+            seen[stamp] = positions[-1] + 1
+        return positions
+    return [0] * len(records) if looped else list(range(len(records)))
 
 
 def _get(record: dict[str, str], *names: str) -> str | None:

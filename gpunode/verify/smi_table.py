@@ -36,22 +36,33 @@ def parse_smi_table(text: str) -> SmiReport:
     rest = banner.group("rest") if banner else ""
     driver = _DRIVER.search(rest)
     cuda = _CUDA.search(rest)
-    driver_version = driver.group(1) if driver else None
-    cuda_version = cuda.group(1) if cuda else None
-    gpus = _gpu_rows(text, driver_version, cuda_version)
-    for match in _INFOROM.finditer(text):
-        bad = normalize_bus_id(match.group(1))
-        for gpu in gpus:
-            if normalize_bus_id(gpu.pci_bus_id) == bad:
-                gpu.inforom_ok = False
+    driver_version = clean(driver.group(1)) if driver else None
+    cuda_version = clean(cuda.group(1)) if cuda else None
+    error_fields = [f"{name} Version: {match.group(1)}" for name, match in (("Driver", driver), ("CUDA", cuda))
+                    if match and is_unknown_error(match.group(1))]
+    missing: list[str] = []
+    gpus = _gpu_rows(text, driver_version, cuda_version, missing)
+    apply_inforom_warnings(gpus, text)
     return SmiReport(
         driver_version=driver_version,
         cuda_version=cuda_version,
         attached_gpus=None,
         gpus=gpus,
         source_kind="table",
-        warnings=[] if banner else ["a fragment of the table: no NVIDIA-SMI banner, so no driver version"],
+        warnings=([] if banner else ["a fragment of the table: no NVIDIA-SMI banner, so no driver version"])
+        + missing,
+        missing=missing,
+        error_fields=error_fields,
     )
+
+
+def apply_inforom_warnings(gpus: list[GpuInfo], text: str) -> None:
+    """Mark the GPUs named by nvidia-smi's "WARNING: infoROM is corrupted at gpu <bus id>" lines."""
+    for match in _INFOROM.finditer(text):
+        bad = normalize_bus_id(match.group(1))
+        for gpu in gpus:
+            if normalize_bus_id(gpu.pci_bus_id) == bad:
+                gpu.inforom_ok = False
 
 
 def _dedent_box(text: str) -> str:
@@ -68,8 +79,9 @@ def _cells(line: str) -> list[str]:
     return line.strip().strip("|").split("|")
 
 
-def _gpu_rows(text: str, driver: str | None, cuda: str | None) -> list[GpuInfo]:
-    """GPU rows are the box lines after the first '|====' rule, up to the first non-box line."""
+def _gpu_rows(text: str, driver: str | None, cuda: str | None, missing: list[str]) -> list[GpuInfo]:
+    """GPU rows are the box lines after the first '|====' rule, up to the first non-box line; a GPU whose rows
+    are cut off is named in missing."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("|=")), None)
     if start is None:  # a fragment: the GPU rows start at the first box line
@@ -86,6 +98,8 @@ def _gpu_rows(text: str, driver: str | None, cuda: str | None) -> list[GpuInfo]:
         if line.startswith("+"):
             current, row = None, 0
             continue
+        if line.strip() in ("|", "") and current is not None:
+            break
         cells = _cells(line)
         if current is not None and any(is_gpu_lost(c.strip()) or c.strip() in ("GPU is lost", "Requires reset")
                                        for c in cells):
@@ -102,6 +116,9 @@ def _gpu_rows(text: str, driver: str | None, cuda: str | None) -> list[GpuInfo]:
         elif current is not None and row == 2 and len(cells) >= 3:
             current.mig_mode_current = to_bool(cells[2])
             row = 3
+    if current is not None:
+        lacking = " (no temperature, power and memory row)" if row < 2 else ""
+        missing.append(f"the table is cut off after GPU {current.index}{lacking}: later GPUs may be missing")
     return gpus
 
 

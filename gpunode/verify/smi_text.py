@@ -53,7 +53,7 @@ class _Node:
             yield from child.walk(child_path)
 
 
-_SECTION = re.compile(r"^\s+(?:Remapped Rows|ECC Errors|Retired Pages|Temperature|GPU Power Readings|Power Readings|"
+_SECTION = re.compile(r"^\s*(?:Remapped Rows|ECC Errors|Retired Pages|Temperature|GPU Power Readings|Power Readings|"
                       r"Clocks (?:Event|Throttle) Reasons|Inforom Version|PCI|Persistence Mode)\b.*$", re.M)
 _KEY_VALUE = re.compile(r"^\s+[A-Z][\w ./()-]*?\s+: \S", re.M)
 
@@ -85,9 +85,12 @@ def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
     cuda = first_token(root.get("CUDA Version")) or first_token(root.get("CUDA UMD Version"))
     attached = to_int(root.get("Attached GPUs"))
     warnings: list[str] = []
+    missing: list[str] = []
     gpus = [_gpu(node, index, driver, cuda, warnings) for index, node in enumerate(gpu_nodes)]
     if attached is not None and attached != len(gpus):
         warnings.append(f"'Attached GPUs : {attached}' but the output holds {len(gpus)} GPU section(s)")
+        if attached > len(gpus):
+            missing.append(f"{attached - len(gpus)} of {attached} GPU section(s)")
     if gpu_nodes and gpu_nodes[-1].child("Processes") is None:
         last = gpu_nodes[-1]
         end = list(last.walk())[-1][0] if last.children else last.key
@@ -103,6 +106,9 @@ def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
         source_kind="text",
         timestamp=clean(root.get("Timestamp")),
         warnings=warnings,
+        missing=missing,
+        error_fields=[f"{key}: {root.get(key)}" for key in ("Driver Version", "CUDA Version")
+                      if is_unknown_error(root.get(key))],
     )
 
 

@@ -36,8 +36,11 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
     gpus = [_gpu(element, index, driver, cuda) for index, element in enumerate(root.findall("gpu"))]
     attached = to_int(_text(root, "attached_gpus"))
     warnings = []
+    missing = []
     if attached is not None and attached != len(gpus):
         warnings.append(f"attached_gpus is {attached} but the XML holds {len(gpus)} <gpu> element(s)")
+        if attached > len(gpus):
+            missing.append(f"{attached - len(gpus)} of {attached} <gpu> element(s)")
     return SmiReport(
         driver_version=driver,
         cuda_version=cuda,
@@ -47,6 +50,10 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
         schema_version=int(dtd.group(1)) if dtd else None,
         timestamp=clean(_text(root, "timestamp")),
         warnings=warnings,
+        missing=missing,
+        error_fields=[f"{name}: {value}" for name, value in (("driver_version", _text(root, "driver_version")),
+                                                               ("cuda_version", _text(root, "cuda_version")))
+                      if is_unknown_error(value)],
     )
 
 

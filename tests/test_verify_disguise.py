@@ -1,0 +1,108 @@
+"""Every real capture in tests/data, wrapped the way people paste it, reads the same as the clean capture.
+
+The disguises: a shell prompt line before it, `> ` quoting, CRLF line ends, ANSI colour codes, a 4-space indent,
+lines hard-wrapped at 80 columns (a terminal's copy), and concatenation with another capture (before and after).
+Each must give the same GPUs, findings and verdict as the clean capture (a concatenation: the union of both).
+One test per disguise loops over all captures, so the suite stays fast as the corpus grows (captures2/ too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpunode.verify import diagnose_files
+from gpunode.verify.diagnose import DiagnoseResult
+from gpunode.verify.values import normalize_bus_id
+
+DATA = Path(__file__).resolve().parent / "data"
+CAPTURES = [p for d in sorted(DATA.iterdir()) if d.is_dir() and (d.name == "nvidia" or d.name.startswith("captures"))
+            for p in sorted(d.rglob("*")) if p.is_file() and not p.name.endswith(".md")
+            and not p.name.endswith((".tar.gz", ".tgz"))]
+# A one-line docker error (real: NVIDIA/nvidia-docker#1352) to paste next to every capture.
+OTHER = DATA / "nvidia/errors/docker__could-not-select-device-driver__NVIDIA-nvidia-docker-1352.txt"
+
+
+def _lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def _wrap80(text: str) -> str:
+    out: list[str] = []
+    for line in _lines(text):
+        while len(line) > 80:
+            out.append(line[:80])
+            line = line[80:]
+        out.append(line)
+    return "\n".join(out)
+
+
+DISGUISES: dict[str, Callable[[str], str]] = {
+    "prompt": lambda t: "user@gpu-node-1:~$ cat capture.txt\n" + t,
+    "quoted": lambda t: "\n".join("> " + line if line else ">" for line in _lines(t)),
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+    "ansi": lambda t: "\n".join(f"\x1b[1;32m{line}\x1b[0m" if line.strip() else line for line in _lines(t)),
+    "indent4": lambda t: "\n".join("    " + line if line.strip() else line for line in _lines(t)),
+    "wrap80": _wrap80,
+}
+
+
+def _gpus(result: DiagnoseResult) -> list[tuple[str, str, str]]:
+    report = result.report
+    return sorted(((g.uuid or "").lower(), normalize_bus_id(g.pci_bus_id) or "", g.name or "")
+                  for g in (report.gpus if report else []))
+
+
+def _findings(result: DiagnoseResult) -> set[tuple[str, str]]:
+    return {(f.id, f.severity) for f in result.findings}
+
+
+def _read(path: Path, text: str) -> DiagnoseResult:
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    return diagnose_files([path])
+
+
+def _text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", "surrogateescape")
+
+
+def test_the_corpus_is_there():
+    assert len(CAPTURES) >= 200
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISES))
+def test_every_capture_reads_the_same_in_disguise(tmp_path: Path, name: str):
+    disguise = DISGUISES[name]
+    wrong = []
+    for capture in CAPTURES:
+        clean = diagnose_files([capture])
+        text = _text(capture)
+        if "\x00" in text[:4096] or not text.strip():
+            continue
+        disguised = _read(tmp_path / capture.name, disguise(text))
+        got = (_gpus(disguised), _findings(disguised), disguised.verdict)
+        want = (_gpus(clean), _findings(clean), clean.verdict)
+        if got != want:
+            wrong.append(f"{capture.relative_to(DATA)}: clean {want} / {name} {got}")
+    assert not wrong, f"{len(wrong)} capture(s) read differently when {name}:\n" + "\n".join(wrong[:20])
+
+
+@pytest.mark.parametrize("order", ["capture-first", "error-first"])
+def test_every_capture_concatenated_with_a_container_error_keeps_both(tmp_path: Path, order: str):
+    """A file holding a container error and a host capture: both are read."""
+    other = _text(OTHER)
+    other_findings = _findings(diagnose_files([OTHER]))
+    wrong = []
+    for capture in CAPTURES:
+        text = _text(capture)
+        if "\x00" in text[:4096] or not text.strip():
+            continue
+        clean = diagnose_files([capture])
+        joined = text.rstrip("\n") + "\n\n" + other if order == "capture-first" else other + "\n" + text
+        both = _read(tmp_path / capture.name, joined)
+        if _gpus(both) != _gpus(clean) or not (_findings(clean) | other_findings) <= _findings(both):
+            wrong.append(f"{capture.relative_to(DATA)}: clean {_gpus(clean)} {_findings(clean)} / joined "
+                         f"{_gpus(both)} {_findings(both)}")
+    assert not wrong, f"{len(wrong)} capture(s) lost evidence when concatenated:\n" + "\n".join(wrong[:20])
