@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from functools import cache
@@ -24,13 +23,18 @@ def _env() -> SandboxedEnvironment:
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
+    from gpunode.playbook.filters import FILTERS, to_json
+    from gpunode.playbook.jinja_tests import TESTS
+
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters.update(FILTERS)  # Ansible's filters, with Ansible's semantics (playbook/filters.py)
+    env.tests.update(TESTS)      # `is version(...)`, `is failed`, `is changed` ...
     env.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
     env.globals["lookup"] = _lookup
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_default}  # `| tojson` of facts
-    env.filters["to_json"] = lambda value: json.dumps(value, default=_json_default)  # Ansible's names
-    env.filters["to_nice_json"] = lambda value, indent=4: json.dumps(value, default=_json_default, indent=indent,
-                                                                      sort_keys=True)
+    env.filters["to_json"] = lambda value, **kw: to_json(value, default=_json_default, **kw)  # Ansible's names
+    env.filters["to_nice_json"] = lambda value, indent=4, sort_keys=True, **kw: to_json(
+        value, default=_json_default, indent=indent, sort_keys=sort_keys, separators=(",", ": "), **kw)
     return env
 
 
@@ -98,7 +102,7 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
         except GpunodeError:
             raise  # e.g. the lock's session lost while a facts section was being gathered
         except Exception as exc:  # noqa: BLE001 - a filter's own error (`1.0e+400`, tojson of a set): the template's
-            raise TemplateError(f"cannot render {value!r}: {type(exc).__name__}: {exc}") from None
+            raise TemplateError(f"cannot render {value!r}: {_why(exc)}") from None
     if isinstance(value, dict):
         return {k: render(v, variables) for k, v in value.items()}
     if isinstance(value, list):
@@ -147,7 +151,14 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
     except GpunodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - a filter's own error is the condition's
-        raise TemplateError(f"cannot evaluate when: {expression!r}: {type(exc).__name__}: {exc}") from None
+        raise TemplateError(f"cannot evaluate when: {expression!r}: {_why(exc)}") from None
     if isinstance(result, jinja2.Undefined):
         raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
     return truthy(result)  # Ansible's truthiness: an INI "false" is false
+
+
+def _why(exc: Exception) -> str:
+    """A filter's error as the user should read it: a filter's own message (`mandatory`) without a type name."""
+    from gpunode.playbook.filters import FilterError
+
+    return str(exc) if isinstance(exc, FilterError) else f"{type(exc).__name__}: {exc}"
