@@ -20,7 +20,8 @@ from gpunode.steps import STEP_TYPES
 from gpunode.steps.base import build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
-STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log"}
+TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when"}  # Ansible's, same meaning
+STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
 
@@ -41,6 +42,10 @@ class StepSpec:
     # inventory vars and --var still override them
     vars: dict[str, Any] = field(default_factory=dict)
     sensitive: bool = False  # `sensitive: true` (Ansible: `no_log`): content, diff and output never shown
+    register: str | None = None            # the variable that holds this step's result for later steps
+    ignore_errors: bool = False            # a failure is reported (as ignored) and the host goes on
+    failed_when: list[str] | None = None   # conditions (all must hold) that make the step failed, instead of exit codes
+    changed_when: list[str] | None = None  # conditions (all must hold) that make the step changed
 
     @property
     def where(self) -> str:
@@ -218,9 +223,48 @@ def _step(item: Any, source: str, line: int) -> StepSpec:
         raise UsageError(f"sensitive must be true or false, got {sensitive!r}", source=source, line=line,
                          fix="write sensitive: true")
     spec = StepSpec(kind, dict(args), str(item.get("name") or kind), item.get("when"), notify, source,
-                    _line(item, kind, line), _tags(item, source, line), sensitive=sensitive)
+                    _line(item, kind, line), _tags(item, source, line), sensitive=sensitive,
+                    **_task_keys(item, source, line))
     check_static_args(spec, args)
     return spec
+
+
+def _task_keys(item: dict, source: str, line: int) -> dict[str, Any]:
+    """Ansible's `register`, `ignore_errors`, `failed_when` and `changed_when`, checked; conditions as a list (a bare
+    true/false becomes the Jinja literal)."""
+    keys: dict[str, Any] = {}
+    register = item.get("register")
+    if register is not None:
+        if not isinstance(register, str) or not register.isidentifier() or register in RESERVED_NAMES:
+            raise UsageError(f"register: {register!r} is not a variable name", source=source,
+                             line=_line(item, "register", line), fix="e.g. `register: result` (letters, digits, _)")
+        keys["register"] = register
+    ignore = item.get("ignore_errors", False)
+    if not isinstance(ignore, bool):
+        raise UsageError(f"ignore_errors must be true or false, got {ignore!r}", source=source,
+                         line=_line(item, "ignore_errors", line), fix="write ignore_errors: true")
+    keys["ignore_errors"] = ignore
+    for key in ("failed_when", "changed_when"):
+        if item.get(key) is not None:
+            keys[key] = _conditions(item[key], key, source, _line(item, key, line))
+    return keys
+
+
+RESERVED_NAMES = {"facts", "inventory_hostname", "check_mode", "lookup"}
+
+
+def _conditions(value: Any, key: str, source: str, line: int) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    conditions = []
+    for cond in items:
+        if isinstance(cond, bool):
+            conditions.append(str(cond))  # `changed_when: false`: Jinja's False
+        elif isinstance(cond, str) and cond.strip():
+            conditions.append(cond)
+        else:
+            raise UsageError(f"{key} must be a condition or a list of conditions, got {cond!r}", source=source,
+                             line=line, fix=f"e.g. `{key}: result.rc != 0` or `{key}: false`")
+    return conditions
 
 
 def _line(mapping: Any, key: str, default: int) -> int:

@@ -29,7 +29,8 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     for column in ("host", "status", "ok", "changed", "skipped", "failed", "remote execs", "time"):
         table.add_column(column, justify="right" if column not in ("host", "status") else "left")
     for host in result.hosts:
-        counts = {s: sum(1 for st in host.steps if st.status == s) for s in ("ok", "skipped", "failed")}
+        counts = {s: sum(1 for st in host.steps if st.status == s and not st.ignored) for s in ("ok", "skipped",
+                                                                                               "failed")}
         table.add_row(literal(host.host), literal(host.status, STATUS_STYLE.get(host.status, "")),
                       str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
                       str(host.exec_count), f"{host.seconds:.1f}s")

@@ -55,6 +55,7 @@ class StepContext:
     state: HostState = field(default_factory=HostState)   # what earlier steps on this host told later ones
     notes: list[str] = field(default_factory=list)
     on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
+    results: list[ExecResult] = field(default_factory=list)  # what each command run through `run` returned (register)
 
     def wrote(self, path: str) -> None:
         """Record a file changed in this run; what later steps must do about it is decided here, once.
@@ -85,7 +86,9 @@ class StepContext:
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)
-        return self.conn.run(command, **kwargs)
+        result = self.conn.run(command, **kwargs)
+        self.results.append(result)
+        return result
 
 
 SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/lib/systemd/system/", "/usr/lib/systemd/system/",
