@@ -16,6 +16,7 @@ from typing import Any
 from gpunode.errors import UsageError
 from gpunode.playbook.builtin import resolve_playbook
 from gpunode.playbook.template import has_template
+from gpunode.playbook.validate import check_conditions, check_syntax
 from gpunode.steps import STEP_TYPES
 from gpunode.steps.base import build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
@@ -88,6 +89,8 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
     variables = data.get("vars") or {}
     if not isinstance(variables, dict):
         raise UsageError("`vars` must be a mapping", source=source, line=data.line_of("vars"))
+    for key, value in variables.items():
+        check_syntax(value, source, _line(variables, key, data.line_of("vars")), f"vars: {key}")
     steps_data = data.get("steps")
     if not isinstance(steps_data, list) or not steps_data:
         raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
@@ -135,6 +138,9 @@ def _include(item: dict, source: str, line: int, chain: tuple[Path, ...]) -> Pla
                          fix="e.g. `- include: gpu-node` or `- include: ./my-steps.yml`")
     if not isinstance(item.get("vars") or {}, dict):
         raise UsageError("`vars` of an include must be a mapping", source=source, line=_line(item, "vars", line))
+    check_syntax(item.get("vars") or {}, source, _line(item, "vars", line), "vars")
+    if item.get("when") is not None:
+        check_conditions([str(item["when"])], source, _line(item, "when", line), "when")
     _tags(item, source, line)
     try:
         target = resolve_playbook(ref, base=Path(source).parent)
@@ -226,7 +232,18 @@ def _step(item: Any, source: str, line: int) -> StepSpec:
                     _line(item, kind, line), _tags(item, source, line), sensitive=sensitive,
                     **_task_keys(item, source, line))
     check_static_args(spec, args)
+    _check_templates(spec, item, args)
     return spec
+
+
+def _check_templates(spec: StepSpec, item: dict, args: dict) -> None:
+    """The Jinja syntax of the step's templates and conditions, before any host is contacted."""
+    for key, value in args.items():
+        check_syntax(value, spec.source, _line(args, key, spec.line), f"{spec.kind}.{key}")
+    conditions = {"when": [] if spec.when is None else [str(spec.when)], "failed_when": spec.failed_when or [],
+                  "changed_when": spec.changed_when or []}
+    for key, texts in conditions.items():
+        check_conditions(texts, spec.source, _line(item, key, spec.line), key)
 
 
 def _task_keys(item: dict, source: str, line: int) -> dict[str, Any]:

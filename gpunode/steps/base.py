@@ -261,10 +261,10 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         return value
     if origin is list:
         (item,) = typing.get_args(hint) or (Any,)
-        if isinstance(value, str | int):
-            value = [value]
+        if isinstance(value, str):
+            value = [value]  # one name: a list of one (a bare number is a typo: `names: 5`)
         if not isinstance(value, list | tuple):
-            raise ValueError(f"{where} must be a list, got {type(value).__name__}")
+            raise ValueError(f"{where} must be a list, got {_kind(value)} {value!r}")
         return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
@@ -289,6 +289,12 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
             return str(value)
         raise ValueError(f"{where} must be a string, got {type(value).__name__}")
     return value
+
+
+def _kind(value: Any) -> str:
+    """A value's type in YAML's words (not Python's)."""
+    kinds = ((bool, "a boolean"), (int | float, "a number"), (dict, "a mapping"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "a value")
 
 
 def _fix(action: Action, result: ExecResult) -> str:
