@@ -87,10 +87,7 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
             raise UsageError(f"unknown playbook key {key!r}", source=source, line=data.line_of(key),
                              fix=f"use one of: {', '.join(sorted(PLAY_KEYS))}")
     variables = data.get("vars") or {}
-    if not isinstance(variables, dict):
-        raise UsageError("`vars` must be a mapping", source=source, line=data.line_of("vars"))
-    for key, value in variables.items():
-        check_syntax(value, source, _line(variables, key, data.line_of("vars")), f"vars: {key}")
+    _check_vars(variables, source, data.line_of("vars"))
     steps_data = data.get("steps")
     if not isinstance(steps_data, list) or not steps_data:
         raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
@@ -122,6 +119,14 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
     digest = hashlib.sha256(path.read_bytes() + "".join(b.sha256 for b in included).encode()).hexdigest()
     return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
                     steps, handlers, digest)
+
+
+def _check_vars(variables: Any, source: str, line: int) -> None:
+    """The play's `vars:` is a mapping whose templates parse."""
+    if not isinstance(variables, dict):
+        raise UsageError("`vars` must be a mapping", source=source, line=line)
+    for key, value in variables.items():
+        check_syntax(value, source, _line(variables, key, line), f"vars: {key}")
 
 
 def _include(item: dict, source: str, line: int, chain: tuple[Path, ...]) -> Playbook:

@@ -326,6 +326,7 @@ class HostRun:
         if spec.register or spec.failed_when or spec.changed_when or spec.ignore_errors:
             variables = self._variables(facts, spec.vars)
             result, error = task_keys.settle(spec, outcome, results, error, variables, self.check)
+            self.changed_something = self.changed_something or outcome.status == "changed"  # failed_when: false
             if spec.register:
                 self.registered[spec.register] = result
         self._finish(outcome, started, facts)
