@@ -89,7 +89,7 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
             try:
                 build_step(spec.kind, args)
             except ValueError as exc:
-                raise _refusal(spec, exc, host.name, book.vars) from None
+                raise _refusal(spec, exc, host.name, {**book.vars, **spec.vars}) from None
 
 
 def _refusal(spec: Any, exc: ValueError, host: str, defaults: dict[str, Any]) -> UsageError:
