@@ -24,6 +24,12 @@ PLAYBOOK = """steps:
       cmd: "sleep 5; echo {{ lookup('env', 'APP_TOKEN') }} > /root/t27-secret.out"
       unless: "sleep 4; [ -e /root/t27-never-{{ lookup('env', 'APP_TOKEN') }} ]"
       creates: "/root/t27-marker-{{ lookup('env', 'APP_TOKEN') }}"
+  - name: read it back
+    no_log: true
+    command: {cmd: "cat /root/t27-secret.out"}
+    register: readback
+  - name: use what a sensitive step printed
+    file: {path: /root/t27-copy, content: "{{ readback.stdout }}\n"}
 """
 
 # Every process's argv and environment, NUL-separated, as root inside the host (the sampler's own argv holds no
@@ -55,6 +61,7 @@ def test_a_sensitive_command_is_on_no_process_list(lab, fresh_host, tmp_path):
     assert run.code == 0, run.output
     # it ran, for real, with the secret: the file holds it
     assert fresh_host.run_inside("cat /root/t27-secret.out").stdout.strip() == SECRET
+    assert fresh_host.run_inside("cat /root/t27-copy").stdout.strip() == SECRET  # its diff is masked (below)
     # the sampler saw the step's processes (the sleeps of unless and cmd) and never the secret
     samples = "\n".join(seen)
     assert "sleep\x004" in samples and "sleep\x005" in samples, "the sampler missed the step"

@@ -329,6 +329,9 @@ class HostRun:
             self.changed_something = self.changed_something or outcome.status == "changed"  # failed_when: false
             if spec.register:
                 self.registered[spec.register] = result
+            if spec.sensitive:  # what a sensitive step printed stays a secret wherever a later step shows it
+                self.conn.transcript.redact.add(result["stdout"], result["stderr"], *result["stdout_lines"],
+                                                *result["stderr_lines"])
         self._finish(outcome, started, facts)
         if error is not None:
             error.host, error.step = self.host.name, spec.name
