@@ -78,6 +78,8 @@ def test_register_ignore_errors_failed_when_changed_when(lab, fresh_host, tmp_pa
     assert check.code == 0, check.output
     steps = {s["name"]: s for s in host_of(report, fresh_host.name)["steps"]}
     assert steps["read-only query"]["status"] == "ok"  # changed_when: false holds in check mode too
+    for name in ("record the failure", "use its output", "after"):  # they read output nobody has seen yet
+        assert steps[name]["status"] == "would-change" and "unknown until run" in steps[name]["message"], steps[name]
 
 
 def test_failed_when_stops_the_host_without_ignore_errors(lab, fresh_host, tmp_path):
@@ -94,3 +96,30 @@ def test_failed_when_stops_the_host_without_ignore_errors(lab, fresh_host, tmp_p
     assert host["failed_step"] == "check the disk" and "failed_when is true" in host["error"]
     assert [s["name"] for s in host["steps"]] == ["check the disk"]
     assert fresh_host.run_inside("test -e /root/t27-never").returncode == 1
+
+
+READ_ONLY = """steps:
+  - name: read the version
+    command: {cmd: "cat /etc/debian_version"}
+    register: version
+    changed_when: false
+    check_mode: false
+  - name: record it
+    file: {path: /root/t27-version, content: "{{ version.stdout }}\\n"}
+"""
+
+
+def test_check_mode_false_runs_a_read_only_query_in_check(lab, fresh_host, tmp_path):
+    """Ansible's idiom: a query marked `check_mode: false` runs in --check too, so what reads its result is predicted
+    from the real answer, and --check and the real run agree."""
+    version = fresh_host.run_inside("cat /etc/debian_version").stdout.strip()
+    check, report = provision(lab, [fresh_host], tmp_path, READ_ONLY, "--check")
+    assert check.code == 0, check.output
+    steps = {s["name"]: s for s in host_of(report, fresh_host.name)["steps"]}
+    assert steps["read the version"]["status"] == "ok"
+    assert steps["record it"]["status"] == "would-change" and version in "".join(steps["record it"]["diffs"])
+    assert fresh_host.run_inside("test -e /root/t27-version").returncode == 1  # --check wrote nothing
+    real, report = provision(lab, [fresh_host], tmp_path, READ_ONLY)
+    assert real.code == 0 and [s["status"] for s in host_of(report, fresh_host.name)["steps"]] == ["ok", "changed"]
+    again, report = provision(lab, [fresh_host], tmp_path, READ_ONLY, "--check")
+    assert [s["status"] for s in host_of(report, fresh_host.name)["steps"]] == ["ok", "ok"], again.output

@@ -21,7 +21,7 @@ from gpunode.steps import STEP_TYPES
 from gpunode.steps.base import build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
-TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when"}  # Ansible's, same meaning
+TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
 STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
@@ -47,6 +47,7 @@ class StepSpec:
     ignore_errors: bool = False            # a failure is reported (as ignored) and the host goes on
     failed_when: list[str] | None = None   # conditions (all must hold) that make the step failed, instead of exit codes
     changed_when: list[str] | None = None  # conditions (all must hold) that make the step changed
+    check_mode: bool | None = None         # false: runs in --check too (a read-only query); true: always predicts
 
     @property
     def where(self) -> str:
@@ -261,11 +262,13 @@ def _task_keys(item: dict, source: str, line: int) -> dict[str, Any]:
             raise UsageError(f"register: {register!r} is not a variable name", source=source,
                              line=_line(item, "register", line), fix="e.g. `register: result` (letters, digits, _)")
         keys["register"] = register
-    ignore = item.get("ignore_errors", False)
-    if not isinstance(ignore, bool):
-        raise UsageError(f"ignore_errors must be true or false, got {ignore!r}", source=source,
-                         line=_line(item, "ignore_errors", line), fix="write ignore_errors: true")
-    keys["ignore_errors"] = ignore
+    for key in ("ignore_errors", "check_mode"):
+        flag = item.get(key)
+        if flag is not None and not isinstance(flag, bool):
+            raise UsageError(f"{key} must be true or false, got {flag!r}", source=source,
+                             line=_line(item, key, line), fix=f"write {key}: true or {key}: false")
+    keys["ignore_errors"] = bool(item.get("ignore_errors", False))
+    keys["check_mode"] = item.get("check_mode")
     for key in ("failed_when", "changed_when"):
         if item.get(key) is not None:
             keys[key] = _conditions(item[key], key, source, _line(item, key, line))

@@ -68,6 +68,7 @@ class HostRun:
         self.notified: list[str] = []        # handlers notified by changed steps, in order
         self.handlers_ran: set[str] = set()
         self.registered: dict[str, Any] = {}  # `register:` name -> the step's result, for later steps
+        self.unknown_results: set[str] = set()  # --check: registered results of steps that would run (not known)
         self._register_names = {s.register for s in self.playbook.steps if s.register}
 
     # ---- top level -------------------------------------------------------------------------------
@@ -164,6 +165,16 @@ class HostRun:
         """Whether the step's `when:` or arguments read a registered result (known only once that step ran)."""
         text = f"{spec.when} {spec.args}"
         return any(re.search(rf"\b{name}\b", text) for name in self._register_names)
+
+    def _check_for(self, spec: StepSpec) -> bool:
+        """Whether this step only predicts: --check, unless the step says `check_mode: false` (a read-only query
+        that runs in --check too, as in Ansible); `check_mode: true` predicts in a real run too."""
+        return spec.check_mode if spec.check_mode is not None else self.check
+
+    def _unknown_inputs(self, spec: StepSpec) -> list[str]:
+        """--check: the registered results this step reads that come from steps that would run (so are unknown)."""
+        text = f"{spec.when} {spec.args}"
+        return [name for name in sorted(self.unknown_results) if re.search(rf"\b{name}\b", text)]
 
     def _prepare(self, specs: list[StepSpec], facts: Facts, now: bool = False) -> list[PlannedStep]:
         planned = []
@@ -278,19 +289,25 @@ class HostRun:
         self.conn.activity = spec.name
         self.conn.sensitive = spec.sensitive
         fresh = item.deferred  # rendered now, with the results registered so far; probed in the lock's session
-        if fresh:
+        unknown = self._unknown_inputs(spec) if fresh else []
+        if fresh and not unknown:
             (item,) = self._prepare([spec], facts, now=True)
         if spec.sensitive and item.step is not None:
             self._hide_values(item.step)
         started = time.monotonic()
         outcome = StepOutcome(spec.name, spec.kind, "ok", where=spec.where)
         self.conn.transcript.note(f"step {spec.name} ({spec.kind}) at {spec.where}")
+        if unknown:  # --check: it reads what a step that would run printed; nobody knows that yet
+            outcome.status = "would-change"
+            outcome.message = (f"would change (unknown until run): reads {', '.join(unknown)}, the result of a step "
+                               "that --check does not run")
+            return self._settle(item, outcome, [], None, started, facts)
         if item.step is None:
             outcome.status, outcome.message = "skipped", f"when: {spec.when} is false"
             return self._settle(item, outcome, [], None, started, facts)
         if (self.changed_something or fresh) and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
-        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.state,
+        ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.state,
                           on_output=lambda line: self.events.output(self.host.name, line))
         error: GpunodeError | None = None
         try:
@@ -308,7 +325,7 @@ class HostRun:
         outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
         outcome.diffs = [a.diff for a in actions if a.diff]
         changes = [a for a in actions if a.changes]
-        if self.check:
+        if ctx.check:
             outcome.status = "would-change" if changes else "ok"
         elif actions:
             facts = self._apply(step, ctx, actions, facts)
@@ -325,10 +342,13 @@ class HostRun:
         spec = item.spec
         if spec.register or spec.failed_when or spec.changed_when or spec.ignore_errors:
             variables = self._variables(facts, spec.vars)
-            result, error = task_keys.settle(spec, outcome, results, error, variables, self.check)
+            check = self._check_for(spec)
+            result, error = task_keys.settle(spec, outcome, results, error, variables, check)
             self.changed_something = self.changed_something or outcome.status == "changed"  # failed_when: false
             if spec.register:
                 self.registered[spec.register] = result
+                if check and (outcome.actions or outcome.status == "would-change"):  # it would run
+                    self.unknown_results.add(spec.register)
             if spec.sensitive:  # what a sensitive step printed stays a secret wherever a later step shows it
                 self.conn.transcript.redact.add(result["stdout"], result["stderr"], *result["stdout_lines"],
                                                 *result["stderr_lines"])
