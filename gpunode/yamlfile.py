@@ -84,7 +84,8 @@ def load_yaml_file(path: str | Path) -> Any:
 
 
 def decode_utf8(data: bytes, source: str) -> str:
-    """A YAML file's text; bytes that are not UTF-8 (a binary file, a Latin-1 editor) are a file:line error."""
+    """A playbook's or inventory's text; bytes that are not UTF-8 (a binary file, a Latin-1 editor) are a file:line
+    error."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -94,5 +95,5 @@ def decode_utf8(data: bytes, source: str) -> str:
             f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} cannot be decoded"
             + (" (this looks like a binary file)" if b"\0" in data[:8192] else ""),
             source=source, line=line,
-            fix="YAML files must be UTF-8: convert it (e.g. `iconv -f latin1 -t utf-8 FILE > NEW`) or check that "
-            "the path names the playbook you meant") from None
+            fix="playbooks and inventories are UTF-8 text: convert it (e.g. `iconv -f latin1 -t utf-8 FILE > NEW`) "
+            "or check that the path names the file you meant") from None

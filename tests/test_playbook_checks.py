@@ -63,3 +63,13 @@ def test_templated_arguments_are_checked_per_host_before_connecting(tmp_path):
     assert "nvidia_driver.branch must be a number, got 'abc'" in str(caught.value)
     assert "driver_branch=535" in caught.value.fix
     check_arguments(book, hosts[:1], {"driver_branch": "550", "install_docker": False})
+
+
+def test_a_non_utf8_inventory_is_a_file_line_error(tmp_path):
+    from gpunode.inventory import load_inventory
+
+    path = tmp_path / "hosts.ini"
+    path.write_bytes(b"[gpu]\nh1 ansible_host=10.0.0.1 note=caf\xe9\n")
+    with pytest.raises(UsageError) as caught:
+        load_inventory([str(path)])
+    assert "hosts.ini:2: not UTF-8 text: byte 0xe9 at column 34" in str(caught.value) and "iconv" in caught.value.fix
