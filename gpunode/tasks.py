@@ -12,6 +12,8 @@ from invoke.exceptions import Exit, ParseError
 from invoke.parser import Parser, ParserContext
 from invoke.tasks import Task
 
+from gpunode.cliflags import flag_words, whole_numbers
+from gpunode.clihelp import HELP_FLAGS, help_argv
 from gpunode.commands.common import cli_errors
 from gpunode.errors import GpunodeError, UsageError
 
@@ -19,12 +21,35 @@ from gpunode.errors import GpunodeError, UsageError
 class GTask(Task):
     """A task whose short flags are given explicitly (`-i` inventory, `-H` hosts) instead of guessed."""
 
-    SHORT = {"inventory": "i", "hosts": "H", "limit": "l", "check": "C", "forks": "f", "verbose": "v"}
+    SHORT = {"inventory": "i", "hosts": "H", "limit": "l", "check": "C", "forks": "f", "verbose": "v",
+             "extra_vars": "e", "ask_become_pass": "K"}
 
     def arg_opts(self, name, default, taken_names):  # type: ignore[override]
         opts = super().arg_opts(name, default, taken_names)
         opts["names"] = [opts["names"][0]] + ([self.SHORT[name]] if name in self.SHORT else [])
+        if name in self.FLAGS:  # a flag with a third state, "not given" (None): e.g. --container-test
+            opts.update(kind=bool, default=None)
         return opts
+
+    FLAGS = {"container_test", "no_container_test"}
+
+    def get_arguments(self, ignore_unknown_help=None):  # type: ignore[no-untyped-def]
+        """Invoke pops each help text as it makes the arguments: keep them for the next call (`missing_values()`,
+        then the parser, then `--help` all ask), or the help printed options without their descriptions."""
+        kept = dict(self.help)
+        try:
+            return super().get_arguments(ignore_unknown_help)
+        finally:
+            self.help = kept
+
+    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """`invoke verify-gpu --help`: Invoke takes `--help` for the missing host; print the task's help instead."""
+        if any(kwargs.get(name) in HELP_FLAGS for name in self.positional):
+            from gpunode.clihelp import binary_name, print_task_help
+
+            print_task_help(ns, self, binary_name())
+            return None
+        return super().__call__(*args, **kwargs)
 
 
 def gtask(*args, **kwargs):
@@ -39,29 +64,34 @@ CONN_HELP = {
 KEYS_HELP = {"accept_new_host_keys": "trust unknown host keys on first use (recorded in gpunode's known_hosts)"}
 
 
+EXTRA_VARS_HELP = ("Ansible's extra vars: KEY=VALUE (several in one quoted argument), @FILE (YAML or JSON) or a "
+                   "JSON/YAML mapping; repeatable, wins over --var")
 PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode playbooks`) or your own file as a path "
                  "(site.yml, ./base.yml)")
 
 
-@gtask(iterable=["inventory", "var", "tags", "skip_tags"], help={
+@gtask(iterable=["inventory", "var", "tags", "skip_tags", "extra_vars"], help={
     **CONN_HELP, **KEYS_HELP, "playbook": f"{PLAYBOOK_HELP}; default base",
     "tags": "run only the steps with one of these tags (and those tagged always); comma-separated or repeated",
     "skip_tags": "skip the steps with one of these tags",
     "check": "show what would change, with diffs; change nothing",
-    "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable",
+    "diff": "also show the diffs of what a real run changed (with --check diffs always show)",
+    "ask_become_pass": "ask once for the sudo password of the hosts (Ansible's -K); it reaches sudo only when asked",
+    "forks": "hosts in parallel (default 10)", "var": "extra variable KEY=VALUE; repeatable", **{
+        "extra_vars": EXTRA_VARS_HELP},
     "json_report": "write a JSON report here", "junit": "write JUnit XML here",
     "verbose": "plain log lines with command output",
     "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
 })
 def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=False, forks=10,
               var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
-              tags=None, skip_tags=None):
+              tags=None, skip_tags=None, extra_vars=None, diff=False, ask_become_pass=False):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
         code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir, tags, skip_tags)
+                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, extra_vars or [], diff, ask_become_pass)
     if code:
         raise Exit(code=code)
 
@@ -96,12 +126,14 @@ def inventory_(c, inventory=None, hosts=None, limit=None, list=False, graph=Fals
 @gtask(help={"hosts": "how many hosts (default 3)", "tag": "lab name (default demo)",
              "subnet": "lab subnet (default 10.231.1.0/24)", "mirror": "Debian mirror URL (default: this machine's)",
              "nfs": "also start the lab's NFS server (nfs-ganesha + rpcbind in its own namespace)",
-             "suite": "Debian suite of the hosts: bookworm (12, default), trixie (13) or sid (unstable)"})
+             "suite": "Debian suite of the hosts: bookworm (12, default), trixie (13), sid (unstable) or bullseye "
+                      "(11: python3 is 3.9)"})
 def lab_up(c, hosts=3, tag="demo", subnet="10.231.1.0/24", mirror=None, nfs=False, suite="bookworm"):
     """Start local lab hosts (systemd-nspawn, Debian 12 or another suite, sshd) and write their inventory."""
     from gpunode.lab.lab import Lab
 
     with cli_errors():
+        _lab_needs_root("lab-up")
         lab = Lab(_lab_tag(tag), _lab_subnet(subnet), mirror)
         count = _positive("--hosts", hosts)
         suite = _lab_suite(suite)
@@ -131,9 +163,18 @@ def lab_down(c, tag="demo"):
     from gpunode.lab.lab import Lab
 
     with cli_errors():
+        _lab_needs_root("lab-down")
         lab = Lab(_lab_tag(tag))
     lab.down()
     print(f"lab {tag} is down")
+
+
+def _lab_needs_root(command: str) -> None:
+    """The lab is network namespaces, overlay mounts and containers: root's, refused plainly for anyone else."""
+    if os.geteuid() != 0:
+        raise GpunodeError(f"{command} needs root: the lab's hosts are systemd-nspawn containers in network "
+                           "namespaces, with overlay mounts and NAT rules", fix=f"run it as root, e.g. sudo "
+                           f"{sys.argv[0] if os.path.basename(sys.argv[0]) == 'gpunode' else 'gpunode'} {command} ...")
 
 
 def _lab_tag(tag: object) -> str:
@@ -294,11 +335,13 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
     "expect_gpus": "expected GPU count (default: inventory var expect_gpus)",
     "expect_model": "expected model text, e.g. H100 (default: inventory var expect_model)",
     "min_driver": "minimum driver version, e.g. 535.104 (default: inventory var min_driver)",
-    "container_test": "run `docker run --gpus all` (default: when docker is installed and GPUs exist)",
-    "json": "print the JSON report", "junit": "write JUnit XML here",
+    "container_test": "run `docker run --gpus all` on every host (default: when docker is installed and GPUs "
+                      "exist; `--container-test false` = --no-container-test)",
+    "no_container_test": "never run the container test",
+    "json": "print the JSON report (evidence in full)", "junit": "write JUnit XML here",
 })
 def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, min_driver=None,
-               container_test=None, json=False, junit=None, accept_new_host_keys=False):
+               container_test=None, no_container_test=None, json=False, junit=None, accept_new_host_keys=False):
     """Check GPUs, driver, fabric manager, kernel log and container runtime: exit 0 healthy, 1 not, 2 unreachable."""
     from gpunode.commands.verify_cmd import VerifyOptions
     from gpunode.commands.verify_cmd import verify_gpu as run
@@ -306,7 +349,11 @@ def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, m
 
     with cli_errors():
         expect = Expectations(_whole("--expect-gpus", expect_gpus), expect_model, min_driver)
-        code = run(inventory or [], target, VerifyOptions(expect, container_test), json, junit, accept_new_host_keys)
+        if container_test and no_container_test:
+            raise UsageError("--container-test and --no-container-test contradict each other",
+                             fix="give one of them (neither: test when docker is installed and GPUs exist)")
+        run_test = True if container_test else False if no_container_test else None
+        code = run(inventory or [], target, VerifyOptions(expect, run_test), json, junit, accept_new_host_keys)
     if code:
         raise Exit(code=code)
 
@@ -369,12 +416,14 @@ ns.add_task(runtime_class)
 
 IMAGE_HELP = {
     "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
-    "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
+    "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
+    "driver_branch": "NVIDIA driver branch, e.g. 550",
     "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also al2023, al2023-ecs and "
             "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
-    "validate_only": "check the playbook, the variables and the template (packer validate, offline); build nothing",
+    "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "
+                     "build nothing, keep nothing",
     "packer_var": "template variable KEY=VALUE (see packer/*.pkr.hcl), e.g. subnet_id=subnet-0abc; repeatable",
     "ssh_key": "an existing private key for the build instead of a new one (must be accepted by the base image)",
     "verify": "verify-gpu on the build instance: auto (when it has GPUs, default), always, never",
@@ -393,6 +442,15 @@ JOB_HELP = {
 }
 
 
+def _all_vars(var: list[str] | None, extra_vars: list[str] | None) -> list[str]:
+    """--var pairs, then -e's (K=V, @file, JSON/YAML) as pairs that read back to the same values."""
+    if not extra_vars:
+        return list(var or [])
+    from gpunode.extravars import as_var_pairs, parse_extra_vars
+
+    return [*(var or []), *as_var_pairs(parse_extra_vars(extra_vars))]
+
+
 def _build_request(builder, playbook, var, base, region, instance_type, driver_branch, name, source_image,
                    packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb, validate_only, launch_template,
                    batch):
@@ -406,7 +464,7 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
                         launch_template=launch_template, batch=batch)
 
 
-@gtask(iterable=["var", "packer_var"], help={
+@gtask(iterable=["var", "packer_var", "extra_vars"], help={
     **IMAGE_HELP, **JOB_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
@@ -414,15 +472,15 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
               playbook="gpu-node", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
               launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
-              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None):
+              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None, extra_vars=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
     from gpunode.image.outputs import JobSpec, read_user_data
 
     with cli_errors():
-        request = _build_request("aws", playbook, var, base, region, instance_type, driver_branch, name,
-                                 source_ami, packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb,
-                                 validate_only, launch_template, batch)
+        request = _build_request("aws", playbook, _all_vars(var, extra_vars), base, region, instance_type,
+                                 driver_branch, name, source_ami, packer_var, ssh_key, endpoint, verify,
+                                 expect_gpus, min_free_gb, validate_only, launch_template, batch)
         if batch_job_definition:
             request.batch_job_definition = batch_job_definition
             request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
@@ -432,7 +490,7 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
         raise Exit(code=code)
 
 
-@gtask(iterable=["var", "packer_var"], help={
+@gtask(iterable=["var", "packer_var", "extra_vars"], help={
     **{k: v for k, v in IMAGE_HELP.items() if k not in ("launch_template", "batch")},
     "builder": "qemu (a local qcow2), alicloud or tencent",
     "source_image": "the base: a qcow2 path/URL (qemu), an image id (tencent: required; alicloud: instead of the "
@@ -440,14 +498,14 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
 })
 def build_image(c, builder="qemu", region=None, instance_type=None, base="ubuntu-22.04", driver_branch=None,
                 playbook="gpu-node", var=None, validate_only=False, name=None, source_image=None,
-                packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None):
+                packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None, extra_vars=None):
     """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""
     from gpunode.commands.image_cmd import build
 
     with cli_errors():
-        code = build(_build_request(builder, playbook, var, base, region, instance_type, driver_branch, name,
-                                    source_image, packer_var, ssh_key, None, verify, expect_gpus, min_free_gb,
-                                    validate_only, None, None))
+        code = build(_build_request(builder, playbook, _all_vars(var, extra_vars), base, region, instance_type,
+                                    driver_branch, name, source_image, packer_var, ssh_key, None, verify,
+                                    expect_gpus, min_free_gb, validate_only, None, None))
     if code:
         raise Exit(code=code)
 
@@ -481,13 +539,17 @@ def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playb
         raise Exit(code=code)
 
 
-@gtask(help={"spec": "the build spec (<build_dir>/build.json)", "host": "build instance address (build.Host)",
+@gtask(help={"spec": "the build spec (<build_dir>/build.json; required)",
+             "host": "build instance address (build.Host; required)",
              "port": "SSH port (build.Port)", "user": "SSH user (build.User)"})
-def image_provision(c, spec, host, port=22, user="root"):
+def image_provision(c, spec=None, host=None, port=22, user="root"):
     """Run by Packer's shell-local provisioner: playbook, verify-gpu, image cleanup and validation; JSON report."""
     from gpunode.commands.image_cmd import image_provision as run
 
     with cli_errors():
+        if not spec or not host:
+            raise UsageError("image-provision needs --spec and --host", fix="it is run by Packer for `gpunode "
+                             "build-ami`/`build-image`: --spec BUILD_DIR/build.json --host ADDRESS")
         code = run(spec, host, _whole("--port", port) or 22, user)
     if code:
         raise Exit(code=code)
@@ -499,16 +561,17 @@ ns.add_task(bake)
 ns.add_task(image_provision)
 
 
-@gtask(iterable=["var"], help={
-    "playbook": "the playbook the new node runs on itself at first boot (default playbooks/base.yml)",
-    "var": "playbook variable KEY=VALUE; repeatable", "format": "shell (a bash script, default) or cloud-init",
+@gtask(iterable=["var", "extra_vars"], help={
+    "playbook": f"the playbook the new node runs on itself at first boot: {PLAYBOOK_HELP}; default base",
+    "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
+    "format": "shell (a bash script, default) or cloud-init",
     "output": "write the user data here (default: print it)",
     "bundle_url": "fetch the gpunode bundle from this http(s) URL at boot instead of embedding it (needed for EC2, "
                   "ACK, TKE: their user data is limited to 16-32 KB)",
     "bundle_out": "with --bundle-url: write the bundle here, to upload to that URL",
 })
-def user_data(c, playbook="playbooks/base.yml", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
-              bundle_out=None):
+def user_data(c, playbook="base", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
+              bundle_out=None, extra_vars=None):
     """User data that provisions a new node at first boot: the playbook on the node itself, verify-gpu, a marker."""
     from pathlib import Path
 
@@ -516,7 +579,7 @@ def user_data(c, playbook="playbooks/base.yml", var=None, format="shell", output
     from gpunode.image.userdata import user_data as make
 
     with cli_errors():
-        text, bundle = make(playbook, var or [], format, bundle_url, bundle_out)
+        text, bundle = make(playbook, _all_vars(var, extra_vars), format, bundle_url, bundle_out)
         if output:
             Path(output).write_text(text)
             print(f"user data written to {output} ({len(text)} bytes, bundle {len(bundle)} bytes)", file=sys.stderr)
@@ -564,9 +627,15 @@ def main() -> None:
     from gpunode import __version__
 
     try:
-        missing_values(sys.argv)
-        _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(sys.argv))
+        argv = help_argv(sys.argv, ns)
+        if len(argv) > 2 and argv[1] in ns.task_names:
+            argv = argv[:2] + whole_numbers(flag_words(argv[2:], ns[argv[1]]), ns[argv[1]])
+        missing_values(argv)
+        _Program(namespace=ns, version=__version__, name="gpunode", binary="gpunode").run(diagnose_argv(argv))
         sys.stdout.flush()
+    except UsageError as exc:  # found in the command line itself, before Invoke parses it
+        print(f"error: {exc.cause}\n  fix: {exc.fix}", file=sys.stderr)
+        sys.exit(2)
     except BrokenPipeError:  # `gpunode inventory | head`: the reader has gone; stop quietly like other tools
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
@@ -644,6 +713,10 @@ class _Program(Program):
         with _usage():
             super().parse_tasks()
 
+    def update_config(self, merge: bool = True) -> None:
+        with _usage():  # -f/--config FILE of the wrong type
+            super().update_config(merge)
+
     def _make_parser(self) -> Parser:
         """A parser that knows only the task named first (gpunode runs one task per command line): Invoke deep-copies
         every task's parser context it is given, ~15 ms of start-up for all of gpunode's tasks."""
@@ -657,9 +730,23 @@ class _Program(Program):
 
 @contextmanager
 def _usage() -> Iterator[None]:
+    from invoke.exceptions import UnknownFileType
+
     try:
         yield
+    except UnknownFileType as exc:  # `-f x` on a task without --forks is Invoke's own -f/--config FILE
+        raise Exit(message=f"error: -f/--config: {exc}\n  fix: this task has no -f/--forks; -f here is Invoke's "
+                   "config file (.yaml, .yml, .json or .py)", code=2) from None
     except (ParseError, ValueError) as exc:
-        what = "bad option value: " if isinstance(exc, ValueError) else ""
-        raise Exit(message=f"error: {what}{exc}\n  fix: see `gpunode --help` and `gpunode --help TASK` for the "
-                   "options and their types", code=2) from None
+        raise Exit(message=f"error: {_option_problem(exc)}\n  fix: see `gpunode --help` and `gpunode --help TASK` "
+                   "for the options and their types", code=2) from None
+
+
+def _option_problem(exc: Exception) -> str:
+    """Invoke's parse error in words: `int()` of a bad number (`-f x`) becomes "'x' is not a whole number"."""
+    import re
+
+    number = re.search(r"invalid literal for int\(\) with base 10: ('.*')", str(exc))
+    if number:
+        return f"bad option value: {number.group(1)} is not a whole number (an option that takes a number)"
+    return f"bad option value: {exc}" if isinstance(exc, ValueError) else str(exc)

@@ -5,6 +5,10 @@
 # Credentials: ALICLOUD_ACCESS_KEY / ALICLOUD_SECRET_KEY (or the aliyun CLI profile, ALICLOUD_PROFILE); nothing
 # secret is written here. The build key is gpunode's own: Alibaba Cloud attaches only key pairs of the account, so
 # user_data (a script cloud-init runs) lets it in; image_cleanup removes it again before capture.
+# Lines starting with "#gpunode-1.7+ " are arguments of the alicloud plugin that Packer 1.6.6's built-in builder lacks
+# (run_tags: the build instance's tags); the toolkit uncomments them when it stages the template for Packer 1.7+.
+# The plugin range stays below 1.1.3: from there the plugin creates the instance with RunInstances, which gives it a
+# public IP itself, and associate_public_ip_address would then attach an EIP to it as well (cloud_facts.ALICLOUD).
 
 variable "build_dir" {
   type        = string
@@ -34,7 +38,14 @@ variable "instance_type" {
 
 variable "source_image" {
   type        = string
+  default     = ""
   description = "The base image id, e.g. ubuntu_22_04_x64_20G_alibase_<date>.vhd (aliyun ecs DescribeImages)."
+}
+
+variable "image_family" {
+  type        = string
+  default     = ""
+  description = "Packer 1.7+, without source_image: the base's public image family (--base alinux-3|ubuntu-*)."
 }
 
 variable "image_name" {
@@ -60,7 +71,7 @@ variable "ssh_keypair_name" {
 variable "vpc_id" {
   type        = string
   default     = ""
-  description = "Your VPC (needed with vswitch_id: without it the plugin creates a VPC and misses the vSwitch)."
+  description = "Your VPC, always with vswitch_id (gpunode refuses either one alone: see gpunode/image/names.py)."
 }
 
 variable "vswitch_id" {
@@ -86,12 +97,14 @@ variable "tags" {
 }
 
 source "alicloud-ecs" "gpu-node" {
-  region               = var.region
-  instance_type        = var.instance_type
-  source_image         = var.source_image
-  image_name           = var.image_name
-  image_description    = "GPU node image baked by gpunode"
-  tags                 = var.tags
+  region            = var.region
+  instance_type     = var.instance_type
+  source_image      = var.source_image
+  image_name        = var.image_name
+  image_description = "GPU node image baked by gpunode"
+  tags              = var.tags
+  #gpunode-1.7+ run_tags = var.tags
+  #gpunode-1.7+ image_family = var.image_family
   vpc_id               = var.vpc_id
   vswitch_id           = var.vswitch_id
   user_data            = var.user_data

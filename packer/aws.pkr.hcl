@@ -77,6 +77,12 @@ variable "ssh_port" {
   default = 22
 }
 
+variable "ssh_timeout" {
+  type        = string
+  default     = "15m"
+  description = "How long Packer waits for SSH on the build instance."
+}
+
 variable "ssh_interface" {
   type        = string
   default     = ""
@@ -169,7 +175,7 @@ source "amazon-ebs" "gpu-node" {
   ssh_host             = var.ssh_host
   ssh_port             = var.ssh_port
   ssh_interface        = var.ssh_interface
-  ssh_timeout          = "15m"
+  ssh_timeout          = var.ssh_timeout
 
   custom_endpoint_ec2        = var.aws_endpoint
   skip_credential_validation = var.aws_endpoint != ""

@@ -3,7 +3,8 @@
 # The toolkit (gpunode build-ami / build-image) stages only the one plugin a build needs next to its template and
 # runs `packer init` itself on modern Packer; it never stages this file for Packer 1.6.
 # Version ranges: the releases whose argument lists tests/data/packer_builder_args.json holds (checked by
-# tests/test_packer_templates.py); widen them only together with that file.
+# tests/test_packer_templates.py); widen them only together with that file. alicloud stops below 1.1.3, whose
+# RunInstances gives the build instance a public IP that the template's EIP would then be added to.
 packer {
   required_version = ">= 1.7.0"
   required_plugins {
@@ -13,7 +14,7 @@ packer {
     }
     alicloud = {
       source  = "github.com/hashicorp/alicloud"
-      version = ">= 1.1.0, < 1.2.0"
+      version = ">= 1.1.0, < 1.1.3"
     }
     tencentcloud = {
       source  = "github.com/hashicorp/tencentcloud"

@@ -6,7 +6,8 @@
 # The build key is gpunode's own, let in by user_data: with a temporary key pair the plugin detaches it after
 # provisioning with a forced stop and restart (step_detach_temp_key_pair.go), which would undo image cleanup.
 # Lines starting with "#gpunode-1.7+ " are arguments of the tencentcloud plugin that Packer 1.6.6's built-in
-# builder lacks; the toolkit uncomments them when it stages the template for Packer 1.7+.
+# builder lacks; the toolkit uncomments them when it stages the template for Packer 1.7+. On Packer 1.6 the toolkit
+# tags the image itself after the build (Tag API ModifyResourceTags: gpunode/image/tencent.py).
 
 variable "build_dir" {
   type        = string
@@ -41,7 +42,14 @@ variable "instance_type" {
 
 variable "source_image" {
   type        = string
+  default     = ""
   description = "The base image id (img-xxxxxxxx), e.g. a public Ubuntu 22.04 image of the region."
+}
+
+variable "source_image_name" {
+  type        = string
+  default     = ""
+  description = "Without source_image: a regular expression for the base image's name (--base tencentos-3|4)."
 }
 
 variable "image_name" {
@@ -96,6 +104,7 @@ source "tencentcloud-cvm" "gpu-node" {
   zone              = var.zone
   instance_type     = var.instance_type
   source_image_id   = var.source_image
+  source_image_name = var.source_image_name
   image_name        = var.image_name
   image_description = "GPU node image baked by gpunode"
   disk_type         = "CLOUD_PREMIUM"
@@ -105,6 +114,8 @@ source "tencentcloud-cvm" "gpu-node" {
   run_tags          = var.tags
   user_data         = var.user_data
   #gpunode-1.7+ image_tags = var.tags
+  # CreateImage from a stopped instance: the default (false) images it running, which may miss unwritten data
+  force_poweroff = true
 
   associate_public_ip_address = true
   internet_charge_type        = "TRAFFIC_POSTPAID_BY_HOUR"

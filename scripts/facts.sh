@@ -331,6 +331,12 @@ kv dpkg_unfinished "$v"
 v=0
 for f in /var/lib/yum/transaction-all.*; do v=1 && break; done
 kv yum_unfinished "$v"
+# RHEL's content source: a cloud's RHUI (pay-as-you-go images: repo files named *rhui*, no subscription) or
+# subscription-manager (a consumer certificate once registered); decides how CodeReady Builder is enabled
+for f in /etc/yum.repos.d/*rhui*.repo; do kv rhui_repo "$f"; done
+v=0
+[[ -e /etc/pki/consumer/cert.pem ]] && v=1
+kv rhsm_registered "$v"
 path_of v cloud-init
 kv cloud_init_bin "$v"
 for f in /run/cloud-init/result.json /run/cloud-init/status.json /etc/cloud/cloud-init.disabled; do

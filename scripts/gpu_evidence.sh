@@ -10,4 +10,12 @@ fi
 echo "@@evidence kernel-log"
 { journalctl -k -b --no-pager -o short-iso 2>/dev/null || dmesg 2>/dev/null; } \
   | grep -E 'NVRM|Xid|nvidia|nouveau|fallen off the bus' | tail -n 2000
+echo "@@evidence headers"
+k=$(uname -r)
+if [ -e "/lib/modules/$k/build" ]; then
+  echo installed
+elif command -v apt-cache >/dev/null 2>&1 && ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+  c=$(apt-cache policy "linux-headers-$k" 2>/dev/null | sed -n 's/^ *Candidate: *//p')
+  echo "candidate ${c:-(none)}"
+fi
 echo "@@evidence end"

@@ -2,8 +2,10 @@
 # Usage: bash -c "$(cat image_validate.sh)" image-validate SECTION
 # Prints one section (each is a probe section of its own, see gpunode/steps/probe.py): "boot-kernel" (one line),
 # "dkms" (`dkms status -k KERNEL`), "modules" (nvidia*.ko* files of that kernel), "held" (held packages), "ecs" (the
-# ECS agent AWS Batch needs: "enabled STATE", "program PATH yes|no", "config yes|no", "gpu VALUE" from the ECS config
-# files, "state FILE" for agent state that would make every instance of the image the same container instance).
+# ECS agent AWS Batch needs: "enabled STATE", "program PATH yes|no", "config yes|no", "conf FILE<TAB>LINE" for the GPU
+# and runtime lines of the ECS config files (parsed as ecs-init does, in Python), "state FILE" for agent state that
+# would make every instance of the image the same container instance, "runtimes NAME..." from `docker info` (or
+# "docker missing" / "docker down")).
 set -u
 
 boot_kernel() {
@@ -32,12 +34,21 @@ ecs() {
     for f in /var/lib/ecs/ecs.config /etc/ecs/ecs.config; do [ -f "$f" ] && configs="$configs $f"; done
     if [ -n "$configs" ]; then
         echo "config yes"
-        # shellcheck disable=SC2086 # the list of existing files
-        sed -n 's/^[[:space:]]*ECS_ENABLE_GPU_SUPPORT[[:space:]]*=[[:space:]]*//p' $configs | tail -n 1 | sed 's/^/gpu /'
+        for f in $configs; do
+            grep -E '^[[:space:]]*ECS_(ENABLE_GPU_SUPPORT|NVIDIA_RUNTIME)' "$f" | head -n 20 | sed "s|^|conf $f	|"
+        done
     else
         echo "config no"
     fi
     find /var/lib/ecs/data -mindepth 1 -maxdepth 1 2>/dev/null | head -n 5 | sed 's/^/state /'
+    # the runtimes Docker really has: the ECS agent runs each GPU container with the one named by ECS_NVIDIA_RUNTIME
+    if ! command -v docker >/dev/null 2>&1; then
+        echo "docker missing"
+    elif runtimes=$(docker info --format '{{range $k, $v := .Runtimes}}{{$k}} {{end}}' 2>/dev/null); then
+        echo "runtimes $runtimes"
+    else
+        echo "docker down"
+    fi
 }
 
 case "${1:-}" in

@@ -51,13 +51,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def moto_server() -> Iterator[str]:
-    """A moto_server on a free loopback port for one test; yields its endpoint URL."""
+def moto_server(env: dict[str, str] | None = None) -> Iterator[str]:
+    """A moto_server on a free loopback port for one test (`env`: e.g. MOTO_AMIS_PATH); yields its endpoint URL."""
     require(importlib.util.find_spec("moto") is not None and importlib.util.find_spec("flask") is not None,
             "moto[server] is missing (pip install 'gpunode[test]')")
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
     endpoint = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30

@@ -9,6 +9,11 @@ One JSON file per case under tests/plans/<step>/<case>.json (the way pyinfra kee
 
 `run_case` plans a case with the current code; tests/test_plan_cases.py compares that with `expected`.
 Scripts shipped in scripts/ appear in commands as `<scripts/NAME>` instead of their whole text.
+
+A case with `"written_by_hand": true` was written from the vendor file its anchor names (repository, path, commit,
+line), not frozen from the planner: its `expected` states only what the vendor file decides (the commands, and
+where it matters the reason), each action with only the keys it names. `python -m tests.plan_scenarios` keeps such
+cases as they are.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ def build_facts(os_release: str, spec: dict[str, Any]) -> Facts:
         secure_boot=spec.get("secure_boot"),
         pkg=PackageManagerInfo(**pkg),
         containers=ContainerInfo(**spec.get("containers", {})),
+        installed_packages=dict(spec.get("installed_packages", {})),
     )
 
 
@@ -65,8 +71,9 @@ def _scripts_elided(command: str) -> str:
     return command
 
 
-def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    """What the current planner makes of a case, in the form of the case's `expected`."""
+def run_case(case: dict[str, Any], reasons: bool = False) -> dict[str, Any]:
+    """What the current planner makes of a case, in the form of the case's `expected` (with each action's reason
+    when `reasons`)."""
     facts = build_facts(case["os_release"], case.get("facts", {}))
     ctx = StepContext(Host(name="case", address="case"), facts, conn=None, check=True,  # type: ignore[arg-type]
                       probe=ProbeOutput(case.get("probe_output", {})),
@@ -84,6 +91,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     for action in actions:
         item: dict[str, Any] = {"summary": action.summary,
                                 "command": _scripts_elided(action.command) if action.command else None}
+        if reasons:
+            item["reason"] = action.reason
         if action.stdin:
             data = action.stdin
             item["stdin"] = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -95,6 +104,36 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     if ctx.notes:
         result["notes"] = ctx.notes
     return result
+
+
+def hand_written_matches(case: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """Whether the planner does what a hand-written case states: each key of `expected` (actions compared in order,
+    each on the keys it names; the command may be given as `command_contains`, a list of parts in order)."""
+    got = run_case(case, reasons=True)
+    expected = case["expected"]
+    shown = {key: got.get(key) for key in expected}
+    if any(got.get(key) != want for key, want in expected.items() if key != "actions"):
+        return False, shown
+    actions = expected.get("actions")
+    if actions is None:
+        return True, shown
+    if len(actions) != len(got["actions"]):
+        return False, shown
+    return all(_action_matches(g, w) for g, w in zip(got["actions"], actions, strict=True)), shown
+
+
+def _action_matches(got: dict[str, Any], want: dict[str, Any]) -> bool:
+    for key, value in want.items():
+        if key == "command_contains":
+            command, at = got.get("command") or "", 0
+            for part in value:
+                at = command.find(part, at)
+                if at < 0:
+                    return False
+                at += len(part)
+        elif got.get(key) != value:
+            return False
+    return True
 
 
 def case_files() -> list[Path]:

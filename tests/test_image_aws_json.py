@@ -76,14 +76,23 @@ def test_the_compute_environment_is_valid_and_its_image_type_follows_the_base(ba
     assert problems("batch", "CreateComputeEnvironment", written) == ""
     image_type = written["computeResources"]["ec2Configuration"][0]["imageType"]
     assert image_type in documented_image_types()
-    assert image_type == ("ECS_AL2023_NVIDIA" if base.startswith("al2023") else "ECS_AL2_NVIDIA")
+    assert image_type == "ECS_AL2023_NVIDIA"  # every base: AL2 ECS AMIs ended 2026-06-30 (see below)
     assert re.fullmatch(r"[A-Za-z0-9_-]{1,128}", written["computeEnvironmentName"])  # "22.04" is not a Batch name
 
 
 def test_bake_picks_the_image_type_from_the_os() -> None:
-    assert batch_image_type("amzn-2023") == "ECS_AL2023_NVIDIA"
-    assert batch_image_type("ubuntu-22.04") == "ECS_AL2_NVIDIA"
-    assert {batch_image_type("amzn-2023"), batch_image_type("debian-12")} <= documented_image_types()
+    """botocore's Batch model (batch/2016-08-10/service-2.json, Ec2Configuration.imageType; vendor_aws.AWS_BATCH):
+    ECS_AL2023_NVIDIA serves all non-Graviton GPU instance types, ECS AL2 AMIs ended on June 30, 2026. Ubuntu and
+    Debian images used to get ECS_AL2_NVIDIA."""
+    doc = SESSION.get_service_model("batch").shape_for("Ec2Configuration").members["imageType"].documentation
+    assert re.search(r"ECS_AL2023_NVIDIA</dt>.*?all non Amazon Web Services Graviton-based instance types", doc)
+    assert "June 30, 2026" in doc
+    for os_id in ("amzn-2023", "ubuntu-22.04", "ubuntu-24.04", "debian-12", "rhel-9.4", "rocky-9.5"):
+        assert batch_image_type(os_id) == "ECS_AL2023_NVIDIA", os_id
+    assert batch_image_type("amzn-2") == "ECS_AL2_NVIDIA"  # an Amazon Linux 2 image is still AL2
+    assert {batch_image_type("amzn-2023"), batch_image_type("amzn-2")} <= documented_image_types()
+    assert batch_compute_environment(IMAGE, "x", ["g5.xlarge"])["computeResources"]["ec2Configuration"][0][
+        "imageType"] == "ECS_AL2023_NVIDIA"  # the default too
 
 
 def test_the_job_definition_is_a_valid_register_job_definition_request(tmp_path: Path) -> None:
@@ -127,3 +136,17 @@ def test_bad_job_options_exit_2_before_anything_is_built(extra: tuple[str, ...],
     assert result.code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "builds").exists()
+
+
+def test_aws_builds_without_boto3_name_the_extra(tmp_path: Path) -> None:
+    """boto3 is the `aws` extra (pyproject.toml); without it build-ami and bake exit 2 before making anything."""
+    hidden = tmp_path / "no-boto3" / "boto3"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    env = {"PYTHONPATH": str(hidden.parent), "GPUNODE_BUILDS": str(tmp_path / "builds")}
+    for args in (["build-ami", "--base", "al2023-ecs-gpu"], ["bake", "10.0.0.1", "--name", "x"]):
+        result = run_cli(*args, env=env)
+        assert result.code == 2 and "pip install 'gpunode[aws]'" in result.output, result.output
+    assert not (tmp_path / "builds").exists()
+    validated = run_cli("build-ami", "--validate-only", env=env)  # never asks for boto3
+    assert validated.code == 0 or "packer not found" in validated.output, validated.output

@@ -91,7 +91,7 @@ def test_bake_for_aws_batch_checks_the_ecs_agent_and_writes_a_valid_environment(
     (image,) = own_images(ec2)
     environment = json.loads(batch.read_text())
     assert problems("batch", "CreateComputeEnvironment", environment) == ""
-    # the instance runs Debian 12, not AL2023: the image type follows the OS bake found
+    # the instance runs Debian 12: ECS_AL2023_NVIDIA serves every non-Graviton GPU type (botocore batch model)
     assert environment["computeResources"]["ec2Configuration"] == [
-        {"imageType": "ECS_AL2_NVIDIA", "imageIdOverride": image["ImageId"]}]
+        {"imageType": "ECS_AL2023_NVIDIA", "imageIdOverride": image["ImageId"]}]  # all but AL2 (vendor_aws.AWS_BATCH)
     assert fresh_host.run_inside("ls -A /var/lib/ecs/data").stdout.strip() == ""  # the agent's state not baked

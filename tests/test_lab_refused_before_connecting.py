@@ -26,8 +26,10 @@ CASES = {
     "a binary playbook": (b"steps:\n  - command: {cmd: 'echo caf\xe9'}\n\x00\x01", [],
                           r"play\.yml:2: not UTF-8 text: byte 0xe9"),
     "--var driver_branch=abc": (b"steps:\n  - include: gpu-node\n", ["--var", "driver_branch=abc"],
-                                r"gpu-node\.yml:\d+: nvidia_driver\.branch must be a number, got 'abc' \(the value "
-                                r"comes from the variable driver_branch"),
+                                r"gpu-node\.yml:\d+: .*driver_branch"),
+    "--var kernel_policy=sometimes": (b"steps:\n  - include: gpu-node\n", ["--var", "kernel_policy=sometimes"],
+                                      r"gpu-node\.yml:\d+: kernel_headers\.policy must be one of .*, got 'sometimes' "
+                                      r"\(the value comes from the variable kernel_policy"),
 }
 
 

@@ -127,8 +127,16 @@ def test_the_staged_variables_carry_a_key_that_reaches_the_instance_and_a_valid_
     result = run_cli("build-image", "--builder", builder, "--base", base, "--source-image", "img-12345678",
                      "--playbook", "playbooks/base.yml", "--validate-only", *extra, env=env)
     assert result.code == 0, result.output
-    (build_dir,) = (tmp_path / "builds").iterdir()
-    staged = (build_dir / "vars.pkrvars.hcl").read_text()
+    assert not list((tmp_path / "builds").rglob("*"))  # --validate-only keeps no folder: look at one made here
+    from gpunode.image.build import BuildRequest, _prepare, _template_vars
+
+    pairs = dict(zip(extra[::2], extra[1::2], strict=True))
+    build = _prepare(BuildRequest(builder=builder, base=base, source_image="img-12345678",
+                                  playbook="playbooks/base.yml", region=pairs.get("--region"),
+                                  packer_vars=[v for k, v in zip(extra[::2], extra[1::2], strict=True)
+                                               if k == "--packer-var"], build_root=str(tmp_path / "builds")))
+    build_dir = build.directory
+    staged = packer_cli.write_var_file(_template_vars(build), build_dir / "vars.pkrvars.hcl").read_text()
     name = re.search(r'^image_name = "(.*)"$', staged, re.M).group(1)
     assert re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]+", name) and len(name) <= (60 if builder == "tencent" else 128)
     assert name.endswith(build_dir.name)  # unique per build (Tencent refuses a repeated name)

@@ -185,19 +185,53 @@ def test_a_failed_build_is_an_exit_code_and_error_lines(packer: packer_cli.Packe
     assert any("non-zero exit status" in e for e in run.errors)
 
 
-def test_validate_only_builds_nothing(packer: packer_cli.Packer, tmp_path: Path) -> None:
+def test_validate_only_checks_the_spec_and_the_template(packer: packer_cli.Packer, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    from gpunode.image.build import BuildRequest, _prepare, _template_vars
+
+    monkeypatch.setenv("GPUNODE_BUILDS", str(tmp_path / "builds"))
     env = {**AWS_ENV, "GPUNODE_BUILDS": str(tmp_path / "builds")}
     result = run_cli("build-ami", "--validate-only", "--driver-branch", "550", "--var", "reboot=defer",
                      "--base", "ubuntu-24.04", env=env)
     assert result.code == 0, result.output
     assert "aws.pkr.hcl is valid" in result.output and "nothing was built" in result.output
-    (build_dir,) = (tmp_path / "builds").iterdir()
-    spec = json.loads((build_dir / "build.json").read_text())
+    build = _prepare(BuildRequest(base="ubuntu-24.04", driver_branch=550, variables=["reboot=defer"]))
+    spec = json.loads((build.directory / "build.json").read_text())
     assert spec["variables"] == {"reboot": "defer", "driver_branch": 550}
     assert spec["playbook"].endswith("playbooks/gpu-node.yml")
-    variables = (build_dir / "vars.pkrvars.hcl").read_text()
-    assert 'ssh_username = "ubuntu"' in variables and "ubuntu-noble-24.04" in variables
-    assert (build_dir / "id_ed25519").stat().st_mode & 0o777 == 0o600
+    variables = _template_vars(build)
+    assert variables["ssh_username"] == "ubuntu" and "ubuntu-noble-24.04" in variables["source_ami_name"]
+    assert (build.directory / "id_ed25519").stat().st_mode & 0o777 == 0o600
+
+
+NO_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "",
+                  "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent",
+                  "AWS_EC2_METADATA_DISABLED": "true", **dict.fromkeys(DUMMY_ENV, "")}
+VALIDATE_ONLY = {
+    "aws": ["build-ami", "--base", "al2023-ecs-gpu"],
+    "alicloud": ["build-image", "--builder", "alicloud", "--base", "alinux-3", "--region", "cn-hangzhou",
+                 "--source-image", "aliyun_3_x64_20G_alibase_20240819.vhd"],
+    "tencent": ["build-image", "--builder", "tencent", "--region", "ap-shanghai", "--packer-var",
+                "zone=ap-shanghai-2", "--source-image", "img-12345678"],
+    "qemu": ["build-image", "--builder", "qemu", "--base", "debian-12", "--source-image", "BASE"],
+}
+
+
+@pytest.mark.parametrize("builder", list(VALIDATE_ONLY))
+def test_validate_only_needs_no_credentials_and_keeps_no_key(builder: str, packer: packer_cli.Packer,
+                                                             tmp_path: Path) -> None:
+    """Issue 26: alicloud/tencent validation demanded credentials (Packer's builders refuse to validate without),
+    and every validation, failed or not, left a build folder with a fresh private key."""
+    (tmp_path / "base.qcow2").write_bytes(b"")
+    args = [a.replace("BASE", str(tmp_path / "base.qcow2")) for a in VALIDATE_ONLY[builder]]
+    env = {**NO_CREDENTIALS, "GPUNODE_BUILDS": str(tmp_path / "builds"), "HOME": str(tmp_path)}
+    result = run_cli(*args, "--validate-only", env=env)
+    assert result.code == 0, result.output
+    assert "nothing was built" in result.output
+    assert not [p for p in (tmp_path / "builds").rglob("*")], "validate-only kept files (a private key among them)"
+    failed = run_cli(*args, "--validate-only", "--packer-var", "save_packer_key=maybe", env=env)
+    assert failed.code == 2 and "packer validate failed" in failed.output, failed.output
+    assert not [p for p in (tmp_path / "builds").rglob("*")]
 
 
 def test_bad_input_is_refused_before_anything_is_created(tmp_path: Path) -> None:

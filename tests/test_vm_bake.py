@@ -86,7 +86,8 @@ def test_build_image_qemu_bakes_a_cleaned_validated_qcow2(baked):
     assert statuses["NVIDIA container toolkit"] == "skipped", statuses
     finalize = report["runs"]["finalize"]["hosts"][0]
     assert [(s["kind"], s["status"]) for s in finalize["steps"]] == [
-        ("image_cleanup", "changed"), ("image_validate", "ok"), ("command", "changed")]  # the last one powers off
+        ("ecs_gpu_support", "skipped"), ("image_cleanup", "changed"), ("image_validate", "ok"),
+        ("command", "changed")]  # not a Batch image; the last one powers off
     assert "gpunode: the build VM powered off" in result.output
     notes = finalize["steps"][1]["message"]
     assert f"nvidia modules built for the boot kernel {tags['gpunode:kernel']}" in notes, notes
@@ -183,7 +184,7 @@ def test_a_qemu_build_survives_a_reboot_and_powers_off_cleanly(tmp_path):
     runs = json.loads((build_dir / "report.json").read_text())["runs"]
     assert [(s["name"], s["status"]) for s in runs["provision"]["hosts"][0]["steps"]] == [
         ("before", "changed"), ("reboot in the middle", "changed"), ("after", "changed")]
-    assert [s["status"] for s in runs["finalize"]["hosts"][0]["steps"]] == ["changed", "ok", "changed"]
+    assert [s["status"] for s in runs["finalize"]["hosts"][0]["steps"]] == ["skipped", "changed", "ok", "changed"]
     console = (build_dir / "console.log").read_text(errors="replace")
     assert console.count("Linux version 6.1.") == 2  # the kernel really booted twice
     assert "gpunode: the build VM powered off" in result.output

@@ -21,7 +21,7 @@ def build(request: BuildRequest) -> int:
     request.region = request.region or _default_region(request.builder)
     result = build_image(request, out=_out)
     if request.validate_only:
-        print(f"validated: nothing was built (build folder {result.build_dir})")
+        print("validated: nothing was built, nothing kept (no build folder, no key)")
         return EXIT_OK
     _summary(result)
     return EXIT_OK

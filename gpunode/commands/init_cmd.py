@@ -75,9 +75,12 @@ from gpunode.tasks import ns  # noqa: F401 - invoke looks for `ns`
 README = """\
 # GPU nodes, provisioned with gpunode
 
-Made by `gpunode init`. gpunode (`pipx install gpunode` or `pip install gpunode`) provisions cloud GPU nodes
-over SSH: kernel headers, the NVIDIA driver, Docker and NVIDIA's container toolkit, NFS shares, health checks,
-images.
+Made by `gpunode init`. gpunode provisions cloud GPU nodes over SSH: kernel headers, the NVIDIA driver, Docker and
+NVIDIA's container toolkit, NFS shares, health checks, images. It is not on PyPI: install it from a wheel, built
+once in a gpunode checkout (or taken from someone who built one):
+
+    pip wheel --no-deps -w dist .     # in the gpunode checkout
+    pipx install dist/gpunode-*.whl   # or, inside a virtualenv: pip install dist/gpunode-*.whl
 
 | file | what it is |
 |---|---|

@@ -9,10 +9,12 @@ from typing import Any
 from gpunode.commands.common import EXIT_FAILED, EXIT_OK, check_forks, is_tty, load_hosts, parse_vars
 from gpunode.connection import ConnectOptions
 from gpunode.errors import UsageError
+from gpunode.extravars import parse_extra_vars
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
 from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
 from gpunode.playbook.validate import check_arguments
+from gpunode.playbook.vartypes import check_var_types
 from gpunode.report.model import RunResult
 from gpunode.runner.early import EarlyConnections
 
@@ -20,22 +22,29 @@ from gpunode.runner.early import EarlyConnections
 def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str | None, check: bool,
               forks: int, variables: list[str], json_report: str | None, junit: str | None,
               accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None, tags: list[str] | None = None,
-              skip_tags: list[str] | None = None) -> int:
-    """Returns the exit code: 0 all hosts ok, 1 some host failed. `playbook`: a built-in name or a path."""
+              skip_tags: list[str] | None = None, extra_vars: list[str] | None = None, diff: bool = False,
+              ask_become_pass: bool = False) -> int:
+    """Returns the exit code: 0 all hosts ok, 1 some host failed. `playbook`: a built-in name or a path.
+    `variables` are `--var K=V`, `extra_vars` Ansible's `-e` forms (K=V, @file, JSON/YAML); `-e` wins."""
     forks = check_forks(forks)
-    book = select_steps(load_playbook(playbook), split_tags(tags), split_tags(skip_tags))
+    extra = {**parse_vars(variables), **(parse_extra_vars(extra_vars) if extra_vars else {})}
+    loaded = load_playbook(playbook)
+    check_var_types(loaded, extra)
+    book = select_steps(loaded, split_tags(tags), split_tags(skip_tags))
     _, selected = load_hosts(inventory, hosts, limit or book.hosts,
                              "--limit" if limit or not book.hosts else f"hosts: in {playbook}")
-    extra = parse_vars(variables)
     selected = [with_extra_vars(h, extra) for h in selected]
+    if ask_become_pass:
+        selected = with_become_password(selected, ask_password())
     return run_and_report(book, selected, check, forks, extra, json_report, junit,
-                          accept_new_host_keys, verbose, log_dir)
+                          accept_new_host_keys, verbose, log_dir, diff)
 
 
 def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int, extra_vars: dict[str, Any],
                    json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
-                   log_dir: str | None = None) -> int:
+                   log_dir: str | None = None, diff: bool = False) -> int:
     """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code.
+    Diffs show in check mode; `diff` (`--diff`) shows those of a real run's changes too.
 
     The connections start opening first: the code for the run, the live display and the summary imports while the
     hosts answer."""
@@ -62,7 +71,7 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     else:
         result = run_playbook(book, selected, options, PlainEvents(verbose=verbose), early)
     write_reports(result, json_report, junit)
-    print_summary(result)
+    print_summary(result, show_diffs=True if diff else None)
     print(f"per-host logs: {logs}/")
     return EXIT_FAILED if result.exit_code else EXIT_OK
 
@@ -80,3 +89,21 @@ def write_reports(result: RunResult, json_report: str | None, junit: str | None)
         from gpunode.report.junit import junit_xml
 
         Path(junit).write_text(junit_xml(result))
+
+
+def ask_password() -> str:
+    """Ansible's `--ask-become-pass` (-K): the become password, asked once on the terminal (never echoed)."""
+    import getpass
+
+    try:
+        return getpass.getpass("BECOME password: ")
+    except (EOFError, KeyboardInterrupt):
+        raise UsageError("no become password was given", fix="type it at the prompt, or set ansible_become_password "
+                         "in the inventory") from None
+
+
+def with_become_password(hosts: list[Host], password: str) -> list[Host]:
+    """Every host with this become password (it reaches sudo only when sudo asks for it)."""
+    import dataclasses
+
+    return [dataclasses.replace(h, become_password=password) for h in hosts]

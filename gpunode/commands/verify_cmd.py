@@ -148,9 +148,27 @@ def _print_reports(reports: list[dict]) -> None:
             style = SEVERITY_STYLE.get(finding["severity"], "")
             console.print(line("  ", (f"{finding['severity']:8}", style), f" {finding['id']}: {finding['summary']}"))
             if finding.get("evidence"):
-                console.print(line(f"           evidence: {finding['evidence'].splitlines()[0][:200]}"))
+                console.print(line(f"           evidence: {short_evidence(finding['evidence'])}"))
             if finding.get("remedy") and finding["severity"] != "ok":
                 console.print(line(f"           remedy: {finding['remedy']}"))
+
+
+def short_evidence(text: str, limit: int = 200) -> str:
+    """Evidence for the console: its first line, cut at a word within `limit` characters, saying when something
+    was left out (the JSON report keeps it whole)."""
+    lines = text.strip().splitlines() or [""]
+    first = lines[0].rstrip()
+    cut = len(first) > limit
+    if cut:
+        head = first[:limit + 1]
+        space = head.rstrip().rfind(" ")
+        first = (head[:space] if space > limit // 2 else first[:limit]).rstrip(" ,;:")
+    more = len(lines) - 1
+    if not cut and not more:
+        return first
+    left = f"{len(text.strip()) - len(first)} more characters" + (f", {more} more line{'s' * (more > 1)}"
+                                                                   if more else "")
+    return f"{first} ... [cut: {left}; all of it in --json]"
 
 
 def diagnose(paths: list[str], as_json: bool, expectations: Expectations) -> int:

@@ -72,6 +72,10 @@ class RemoteProcess(ABC):
     def _recv(self, wait: float) -> bytes | None:
         """Output that arrived within `wait` seconds: None when none did, b"" once the output has ended."""
 
+    def error_output(self, wait: float = 1.0) -> str:
+        """What the command wrote to stderr so far (e.g. sudo's refusal), read without blocking past `wait`."""
+        return ""
+
     @abstractmethod
     def send(self, data: bytes) -> None:
         """More input for the process."""

@@ -291,6 +291,17 @@ class _SshProcess(RemoteProcess):
         select.select([self.channel], [], [], wait)
         return None
 
+    def error_output(self, wait: float = 1.0) -> str:
+        err = bytearray()
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            while self.channel.recv_stderr_ready():
+                err += self.channel.recv_stderr(_READ)
+            if self.channel.exit_status_ready() and not self.channel.recv_stderr_ready():
+                break
+            select.select([self.channel], [], [], 0.05)
+        return err.decode(errors="replace")
+
     def send(self, data: bytes) -> None:
         self.channel.sendall(data)
 

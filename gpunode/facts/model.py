@@ -133,6 +133,8 @@ class PackageManagerInfo:
     dpkg_journal: bool = False             # /var/lib/dpkg/updates is not empty: dpkg was interrupted
     dpkg_unfinished: tuple[str, ...] = ()  # "package:status" left half-way (unpacked, half-configured...)
     yum_unfinished: bool = False           # /var/lib/yum/transaction-all.* left by an interrupted yum
+    rhui_repo_files: tuple[str, ...] = ()   # /etc/yum.repos.d/*rhui*.repo: RHEL served by a cloud's RHUI
+    rhsm_registered: bool = False           # /etc/pki/consumer/cert.pem: registered with subscription-manager
 
     @property
     def interrupted(self) -> str:

@@ -227,6 +227,8 @@ def _pkg(b: Blocks) -> PackageManagerInfo:
         dpkg_journal=b.get("pkgmgr", "dpkg_journal") == "1",
         dpkg_unfinished=tuple(b.get("pkgmgr", "dpkg_unfinished").split()),
         yum_unfinished=b.get("pkgmgr", "yum_unfinished") == "1",
+        rhui_repo_files=tuple(b.all("pkgmgr", "rhui_repo")),
+        rhsm_registered=b.get("pkgmgr", "rhsm_registered") == "1",
     )
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from gpunode.facts import OsInfo
 from gpunode.facts.packages import version_key
+from gpunode.gpu.driver_facts import EL, UBUNTU
+from gpunode.vendor_facts import value
 
 SUPPORTED = {
     "ubuntu": ("20.04", "22.04", "24.04"),
@@ -121,11 +123,18 @@ class DriverPackages:
     fabricmanager: tuple[str, ...]     # for NVSwitch systems (fabric manager + NSCQ), pinned to the driver
     repo_setup: str = ""               # shell run before installing (cuda-repo method)
     version_from: str = ""             # the installed package whose version is the driver's
+    module_stream: str = ""            # NVIDIA's dnf module stream (RPM): 570-dkms, 570-open
+    repo_add: str = ""                 # the repository part of repo_setup (RPM: without the module install)
+
+    def module_switch(self) -> str:
+        """Shell that switches an installed driver to this stream (branch or module flavour), NVIDIA's way."""
+        switch = value(EL, "module_switch").format(stream=self.module_stream)
+        return f"{self.repo_add} && {switch}" if self.repo_add else switch
 
 
 # NVIDIA's RPM open DKMS module was registered as `nvidia-open` until 570.148.08, `nvidia` from then on
 # (awslabs/amazon-eks-ami templates/al2023/provisioners/install-nvidia-driver.sh).
-RPM_OPEN_DKMS_RENAMED_IN = "570.148.08"
+RPM_OPEN_DKMS_RENAMED_IN = value(EL, "open_dkms_renamed_in")
 # From R580 NVIDIA's repositories name the fabric manager `nvidia-fabricmanager` on RPM too (before:
 # `nvidia-fabric-manager`) and drop the branch from the NSCQ and apt fabric manager package names.
 UNVERSIONED_FM_FROM_BRANCH = 580
@@ -137,6 +146,8 @@ def dkms_module_name(os: OsInfo, method: str, flavor: str, driver_version: str |
         return "nvidia"
     if method == "distro" and os.id == "debian":
         return "nvidia-current-open" if flavor == "open" else "nvidia-current"
+    if method == "distro" and os.id == "ubuntu":  # Canonical's -server DKMS packages
+        return value(UBUNTU, "dkms_module_open" if flavor == "open" else "dkms_module")
     renamed = driver_version is not None and version_key(driver_version) >= version_key(RPM_OPEN_DKMS_RENAMED_IN)
     return "nvidia-open" if os.family != "debian" and flavor == "open" and not renamed else "nvidia"
 
@@ -160,8 +171,9 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
     fm = fabricmanager_packages(os, method, branch)
     if method == "distro":
         if os.id == "ubuntu":
-            pkgs = (f"nvidia-headless-{branch}-server{open_suffix}", f"nvidia-utils-{branch}-server")
-            return DriverPackages(pkgs, pkgs, "nvidia", fm, version_from=pkgs[1])
+            pkgs = (value(UBUNTU, "headless_package").format(branch=branch, open=open_suffix),
+                    value(UBUNTU, "utils_package").format(branch=branch))
+            return DriverPackages(pkgs, pkgs, dkms_module_name(os, method, flavor, None), fm, version_from=pkgs[1])
         if os.id == "debian":
             if flavor == "open" and (os.version_major or 0) < 13:
                 raise UnsupportedDistro(f"Debian {os.version_id}'s open module package lags its driver version "
@@ -186,13 +198,32 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
                      f"{base}/cuda-keyring_1.1-1_all.deb && dpkg -i /tmp/cuda-keyring.deb; }}")
             pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
             return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from=pkgs[0])
-        stream = f"{branch}-open" if flavor == "open" else f"{branch}-dkms"
-        setup = (f"dnf config-manager --add-repo {base}/cuda-{repo}.repo && "
-                 f"dnf -y module install nvidia-driver:{stream}")
+        stream = value(EL, "module_stream_open" if flavor == "open" else "module_stream").format(branch=branch)
+        add = f"dnf config-manager --add-repo {base}/cuda-{repo}.repo"
+        setup = f"{add} && dnf -y module install nvidia-driver:{stream}"
         kmod = "kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"
         pkgs = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", kmod)
-        return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver")
+        return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver", module_stream=stream,
+                              repo_add=add)
     raise ValueError(f"unknown driver method {method!r}")
+
+
+_OTHER_BRANCH = 999999  # stands for "any branch" when matching held package names
+
+
+def other_driver_packages(os: OsInfo, method: str, branch: int, flavor: str, names: set[str]) -> list[str]:
+    """Those of `names` (held packages) that belong to another branch or module flavour of this method's driver:
+    on apt each branch has its own package names and conflicts with the others (Canonical's nvidia-headless-<b>-server
+    all provide nvidia-headless), so a held old branch makes apt refuse the new one ("held packages")."""
+    if os.family != "debian" or method == "distro" and os.id == "debian":
+        return []
+    current = {*driver_packages(os, method, branch, flavor).packages, *fabricmanager_packages(os, method, branch)}
+    patterns = []
+    for other in ("open", "proprietary"):
+        pkgs = driver_packages(os, method, _OTHER_BRANCH, other)
+        for name in (*pkgs.packages, *fabricmanager_packages(os, method, _OTHER_BRANCH)):
+            patterns.append(re.compile(re.escape(name).replace(str(_OTHER_BRANCH), r"\d+") + "$"))
+    return sorted(n for n in names if n not in current and any(p.match(n) for p in patterns))
 
 
 def cuda_repo_name(os: OsInfo) -> str:

@@ -14,12 +14,44 @@ from gpunode.image.tags import as_aws
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 
 
-def ec2_client(region: str, endpoint: str | None = None) -> Any:
+def require_boto3() -> None:
+    """AWS builds and bakes need boto3, the `aws` extra: refused (exit 2) before anything is made."""
     try:
-        import boto3
+        import boto3  # noqa: F401
     except ImportError:
-        raise UsageError("boto3 is not installed", fix="pip install 'gpunode[aws]' (or pip install boto3)") from None
+        raise UsageError("boto3 is not installed (build-ami and bake talk to EC2 with it)",
+                         fix="pip install 'gpunode[aws]' (or pip install boto3)") from None
+
+
+def ec2_client(region: str, endpoint: str | None = None) -> Any:
+    require_boto3()
+    import boto3
+
     return boto3.client("ec2", region_name=region, endpoint_url=endpoint or None)
+
+
+def ssm_client(region: str, endpoint: str | None = None) -> Any:
+    """Systems Manager (AWS's public AMI parameters); `endpoint` as for EC2 (moto_server serves both)."""
+    import boto3
+    from botocore.config import Config
+
+    quick = Config(connect_timeout=10, read_timeout=20, retries={"max_attempts": 2})  # a fallback exists: fail fast
+    return boto3.client("ssm", region_name=region, endpoint_url=endpoint or None, config=quick)
+
+
+def recommended_ami(ssm: Any, ec2: Any, parameter: str) -> tuple[str, str] | str:
+    """(AMI id, name) that AWS's public SSM parameter names, when it resolves to an image of this region; else why
+    not (the caller falls back to the name filter: newest match)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        image_id = ssm.get_parameter(Name=parameter)["Parameter"]["Value"].strip()
+        images = ec2.describe_images(ImageIds=[image_id])["Images"] if image_id.startswith("ami-") else []
+    except (BotoCoreError, ClientError) as exc:
+        return str(exc)
+    if not images:
+        return f"it names {image_id!r}, which is no image of this region"
+    return image_id, str(images[0].get("Name", ""))
 
 
 def _call(what: str, fn: Any, **kwargs: Any) -> Any:

@@ -49,6 +49,7 @@ class BakeRequest:
 
 def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResult:
     """Returns the AMI id and its tags; raises GpunodeError naming the failed step."""
+    aws.require_boto3()
     hosts, limit = (None, request.target) if request.inventory else (request.target, None)
     _, selected = load_hosts(request.inventory, hosts, limit)
     if len(selected) != 1:

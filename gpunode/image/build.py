@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Any
 from gpunode.commands.common import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
-from gpunode.image.bases import aws_base, other_base
+from gpunode.image.bases import alicloud_image_family, aws_base, other_base, tencent_image_name
 from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
 from gpunode.image.names import check_network_vars, cloud_image_name
@@ -24,6 +25,7 @@ from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import static_tags, version_tags
 from gpunode.playbook import Playbook, load_playbook
+from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
 
@@ -103,34 +105,62 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
     _check_base(request)
+    if request.builder == "aws" and not request.validate_only:
+        from gpunode.image.aws import require_boto3
+
+        require_boto3()
     check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
     if request.batch_job_definition and request.job is None:
         raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
+    if request.builder == "tencent" and not request.validate_only:
+        from gpunode.image import tencent
+
+        tencent.require_sdk()  # gpunode tags the image after the build (Packer 1.6 cannot; no version tags on 1.7+)
     build = _prepare(request)
-    variables = _template_vars(build)
-    staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
-    var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
-    packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
-    packer_cli.validate(build.packer, staged, var_file)
+    try:  # a build that never starts keeps no folder (and so no private key); --validate-only never starts one
+        variables = _template_vars(build)
+        staged = packer_cli.stage(request.builder, build.packer, build.directory / "packer")
+        var_file = packer_cli.write_var_file(variables, build.directory / "vars.pkrvars.hcl")
+        packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
+        packer_cli.validate(build.packer, staged, var_file)
+    except BaseException:
+        shutil.rmtree(build.directory, ignore_errors=True)
+        raise
     if variables.get("accelerator") == "tcg":
         out("the build VM runs under software emulation (accelerator tcg: no usable /dev/kvm, or asked for), many "
             "times slower than kvm")
     out(f"packer {build.packer.version_text}: {packer_cli.TEMPLATES[request.builder]} is valid "
-        f"(build {build.build_id}, {build.directory})")
+        f"(build {build.build_id})")
     result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
     if request.validate_only:
+        shutil.rmtree(build.directory, ignore_errors=True)
         return result
+    out(f"build folder: {build.directory}")
     if request.builder == "aws":
-        return _build_aws(build, staged, var_file, result, out)
+        return _build_aws(build, staged, variables, var_file, result, out)
     run = packer_cli.build(build.packer, staged, var_file, _printer(out))
     result.report = _check(build, run)
     result.image_id = _artifact(build, run)
     result.tags = {**build.static_tags(), **version_tags(result.report)}
-    _record(build, result)
     where = "a qcow2 file has no tags" if request.builder == "qemu" else \
         f"{request.builder} images carry the static tags Packer set"
+    if request.builder == "tencent":
+        where = _tag_tencent(build, result)
+    _record(build, result)
     out(f"image {result.image_id}: tags recorded in {build.directory / 'image.json'} ({where})")
     return result
+
+
+def _tag_tencent(build: _Build, result: BuildResult, tag_client=None) -> str:
+    """Every tag, on every Packer version: 1.6's builder tags nothing, and 1.7+'s image_tags are only the static ones
+    (the versions are known after provisioning)."""
+    from gpunode.image import tencent
+
+    region, image_id = tencent.artifact_image(result.image_id, result.region)
+    result.tags = tencent.cloud_tags(result.tags)
+    calls = tencent.tag_image(region, image_id, result.tags, tag_client)
+    result.image_id, result.region = image_id, region
+    return f"tagged by gpunode ({calls} ModifyResourceTags call{'s' if calls != 1 else ''})"
 
 
 def _check_base(request: BuildRequest) -> None:
@@ -139,6 +169,15 @@ def _check_base(request: BuildRequest) -> None:
         aws_base(request.base)
         return
     other_base(request.builder, request.base)
+    if not request.source_image and request.builder == "tencent" and tencent_image_name(request.base):
+        return  # found by name (source_image_name)
+    if not request.source_image and request.builder == "alicloud" and alicloud_image_family(request.base):
+        if packer_cli.find_packer().modern:
+            return  # found by family (image_family, a plugin-only argument)
+        raise UsageError(f"Packer 1.6's alicloud builder cannot find the {request.base} base by its image family "
+                         f"({alicloud_image_family(request.base)}): it needs the image id",
+                         fix="add --source-image (e.g. aliyun_3_x64_20G_alibase_<date>.vhd from aliyun ecs "
+                         "DescribeImages), or use Packer 1.7+ with the alicloud plugin")
     if not request.source_image:
         example = {"alicloud": "aliyun_3_x64_20G_alibase_<date>.vhd" if request.base == "alinux-3" else
                    "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
@@ -156,6 +195,7 @@ def _prepare(request: BuildRequest) -> _Build:
     packer = packer_cli.find_packer()
     book = load_playbook(request.playbook)
     variables = parse_vars(request.variables)
+    check_var_types(book, variables)
     parse_vars(request.packer_vars)  # refused now, not after a build folder exists
     if request.ssh_key and not Path(request.ssh_key).expanduser().is_file():
         raise UsageError(f"no such key file: {request.ssh_key}", source="--ssh-key",
@@ -206,9 +246,13 @@ def _template_vars(build: _Build) -> dict[str, Any]:
         variables.setdefault("region", "us-east-1")
     elif request.builder in ("alicloud", "tencent"):
         user = other_base(request.builder, request.base)
-        variables.update(image_name=build.name, source_image=request.source_image, tags=build.static_tags(),
+        variables.update(image_name=build.name, source_image=request.source_image or "", tags=build.static_tags(),
                          ssh_username=user, ssh_private_key_file=build.key_file,
                          user_data=key_user_data(user, build.public_key))
+        if request.builder == "tencent" and not request.source_image:
+            variables["source_image_name"] = tencent_image_name(request.base)
+        if request.builder == "alicloud" and not request.source_image:
+            variables["image_family"] = alicloud_image_family(request.base)
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),
@@ -233,10 +277,20 @@ def _nocloud_seed(build: _Build) -> Path:
 
 
 def _printer(out: Callable[[str], None]) -> Callable[[MachineLine], None]:
+    """Packer's ui lines, as they come. Packer lists each artifact once per artifact, and the manifest
+    post-processor hands the builder's artifact on as a second one: its "--> build: AMIs were created" block is
+    printed once."""
+    listed: set[str] = set()
+
     def on_line(line: MachineLine) -> None:
         text = line.ui_text
-        if text is not None:
-            out(text.rstrip("\n"))
+        if text is None:
+            return
+        if text.startswith("--> "):
+            if text in listed:
+                return
+            listed.add(text)
+        out(text.rstrip("\n"))
     return on_line
 
 
@@ -269,13 +323,33 @@ def _artifact(build: _Build, run: packer_cli.PackerRun) -> str:
     return ids[0]
 
 
-def _build_aws(build: _Build, staged: Path, var_file: Path, result: BuildResult,
+def _source_ami(build: _Build, ec2: Any, variables: dict[str, Any], var_file: Path,
+                out: Callable[[str], None]) -> None:
+    """AWS's recommended AMI (public SSM parameter) for the base when there is one, else Packer's filter."""
+    from gpunode.image import aws
+
+    base = aws_base(build.request.base)
+    if variables.get("source_ami") or not base.ssm_parameter:
+        return
+    found = aws.recommended_ami(aws.ssm_client(str(variables["region"]), build.request.endpoint), ec2,
+                                base.ssm_parameter)
+    if isinstance(found, str):
+        out(f"base {build.request.base}: SSM parameter {base.ssm_parameter} not usable ({found}); Packer takes the "
+            f"newest AMI named {base.name_filter}")
+        return
+    variables["source_ami"] = found[0]
+    packer_cli.write_var_file(variables, var_file)
+    out(f"base {build.request.base}: {found[0]} ({found[1]}), AWS's recommended AMI ({base.ssm_parameter})")
+
+
+def _build_aws(build: _Build, staged: Path, variables: dict[str, Any], var_file: Path, result: BuildResult,
                out: Callable[[str], None]) -> BuildResult:
     from gpunode.image import aws
     from gpunode.image.outputs import batch_compute_environment, batch_job_definition, launch_template, write_json
 
     request = build.request
     ec2 = aws.ec2_client(result.region, request.endpoint)
+    _source_ami(build, ec2, variables, var_file, out)
     aws.import_key_pair(ec2, build.keypair_name, build.public_key, build.static_tags())
     try:
         run = packer_cli.build(build.packer, staged, var_file, _printer(out))

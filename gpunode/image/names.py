@@ -38,6 +38,13 @@ def check_network_vars(builder: str, variables: dict[str, Any]) -> None:
         # then looks the vSwitch up in that new VPC and stops with "The specified vswitch ... doesn't exist".
         raise UsageError("vswitch_id without vpc_id: the alicloud plugin would create a new VPC and not find the "
                          "vSwitch there", fix="add --packer-var vpc_id=vpc-... (the VPC of that vSwitch)")
+    if builder == "alicloud" and variables.get("vpc_id") and not variables.get("vswitch_id"):
+        # step_config_vswitch.go creates a vSwitch when vswitch_id is empty, in vpc_id when given, at vpc_cidr_block or
+        # 172.16.0.0/24 (cloud_facts.ALICLOUD): outside the VPC's CIDR, or where that range is taken, the build fails.
+        raise UsageError("vpc_id without vswitch_id: the alicloud plugin would create a vSwitch at 172.16.0.0/24 in "
+                         "your VPC, which fails unless that range is inside the VPC and free",
+                         fix="add --packer-var vswitch_id=vsw-... (a vSwitch of that VPC in the build's zone), or "
+                         "leave vpc_id out and Packer makes a VPC and vSwitch of its own")
     if builder == "tencent":
         region = str(variables.get("region") or TENCENT_DEFAULT[0])
         zone = str(variables.get("zone") or (TENCENT_DEFAULT[1] if region == TENCENT_DEFAULT[0] else ""))

@@ -60,13 +60,13 @@ def launch_template(image_id: str, name: str, instance_type: str, tags: dict[str
 def batch_compute_environment(image_id: str, name: str, instance_types: list[str], max_vcpus: int = 256,
                               subnets: list[str] | None = None, security_groups: list[str] | None = None,
                               instance_role: str = "ecsInstanceRole",
-                              image_type: str = "ECS_AL2_NVIDIA") -> dict[str, Any]:
+                              image_type: str = "ECS_AL2023_NVIDIA") -> dict[str, Any]:
     """batch create-compute-environment input: a managed EC2 environment whose GPU instances boot this AMI.
 
     AWS Batch starts jobs through the ECS agent: the image must run it (the ECS-optimized GPU AMI does; a bare
     Ubuntu/Debian base needs the agent added by the playbook). Subnets and security groups are the user's.
-    `image_type` follows the base (ECS_AL2023_NVIDIA for the AL2023 bases, ECS_AL2_NVIDIA otherwise): the values
-    botocore's batch model documents for Ec2Configuration.imageType.
+    `image_type` follows the base (bases.batch_image_type: ECS_AL2023_NVIDIA but for Amazon Linux 2): the values
+    botocore's batch model documents for Ec2Configuration.imageType (gpunode/vendor_aws.py).
     """
     return {
         "computeEnvironmentName": batch_name(name),

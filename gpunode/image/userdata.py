@@ -8,7 +8,9 @@ has an NVIDIA GPU, logs to stdout (cloud-init copies it to the console and cloud
 
 The bundle is embedded (no package index or network needed at boot) or fetched from `bundle_url` and checked against
 its sha256. It holds compiled extensions (cryptography, PyYAML...) built for this machine's Python and architecture:
-the node's python3 must be the same minor version (checked at boot; the marker says so otherwise).
+the script runs it with the first interpreter of that minor version it finds (`python3.11` ... before `python3`, see
+gpunode/image/interpreter.py), installs the distro's package for it when there is none, and otherwise stops with
+exit code 3 and a marker that names the version it needs.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ import os
 import platform
 import re
 import shlex
-import sys
 import tarfile
 from pathlib import Path
 
 from gpunode.errors import UsageError
+from gpunode.image import interpreter
 from gpunode.playbook import load_playbook
 
 FORMATS = ("shell", "cloud-init")
@@ -86,16 +88,22 @@ def build_bundle(playbook: Path) -> bytes:
     return buffer.getvalue()
 
 
+def bundle_names(bundle: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
+        return tar.getnames()
+
+
 def render_script(bundle: bytes, playbook_name: str, playbook_sha256: str, variables: list[str],
                   bundle_url: str | None = None) -> str:
     """The first-boot script (bash). Every value from the user reaches the shell quoted."""
     digest = hashlib.sha256(bundle).hexdigest()
-    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    exact = interpreter.bundle_python(bundle_names(bundle))
+    python = interpreter.wanted(exact)
     machine = platform.machine()  # the compiled extensions in the bundle are for this architecture
     var_args = " ".join(f"--var {shlex.quote(v)}" for v in variables)
     if bundle_url:
         # python3's urllib: present wherever the bundle can run (curl and wget are not on every base image)
-        fetch = ("python3 -c 'import shutil, sys, time, urllib.request\n"
+        fetch = ("\"$py\" -c 'import shutil, sys, time, urllib.request\n"
                  "for attempt in range(5):\n"
                  "    try:\n"
                  "        with urllib.request.urlopen(sys.argv[1], timeout=60) as r, open(sys.argv[2], \"wb\") as f:\n"
@@ -124,7 +132,7 @@ bundle=/var/lib/gpunode/bundle-$bundle_sha
 
 marker() {{  # status, exit codes, what ran: for health checks and people
     printf '%s\\n' "$1" > "$state/status.tmp" && mv -f "$state/status.tmp" "$state/status"
-    python3 - "$1" "$2" "${{3:-}}" "$started" "$playbook" "$bundle_sha" "$state" "$log" <<'GPUNODE_MARKER' ||
+    "${{py:-python3}}" - "$1" "$2" "${{3:-}}" "$started" "$playbook" "$bundle_sha" "$state" "$log" <<'GPUNODE_MARKER' ||
 import json, sys, time
 status, provision, verify, started, playbook, bundle, state, log = sys.argv[1:]
 result = {{"status": status, "provision_exit": int(provision) if provision.lstrip("-").isdigit() else None,
@@ -138,21 +146,23 @@ GPUNODE_MARKER
         printf '{{"status": "%s"}}\\n' "$1" > "$state/result.json.tmp"
     mv -f "$state/result.json.tmp" "$state/result.json"
 }}
-fail() {{ echo "gpunode first boot: FAILED: $1"; marker failed "${{2:-}}"; exit 1; }}
+fail() {{ echo "gpunode first boot: FAILED: $1"; marker failed "${{2:-}}"; exit "${{3:-1}}"; }}
+{interpreter.finder_script(exact)}
 
 echo "gpunode first boot: playbook $playbook ($started)"
-command -v python3 >/dev/null 2>&1 || fail "python3 is missing on this node"
-have=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-[ "$have" = {python} ] ||
-    fail "the bundle is for Python {python}, this node has $have: make the user data with gpunode on Python $have"
 arch=$(uname -m)
 [ "$arch" = {shlex.quote(machine)} ] ||
     fail "the bundle is for {machine}, this node is $arch: make the user data with gpunode on an $arch machine"
+find_python || {{ install_python && find_python; }} ||
+    fail "no Python {python} on this node and none could be installed from the distribution (tried: \
+{' '.join(interpreter.candidates(exact))}): install Python {python}, or make the user data with gpunode running on \
+the node's Python" "" {interpreter.NO_PYTHON_EXIT}
+echo "gpunode first boot: Python $("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])') ($py)"
 if [ ! -f "$bundle/.complete" ]; then
     tmp=$(mktemp -d /var/lib/gpunode/bundle.XXXXXX)
     {fetch}
     echo "$bundle_sha  $tmp/bundle.tar.xz" | sha256sum -c --quiet || fail "the bundle's sha256 is not $bundle_sha"
-    python3 -c 'import sys, tarfile
+    "$py" -c 'import sys, tarfile
 with tarfile.open(sys.argv[1]) as tar:
     tar.extractall(sys.argv[2], **({{"filter": "data"}} if hasattr(tarfile, "data_filter") else {{}}))' \\
         "$tmp/bundle.tar.xz" "$tmp" || fail "cannot unpack the bundle"
@@ -160,12 +170,12 @@ with tarfile.open(sys.argv[1]) as tar:
 fi
 cd "$bundle" || fail "no bundle at $bundle"
 export PYTHONPATH="$bundle/lib" PYTHONDONTWRITEBYTECODE=1 GPUNODE_KNOWN_HOSTS="$state/known_hosts"
-python3 -m gpunode provision --hosts localhost --playbook "$bundle/playbook.yml" {var_args} \\
+"$py" -m gpunode provision --hosts localhost --playbook "$bundle/playbook.yml" {var_args} \\
     --json-report "$state/report.json" --log-dir "$state/logs"
 rc=$?
 vrc=""
 if grep -qs 0x10de /sys/bus/pci/devices/*/vendor; then  # an NVIDIA device: the GPU stack must be healthy
-    python3 -m gpunode verify-gpu localhost --json > "$state/verify.json"
+    "$py" -m gpunode verify-gpu localhost --json > "$state/verify.json"
     vrc=$?
 fi
 if [ "$rc" = 0 ] && [ "${{vrc:-0}}" = 0 ]; then
@@ -199,9 +209,11 @@ def user_data(playbook: str, variables: list[str], fmt: str = "shell", bundle_ur
         raise UsageError("--bundle-url needs --bundle-out FILE (the bundle to upload there)",
                          fix="add --bundle-out gpunode-bundle.tar.xz")
     from gpunode.commands.common import parse_vars
+    from gpunode.playbook.vartypes import check_var_types
 
-    parse_vars(variables)  # refused now (exit 2), not at boot
+    extra = parse_vars(variables)  # refused now (exit 2), not at boot
     book = load_playbook(playbook)
+    check_var_types(book, extra)
     bundle = build_bundle(Path(book.path))
     script = render_script(bundle, book.name, book.sha256, variables, bundle_url)
     if bundle_out:

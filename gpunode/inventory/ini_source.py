@@ -32,6 +32,10 @@ def parse_ini_inventory(text: str, source: str | Path, raw: RawInventory) -> Non
         if line.startswith("[") and (line.endswith("]") or _SECTION.match(line)):
             group, state = _section(line, origin)
             raw.group(group, origin)
+        elif line.startswith("[") and "]" not in line:  # `[gpu`: a section header, not a host range
+            name = (line[1:].split() or ["group"])[0]
+            raise usage_error(origin, f"section header {line!r} has no closing ']'", f"write [{name}]"
+                              + ("" if ":" in name else f" (or [{name}:vars], [{name}:children])"))
         elif state == "hosts":
             _host_line(raw, group, line, origin)
         elif state == "vars":

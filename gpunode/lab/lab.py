@@ -64,6 +64,7 @@ class Lab:
     def up(self, count: int, log=sys.stderr, suite: str = SUITE) -> list[LabHost]:
         """Ensure hosts h1..h<count> are running (Debian `suite`); returns them. Extra running hosts are left alone."""
         _require_root_tools()
+        self.network.check_subnet_free()  # refused before the rootfs (a minute) and before any file of this lab
         with self._locked():
             rootfs, pubkey = self._ready(log, suite)
             started = []
@@ -152,10 +153,16 @@ class Lab:
     def _ready(self, log=sys.stderr, suite: str = SUITE) -> tuple[Path, str]:
         """Rootfs, state folder, client key and network in place: (rootfs, client public key)."""
         rootfs = ensure_rootfs(self.mirror, log=log, suite=suite)
+        new = not self.key_path.exists() and not self.hosts
         self.directory.mkdir(parents=True, exist_ok=True)
         pubkey = self._client_key()
         _raise_inotify_limit()
-        self.network.up()
+        try:
+            self.network.up()
+        except ValueError:  # refused (the subnet is another lab's): leave nothing of a lab that never was
+            if new:
+                shutil.rmtree(self.directory, ignore_errors=True)
+            raise
         return rootfs, pubkey
 
     def _publish(self, started: list[LabHost]) -> None:

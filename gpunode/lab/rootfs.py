@@ -15,7 +15,8 @@ from gpunode.lab.apt_sources import LAB_COMPONENTS, host_apt_options, host_mirro
 SUITE = "bookworm"  # the default suite of lab hosts (Debian 12)
 # Suites a lab host can boot, by the names users give them: codename, version or alias.
 SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie",
-          "sid": "sid", "unstable": "sid"}
+          "sid": "sid", "unstable": "sid",
+          "bullseye": "bullseye", "11": "bullseye"}  # Debian 11: python3 is 3.9, older than gpunode's minimum
 LAB_USER = "gpunode"
 PACKAGES = (
     "systemd-sysv", "dbus", "openssh-server", "python3", "sudo", "iproute2", "ca-certificates", "kmod",

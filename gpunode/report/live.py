@@ -48,6 +48,9 @@ class PlainEvents:
         if self.verbose:
             self._line(f"[{host}]   | {line}")
 
+    def notice(self, host: str, text: str) -> None:
+        self._line(f"[{host}] {text}")
+
     def host_finished(self, outcome: HostOutcome) -> None:
         extra = f": {outcome.error}" if outcome.error else ""
         self._line(f"[{outcome.host}] {outcome.status.upper()} ({outcome.changed} changed, "
@@ -108,6 +111,9 @@ class LiveEvents:
 
     def output(self, host: str, line: str) -> None:
         self._set(host, step=visible(line)[-60:])
+
+    def notice(self, host: str, text: str) -> None:
+        self._set(host, step=visible(text)[:80])
 
     def host_finished(self, outcome: HostOutcome) -> None:
         self._set(outcome.host, status=outcome.status, step=outcome.failed_step or "done", done=time.monotonic())

@@ -30,6 +30,9 @@ from gpunode.steps.state import HostState
 VISIBLE_ARGS = {"path", "dest", "owner", "group", "mode", "state", "create", "backup", "timeout", "name"}
 
 
+LEFTOVER_FIX = ("the package manager still runs on the host and is never killed mid-way (see 'still running' below); "
+                "run again: a new run waits for it to end, then goes on (every step is idempotent)")
+
 class Cancelled(GpunodeError):
     """The user interrupted the run."""
 
@@ -85,7 +88,8 @@ class HostRun:
                 cached = facts_cache.load(self.host)
                 self.guess = self._guess_probe(cached)
                 self.lock = remote_lock.acquire(self.conn, then=(self.guess.nonce, self.guess.script())
-                                                if self.guess else None, sections=self._facts_sections())
+                                                if self.guess else None, sections=self._facts_sections(),
+                                                on_wait=lambda text: self.events.notice(self.host.name, text))
             self._run_steps(self.lock.facts)
         except ConnectError as exc:
             self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
@@ -105,12 +109,8 @@ class HostRun:
             if self.lock:  # with the sections the steps read (gathered on the way): the next run asks for them at once
                 facts_cache.save(self.host, self.lock.facts.raw)
             with self._phase("release"):
-                if self.lock:  # only the lock's own session ran: nothing of this run can be left running
-                    self.lock.release(leftovers_possible=self.conn.transcript.exec_count > 1)
-                    if self.lock.still_running:
-                        self.outcome.notes.append(
-                            f"still running on the host (a package transaction is never killed; the host's lock "
-                            f"is held until it ends): {self.lock.still_running}")
+                if self.lock:
+                    self._release(self.lock)
                 self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
@@ -124,6 +124,17 @@ class HostRun:
             self.outcome.status = "would-change" if self.check else "changed"
         self.events.host_finished(self.outcome)
         return self.outcome
+
+    def _release(self, lock: remote_lock.RunLock) -> None:
+        """Let go of the host's lock; say what of this run still runs there (a package transaction, never killed)."""
+        # only the lock's own session ran: nothing of this run can be left running
+        lock.release(leftovers_possible=self.conn.transcript.exec_count > 1)
+        if lock.still_running:
+            self.outcome.notes.append(
+                f"still running on the host (a package transaction is never killed; the host's lock "
+                f"is held until it ends): {lock.still_running}")
+            if self.outcome.status == "cancelled":
+                self.outcome.fix = LEFTOVER_FIX
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:

@@ -19,10 +19,12 @@ import contextlib
 import functools
 import getpass
 import os
+import re
 import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 from gpunode.connection import Connection, ExecResult, RemoteProcess, q
 from gpunode.connection.guard import FUNCTIONS
@@ -36,6 +38,7 @@ RAN = "@@gpunode-ran"
 LOCKED = "GPUNODE_LOCKED"
 RUNNING = "GPUNODE_RUNNING"
 WAITING = "@@gpunode-waiting"
+ENDED = "ended; its package transaction still runs"  # what the owner file says once the run has let go
 HEARTBEAT_TIMEOUT = max(DEAD_PEER_SECONDS, 10)  # the holder lets go after this long without a heartbeat
 
 # Bash: list the guard records whose command still runs (stale ones are removed), one per line.
@@ -66,7 +69,7 @@ left=
 for f in "$gd"/[0-9]*; do [ -f "$f" ] || continue; p=${{f##*/}}
   if _gn_stop "$p"; then rm -f "$f"; else left="$left $p"; fi; done
 if [ -n "$left" ]; then
-  printf '%s\\n' "$(cat "$lock.owner") - ended; its package transaction still runs" > "$lock.owner"
+  printf '%s\\n' "$(cat "$lock.owner") - {ENDED}" > "$lock.owner"
   echo "{WAITING} $(_gn_live | tr '\\n' ' ')" 2>/dev/null
   for p in $left; do while _gn_alive "$p"; do sleep 1; done; rm -f "$gd/$p"; done
 fi
@@ -209,10 +212,46 @@ def run_message(nonce: str, script: str) -> bytes:
 
 
 def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | None = None,
-            sections: frozenset[str] | None = None) -> RunLock:
+            sections: frozenset[str] | None = None, on_wait: Callable[[str], None] | None = None) -> RunLock:
     """Take the lock and gather facts in one exec; refuse if another run holds the lock. `then` (nonce, script): a
     script sent along with it, which the holder runs right after the facts (read it with `RunLock.result`).
-    `sections`: the facts sections to gather (all when None; gpunode/facts/sections.py)."""
+    `sections`: the facts sections to gather (all when None; gpunode/facts/sections.py).
+
+    An earlier run that has ended but left a package transaction running (apt after Ctrl-C: never killed) is
+    waited for, up to GPUNODE_LEFTOVER_WAIT seconds (default 900), each wait told through `on_wait`; a run that
+    is still going is refused at once."""
+    deadline = time.monotonic() + _env_seconds("GPUNODE_LEFTOVER_WAIT", 900)
+    while True:
+        try:
+            return _acquire_once(conn, timeout, then, sections)
+        except _Leftover as leftover:
+            if time.monotonic() > deadline:
+                raise leftover.error from None
+            conn.transcript.note(f"waiting: {leftover.error.cause}")
+            if on_wait:
+                on_wait(f"waiting for an earlier run's package transaction to end: {leftover.running or 'apt/dpkg'}")
+            time.sleep(LEFTOVER_POLL)
+
+
+LEFTOVER_POLL = 5.0
+PACKAGE_TOOLS = re.compile(r"\b(apt|apt-get|dpkg|rpm|dnf|yum|zypper|unattended-upgr\w*)\b")  # never killed: waited for
+
+
+class _Leftover(Exception):
+    """The lock is held only for an ended run's package transaction: worth waiting for."""
+
+    def __init__(self, error: GpunodeError, running: str) -> None:
+        super().__init__(error.cause)
+        self.error, self.running = error, running
+
+
+def _env_seconds(name: str, default: int) -> float:
+    text = os.environ.get(name, "")
+    return float(text) if text.replace(".", "", 1).isdigit() else float(default)
+
+
+def _acquire_once(conn: Connection, timeout: float, then: tuple[str, str] | None,
+                  sections: frozenset[str] | None) -> RunLock:
     script = _script(owner_label(conn.name), sections)
     stdin = script + (run_message(*then).decode() if then else "")
     started = time.monotonic()
@@ -223,14 +262,30 @@ def acquire(conn: Connection, timeout: float = 120.0, then: tuple[str, str] | No
     if output.startswith(LOCKED):
         process.close()
         first, _, records = output[len(LOCKED):].partition("\n")
-        raise refusal(conn, first.strip() or "unknown", describe(records))
+        holder, running = first.strip(), describe(records)
+        error = refusal(conn, holder or "unknown", running)
+        if holder.endswith(ENDED) or (holder.startswith("an earlier run ended") and PACKAGE_TOOLS.search(running)):
+            raise _Leftover(error, running)
+        raise error
     try:
         facts = parse_facts(output)
     except ValueError as exc:
+        errors = process.error_output() if not output.strip() else ""
         process.close()
+        if "a password is required" in errors:  # sudo -n: become without a become password
+            raise sudo_needs_password(conn) from None
         raise GpunodeError(f"could not gather facts: {exc}", host=conn.name, step="facts",
                            fix="check that bash and coreutils exist on the host; see the host log") from None
     return RunLock(conn, process, facts, then[0] if then else None)
+
+
+def sudo_needs_password(conn: Connection) -> GpunodeError:
+    """sudo asked for a password that gpunode was not given (become without a become password)."""
+    return GpunodeError("sudo on this host needs a password and none was given (become is on, this user has no "
+                        "passwordless sudo)", host=conn.name, step="facts",
+                        fix="give it: provision --ask-become-pass (-K) asks for it once, or set "
+                        "ansible_become_password for this host in the inventory (host_vars/ or group_vars/); or "
+                        "allow this user passwordless sudo (NOPASSWD), or log in as root")
 
 
 def describe(records: str) -> str:

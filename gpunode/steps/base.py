@@ -163,6 +163,7 @@ STEP_MODULES = {
     "service": "service", "wait_for_package_manager": "system", "reboot": "system", "kernel_headers": "kernel",
     "nvidia_driver": "nvidia", "docker": "containers", "container_toolkit": "containers",
     "container_runtime": "containers", "nfs_mount": "nfs", "image_cleanup": "image", "image_validate": "image",
+    "ecs_gpu_support": "ecs",
 }
 
 
@@ -297,10 +298,24 @@ def _kind(value: Any) -> str:
     return next((name for kind, name in kinds if isinstance(value, kind)), "a value")
 
 
+def killed_fix(exit_code: int | None) -> str:
+    """A fix for a command killed by a signal (a shell's exit 128 + N); "" for an ordinary failure."""
+    if exit_code is None or not 128 < exit_code <= 128 + 64:
+        return ""
+    signal = exit_code - 128
+    if signal == 9:
+        return ("the command was killed (exit 137: SIGKILL), most often by the kernel's out-of-memory killer (on the "
+                "host: `journalctl -k | grep -i 'out of memory'`) or by a person or a watchdog; free memory or give "
+                "the host more, then run again (an interrupted dpkg is repaired by the next run)")
+    name = {15: "SIGTERM (a shutdown, systemd or a person stopped it)", 2: "SIGINT", 1: "SIGHUP"}.get(signal, "")
+    return (f"the command was killed by signal {signal}{' = ' + name if name else ''} (exit {exit_code}), not a "
+            "failure of its own; find what stopped it (the host's journal), then run again")
+
+
 def _fix(action: Action, result: ExecResult) -> str:
-    """What to tell the user: what the output points at (a full disk) first; for a file write, that the old file
-    was kept; else the action's own fix."""
-    pointed = failure_fix(result.stdout + result.stderr)
+    """What to tell the user: a kill by a signal (OOM) or what the output points at (a full disk) first; for a file
+    write, that the old file was kept; else the action's own fix."""
+    pointed = killed_fix(result.exit_code) or failure_fix(result.stdout + result.stderr)
     if pointed:
         return f"{pointed}; {action.fix}" if action.writes and action.fix else pointed
     return action.fix or "read the output above and the host's log; fix the cause and run again"

@@ -115,7 +115,7 @@ class ContainerToolkitStep(Step):
             key_url = q(f"{self.repo_url.rstrip('/')}/gpgkey")
             actions.append(Action(f"add NVIDIA's signing key as {TOOLKIT_KEYRING}", "repository key missing",
                                   f"curl -fsSL {key_url} | gpg --batch --yes --dearmor -o {TOOLKIT_KEYRING}",
-                                  fix="check access to the repository (or give repo_url for a mirror)"))
+                                  fix=self._repo_fix()))
         state = parse_file_probe(ctx.probe["repo"])
         if state.content != content:
             actions.append(write_action(path, state, content, reason="NVIDIA container toolkit repository"))
@@ -130,8 +130,14 @@ class ContainerToolkitStep(Step):
             actions.append(Action(
                 f"install the NVIDIA container toolkit {self.version or '(newest)'}: {', '.join(TOOLKIT_PACKAGES)}",
                 "missing or on mixed versions", manager.install(wanted, refresh=True, recommends=False),
-                timeout=self.timeout))
+                timeout=self.timeout, fix=self._repo_fix()))
         return actions
+
+    def _repo_fix(self) -> str:
+        return (f"check that the host reaches {self.repo_url} (NVIDIA's repository, not Debian's); or use a mirror of "
+                "it: the variable container_toolkit_repo of the gpu-node playbook (`repo_url` of a container_toolkit "
+                "step of your own), e.g. --var container_toolkit_repo=https://mirror.example/libnvidia-container; or "
+                "install_container_toolkit=false")
 
 
 @register

@@ -9,6 +9,7 @@ from gpunode.facts import Facts
 from gpunode.facts.packages import parse_dkms
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.ecs_config import INSTANCE_CONFIG, KEY, RUNTIME, RUNTIME_KEY, USER_CONFIG, VALUE, config_value
 from gpunode.steps.probe import ProbeOutput, Snippets
 
 CATEGORIES = {  # category -> what it is, for reasons (scripts/image_cleanup.sh says what exactly goes)
@@ -135,8 +136,9 @@ class ImageValidateStep(Step):
             raise StepFailed("the image is not fit to capture:\n" + "\n".join(f"    - {p}" for p in problems),
                              fix="run image_cleanup for leftovers; build DKMS for the boot kernel (headers for it "
                              "installed, `dkms autoinstall -k KERNEL`); hold one driver version; grow the root disk; "
-                             "for AWS Batch, start from --base al2023-ecs (or install and enable the ECS agent), set "
-                             "ECS_ENABLE_GPU_SUPPORT=true in /etc/ecs/ecs.config")
+                             "for AWS Batch, start from --base al2023-ecs (or install and enable the ECS agent), run "
+                             "the ecs_gpu_support step (image-finalize does for Batch builds), give Docker the nvidia "
+                             "runtime (gpu-node.yml's container_toolkit and container_runtime steps)")
         return []
 
     @staticmethod
@@ -183,13 +185,16 @@ def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]
     """What AWS Batch needs of an image, from image_validate.sh's `ecs` section.
 
     Batch starts jobs through the ECS agent: its unit enabled (and its program there), its configuration present
-    (/etc/ecs/ecs.config, or the AMI's /var/lib/ecs/ecs.config), ECS_ENABLE_GPU_SUPPORT=true there when the image has
-    an NVIDIA driver (else GPU jobs never get a GPU), and no agent state baked in.
+    (/etc/ecs/ecs.config, or the AMI's /var/lib/ecs/ecs.config), no agent state baked in; with an NVIDIA driver also
+    ECS_ENABLE_GPU_SUPPORT=true as ecs-init reads the two files (the user's over the image's), else GPU jobs never
+    get a GPU, and a Docker runtime of the name the agent gives every GPU container (ECS_NVIDIA_RUNTIME, default
+    `nvidia`: aws/amazon-ecs-agent agent/api/task/task.go), else Docker refuses to create them.
     """
-    lines = [line.split(" ", 1) for line in evidence.splitlines() if line.strip()]
     facts: dict[str, list[str]] = {}
-    for key, *rest in lines:
-        facts.setdefault(key, []).append(rest[0] if rest else "")
+    for line in evidence.splitlines():
+        if line.strip():
+            key, _, rest = line.partition(" ")
+            facts.setdefault(key, []).append(rest)
     problems = []
     enabled = (facts.get("enabled") or ["missing"])[0]
     if enabled not in ("enabled", "enabled-runtime", "static", "alias"):
@@ -202,13 +207,43 @@ def ecs_problems(evidence: str, has_driver: bool, notes: list[str]) -> list[str]
     if (facts.get("config") or ["no"])[0] != "yes":
         problems.append("/etc/ecs/ecs.config is missing (the ECS agent's configuration; /var/lib/ecs/ecs.config "
                         "neither)")
-    gpu = (facts.get("gpu") or [""])[-1].strip().strip('"').lower()
-    if has_driver and gpu != "true":
-        problems.append("the image has an NVIDIA driver but neither /etc/ecs/ecs.config nor /var/lib/ecs/ecs.config "
-                        "sets ECS_ENABLE_GPU_SUPPORT=true: Batch GPU jobs would get no GPU")
+    settings = _ecs_settings(facts.get("conf", []))
+    if has_driver:
+        problems += _ecs_gpu_problems(settings, facts)
     for path in facts.get("state", []):
         problems.append(f"ECS agent state {path} would be baked in (image_cleanup's ecs-state removes it)")
     if not problems:
-        notes.append(f"ECS agent enabled, its configuration present{', GPU support on' if has_driver else ''}")
+        gpu = f", GPU support on, Docker runtime {settings.get(RUNTIME_KEY, RUNTIME)}" if has_driver else ""
+        notes.append(f"ECS agent enabled, its configuration present{gpu}")
     return problems
 
+
+def _ecs_settings(lines: list[str]) -> dict[str, str]:
+    """ECS_* settings as ecs-init merges them: the image's /var/lib/ecs/ecs.config, then the user's file over it."""
+    merged: dict[str, str] = {}
+    for path in (INSTANCE_CONFIG, USER_CONFIG):
+        text = "\n".join(line.partition("\t")[2] for line in lines if line.partition("\t")[0] == path)
+        for key in (KEY, RUNTIME_KEY):
+            value = config_value(text, key)
+            if value is not None:
+                merged[key] = value
+    return merged
+
+
+def _ecs_gpu_problems(settings: dict[str, str], facts: dict[str, list[str]]) -> list[str]:
+    problems = []
+    if settings.get(KEY) != VALUE:
+        problems.append(f"the image has an NVIDIA driver but neither {USER_CONFIG} nor {INSTANCE_CONFIG} sets "
+                        f"{KEY}={VALUE}: Batch GPU jobs would get no GPU")
+    runtime = settings.get(RUNTIME_KEY) or RUNTIME
+    runtimes = (facts.get("runtimes") or [""])[0].split()
+    docker = (facts.get("docker") or [""])[0]
+    if docker == "missing":
+        problems.append("Docker is not installed: the ECS agent runs every task's containers with it")
+    elif docker == "down" or "runtimes" not in facts:
+        problems.append(f"`docker info` failed (is Docker running?): cannot tell whether Docker has the runtime "
+                        f"{runtime!r} the ECS agent gives every GPU container")
+    elif runtime not in runtimes:
+        problems.append(f"Docker has no runtime named {runtime!r} (it has: {', '.join(runtimes) or 'none'}): the "
+                        "ECS agent sets it for every GPU container, so every Batch GPU job would fail to start")
+    return problems

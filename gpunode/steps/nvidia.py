@@ -14,12 +14,16 @@ from gpunode.gpu.distro import (
     check_supported,
     dkms_module_name,
     driver_packages,
+    fabricmanager_packages,
+    other_driver_packages,
 )
+from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+from gpunode.vendor_facts import value
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
 NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nouveau holds the GPU.\n" \
@@ -106,6 +110,41 @@ class NvidiaDriverStep(Step):
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
+        pkgs, flavor, why = self._packages(facts)
+        wants_fm = self._wants_fabricmanager(facts)
+        self._refuse_early(facts, pkgs, wants_fm)
+        sections = ctx.probe
+        target = ctx.target_kernel
+        actions: list[Action] = self._nouveau_actions(ctx)
+        manager = manager_for(facts.os.package_manager)
+        installed = manager.parse(sections.within("pkgs")).installed
+        held = manager.parse_held(sections["held"])
+        switch = self._rpm_switch(pkgs, installed)
+        missing = self._missing(facts, pkgs, installed, switch)
+        if missing:
+            actions.append(self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch))
+        if self.method == "runfile":
+            actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
+        driver_version = upstream_version(installed[pkgs.version_from]) \
+            if pkgs.version_from in installed and not switch else None
+        if pkgs.packages and not missing:
+            actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version))
+        fm = pkgs.fabricmanager if wants_fm else ()
+        actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
+        unheld = [p for p in (*pkgs.pinned, *fm) if p not in held or switch] if self.hold else []
+        if unheld:
+            actions.append(Action(f"hold {', '.join(unheld)}",
+                                  "unattended upgrades must not cause a driver/library version mismatch",
+                                  manager.hold(unheld)))
+        if self.persistenced and sections["persistenced"].strip() not in ("enabled", "static"):
+            actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
+                                  "systemctl enable nvidia-persistenced",
+                                  fix="the driver packages provide the unit; check that they installed"))
+        installing = bool(missing) or self._runfile_installs(facts)
+        return actions + self._ready_actions(ctx, installing, wants_fm)
+
+    def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
+        """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
         if facts.secure_boot and not self.allow_secure_boot:
             raise StepFailed(
                 "Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load",
@@ -113,67 +152,113 @@ class NvidiaDriverStep(Step):
                 "the console on reboot), use signed precompiled packages (Ubuntu linux-modules-nvidia-*), disable "
                 "Secure Boot, or set allow_secure_boot: true if the key is already enrolled",
             )
-        pkgs, flavor, why = self._packages(facts)
-        wants_fm = self._wants_fabricmanager(facts)
         if wants_fm and not pkgs.fabricmanager:
             raise StepFailed(f"NVSwitches are present, but {facts.os.pretty_name or facts.os.id} has no fabric "
                              f"manager package for method {self.method}; CUDA fails without one",
                              fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
                              "fabricmanager: no if the fabric manager is installed by other means")
-        sections = ctx.probe
+
+    def _dkms_actions(self, ctx: StepContext, module: str) -> list[Action]:
+        """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it."""
         target = ctx.target_kernel
-        actions: list[Action] = []
-        nouveau = parse_file_probe(sections["nouveau"])
-        if nouveau.content != NOUVEAU_CONTENT:
-            write = write_action(NOUVEAU_CONF, nouveau, NOUVEAU_CONTENT, reason="nouveau must not claim the GPU")
-            write.summary = f"blacklist nouveau ({NOUVEAU_CONF}) and rebuild the initramfs"
-            write.command = f"{write.command} && {{ {REBUILD_INITRAMFS}; }}"
-            actions.append(write)
-            if facts.nvidia.nouveau_loaded:
-                ctx.require_reboot("nouveau is loaded and now blacklisted")
-        manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(sections.within("pkgs")).installed
-        pinned = set(pkgs.pinned)
+        if dkms_installed(parse_dkms(ctx.probe["dkms"]), (module,), target):
+            return []
+        return [Action(
+            f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
+            _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
+                               "grep -q ': installed'"),
+            timeout=self.timeout,
+            fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log")]
+
+    @staticmethod
+    def _nouveau_actions(ctx: StepContext) -> list[Action]:
+        """Nouveau blacklisted and the initramfs rebuilt; a reboot when nouveau is loaded now."""
+        nouveau = parse_file_probe(ctx.probe["nouveau"])
+        if nouveau.content == NOUVEAU_CONTENT:
+            return []
+        write = write_action(NOUVEAU_CONF, nouveau, NOUVEAU_CONTENT, reason="nouveau must not claim the GPU")
+        write.summary = f"blacklist nouveau ({NOUVEAU_CONF}) and rebuild the initramfs"
+        write.command = f"{write.command} && {{ {REBUILD_INITRAMFS}; }}"
+        if ctx.facts.nvidia.nouveau_loaded:
+            ctx.require_reboot("nouveau is loaded and now blacklisted")
+        return [write]
+
+    def _rpm_switch(self, pkgs: DriverPackages, installed: dict[str, str]) -> str:
+        """Why NVIDIA's dnf module must switch streams ("" when it need not): the installed driver is of another
+        branch, or its kernel module package is the other flavour's (kmod-nvidia-latest-dkms vs -open-dkms)."""
+        have = installed.get(pkgs.version_from)
+        if not pkgs.module_stream or have is None:
+            return ""
+        version = upstream_version(have)
+        if not version.startswith(f"{self.branch}."):
+            return f"driver {version} is installed, branch {self.branch} is wanted"
+        kmod = pkgs.packages[-1]
+        return "" if kmod in installed else \
+            f"driver {version} is installed without {kmod} (the other module flavour's stream, or cut off)"
+
+    def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
+        """The driver packages to install (all of them when the module stream switches)."""
         debian_pin = self.method == "distro" and facts.os.id == "debian"
-        wanted = [Wanted(p, f"{self.branch}.*" if p in pinned and debian_pin else None) for p in pkgs.packages]
-        missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
-        if missing:
-            setup = " && ".join(x for x in (manager.extra_repos(facts.os), pkgs.repo_setup) if x)
-            install = manager.install(missing, refresh=True, recommends=False)
-            actions.append(Action(
-                f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
-                f"{why}; building for kernel {target}",
-                _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install),
-                timeout=self.timeout,
-                fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
-                f"{target} are installed",
-            ))
-        if self.method == "runfile":
-            actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
-        driver_version = upstream_version(installed[pkgs.version_from]) if pkgs.version_from in installed else None
-        module = dkms_module_name(facts.os, self.method, flavor, driver_version)
-        if pkgs.packages and not missing and not dkms_installed(parse_dkms(sections["dkms"]), (module,), target):
-            actions.append(Action(
-                f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
-                _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
-                                   "grep -q ': installed'"),
-                timeout=self.timeout,
-                fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log",
-            ))
-        fm = pkgs.fabricmanager if wants_fm else ()
-        actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
-        if self.hold and (pkgs.pinned or fm):
-            held = manager.parse_held(sections["held"])
-            unheld = [p for p in (*pkgs.pinned, *fm) if p not in held]
-            if unheld:
-                actions.append(Action(f"hold {', '.join(unheld)}",
-                                      "unattended upgrades must not cause a driver/library version mismatch",
-                                      manager.hold(unheld)))
-        if self.persistenced and sections["persistenced"].strip() not in ("enabled", "static"):
-            actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
-                                  "systemctl enable nvidia-persistenced",
-                                  fix="the driver packages provide the unit; check that they installed"))
-        return actions
+        wanted = [Wanted(p, f"{self.branch}.*" if debian_pin and p in pkgs.pinned else None) for p in pkgs.packages]
+        return wanted if switch else [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
+
+    def _install_action(self, ctx: StepContext, manager: PackageManager, pkgs: DriverPackages, flavor: str,
+                        why: str, missing: list[Wanted], held: set[str], switch: str) -> Action:
+        """One command: held packages in the way let go, repositories, the module stream (switched NVIDIA's way
+        when the branch or flavour changes), the packages."""
+        facts, target = ctx.facts, ctx.target_kernel
+        stale = self._stale_holds(facts, pkgs, flavor, held, switch)
+        setup = pkgs.module_switch() if switch else pkgs.repo_setup
+        steps = [manager.unhold(stale) if stale else "", _dkms_repos(facts, manager), setup]
+        setup = " && ".join(x for x in steps if x)
+        install = manager.install(missing, refresh=True, recommends=False)
+        reason = f"{why}; building for kernel {target}"
+        if switch or stale:
+            reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
+                f"{reason}"
+        return Action(
+            f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
+            reason, _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install), timeout=self.timeout,
+            fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
+            f"{target} are installed")
+
+    def _stale_holds(self, facts: Facts, pkgs: DriverPackages, flavor: str, held: set[str], switch: str) -> list[str]:
+        """Held packages that would block this install: on apt another branch's or flavour's packages; on dnf, when
+        the stream switches, the version locks of the driver and fabric manager packages."""
+        if facts.os.family == "debian":
+            return other_driver_packages(facts.os, self.method, self.branch, flavor, held)
+        if not switch:
+            return []
+        ours = set(pkgs.pinned) | set(fabricmanager_packages(facts.os, self.method, self.branch))
+        return sorted(n for n in held if n in ours or n.startswith(("nvidia-fabric", "libnvidia-nscq")))
+
+    def _ready_actions(self, ctx: StepContext, installing: bool, wants_fm: bool) -> list[Action]:
+        """Leave the host ready when the run ends. A loaded driver that this run replaces stays loaded until a
+        reboot (the new one cannot load beside it): reboot, as NVIDIA's role does after an install. On NVSwitch hosts
+        CUDA needs the fabric manager running: with no reboot ahead, load the module and start nvidia-persistenced
+        and the fabric manager, in gpu-driver-container's order (modprobe nvidia, then the daemons); with a reboot
+        ahead the enabled units start at boot."""
+        loaded = ctx.facts.nvidia.driver_version
+        if installing and loaded:
+            ctx.require_reboot(f"the loaded driver {loaded} is replaced; the new one loads at the next boot")
+        if not wants_fm or ctx.reboot_required:
+            return []
+        nvidia = ctx.facts.nvidia
+        states = ((value(NVIDIA, "persistenced_unit"), nvidia.persistenced_active, self.persistenced),
+                  (value(NVIDIA, "fabricmanager_unit"), nvidia.fabricmanager_active, True))
+        units = [unit for unit, active, wanted in states if wanted and (installing or active is False)]
+        if not units:
+            return []
+        return [Action(f"load the driver and start {', '.join(units)}",
+                       "NVSwitch host: CUDA fails until the fabric manager runs; no reboot is planned to start it",
+                       f"modprobe nvidia && systemctl start {' '.join(units)}", timeout=300,
+                       fix="see `journalctl -u nvidia-fabricmanager` and `dmesg | grep -i nvrm` on the host: the "
+                       "fabric manager must be the driver's exact version")]
+
+    def _runfile_installs(self, facts: Facts) -> bool:
+        """Method runfile and the loaded driver is not of the branch: the runfile runs."""
+        loaded = facts.nvidia.driver_version or ""
+        return self.method == "runfile" and not loaded.startswith(f"{self.branch}.")
 
     def _runfile_actions(self, facts: Facts, manager: PackageManager, installed: dict[str, str], flavor: str,
                          target: str, unit_probe: str) -> list[Action]:
@@ -181,19 +266,20 @@ class NvidiaDriverStep(Step):
         actions = []
         tools = [Wanted(t) for t in RUNFILE_BUILD_TOOLS if t not in installed]
         if tools:
-            setup = manager.extra_repos(facts.os)
+            setup = _dkms_repos(facts, manager)
             install = manager.install(tools, refresh=True, recommends=False)
             actions.append(Action(f"install the driver's build tools: {', '.join(w.name for w in tools)}",
                                   "the runfile compiles the kernel module with DKMS",
                                   f"{setup} && {{ {install}; }}" if setup else install, timeout=self.timeout))
-        if not (facts.nvidia.driver_version and facts.nvidia.driver_version.startswith(f"{self.branch}.")):
+        if self._runfile_installs(facts):
             source = self.runfile or ""
             fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else \
                 f"cp {q(source)} /tmp/nvidia.run"
             module = "kernel-open" if flavor == "open" else "kernel"  # the runfile's default changed in 560
+            extra, why = _runfile_nouveau_options(facts)
             actions.append(Action(
-                f"install the driver from {source} ({flavor} modules)", "method: runfile",
-                f"{fetch} && sh /tmp/nvidia.run --dkms --silent -m={module} -k {q(target)}; rc=$?; "
+                f"install the driver from {source} ({flavor} modules)", f"method: runfile{why}",
+                f"{fetch} && sh /tmp/nvidia.run --dkms --silent -m={module}{extra} -k {q(target)}; rc=$?; "
                 "rm -f /tmp/nvidia.run; exit $rc", timeout=self.timeout,
                 fix="see /var/log/nvidia-installer.log on the host"))
         if self.persistenced:
@@ -218,6 +304,22 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
+    """With nouveau loaded, nvidia-installer's silent mode answers ABORT to its nouveau check: the installer's own
+    options skip the check and the module test load (which nouveau would fail); the blacklist written before and the
+    reboot planned for nouveau make the new module load. (options, what to add to the reason)"""
+    if not facts.nvidia.nouveau_loaded:
+        return "", ""
+    options = f" {value(NVIDIA, 'runfile_no_nouveau_check')} {value(NVIDIA, 'runfile_skip_module_load')}"
+    return options, "; nouveau is loaded: the installer's nouveau check and test load are skipped, the reboot " \
+        "planned for nouveau loads the new module"
+
+
+def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
+    """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
+    return "" if "dkms" in facts.installed_packages else manager.extra_repos(facts.os, facts.pkg)
 
 
 def _with_build_errors(command: str) -> str:

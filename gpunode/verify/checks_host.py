@@ -34,23 +34,48 @@ def _dkms(evidence: Evidence) -> list[Finding]:
         return [Finding(
             "dkms-built-other-kernel", severity,
             f"NVIDIA DKMS module is built for {', '.join(others)} but not for the running kernel {kernel}",
-            "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}",
-            f"Install headers for the running kernel (`apt-get install linux-headers-{kernel}` / `dnf "
-            "install "
-            f"kernel-devel-{kernel}`), then `dkms autoinstall -k {kernel}` and `modprobe nvidia`. Or boot "
-            "the "
-            f"kernel the module was built for ({', '.join(others)}).",
+            "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}"
+            + _headers_note(evidence),
+            _built_other_remedy(evidence, kernel, others),
         )]
     if not entries and works:
         return []  # driver from precompiled modules: DKMS is simply not used
     shown = "; ".join(f"dkms status: {e.line!r}" for e in entries) or "dkms status lists no nvidia module"
     return [Finding(
         "dkms-not-built", severity, f"no NVIDIA DKMS module installed for the running kernel {kernel}",
-        f"{shown}; running kernel: {kernel}{loaded}",
-        f"Install the kernel headers for {kernel} and the driver's DKMS package (e.g. nvidia-dkms-<branch>), "
-        f"then `dkms autoinstall -k {kernel}`; read /var/lib/dkms/nvidia/*/build/make.log if the build "
-        "fails.",
+        f"{shown}; running kernel: {kernel}{loaded}" + _headers_note(evidence),
+        _not_built_remedy(evidence, kernel),
     )]
+
+
+def _built_other_remedy(evidence: Evidence, kernel: str, others: list[str]) -> str:
+    if _no_headers(evidence):
+        return (f"Boot the kernel the module was built for ({', '.join(others)}); no headers package exists for the "
+                f"running kernel {kernel}, so no module can be built for it (a vendor or self-built kernel needs its "
+                "own headers).")
+    return (f"Install headers for the running kernel (`apt-get install linux-headers-{kernel}` / `dnf install "
+            f"kernel-devel-{kernel}`), then `dkms autoinstall -k {kernel}` and `modprobe nvidia`. Or boot the "
+            f"kernel the module was built for ({', '.join(others)}).")
+
+
+def _not_built_remedy(evidence: Evidence, kernel: str) -> str:
+    if _no_headers(evidence):
+        return (f"No headers package exists for the running kernel {kernel}: boot a distribution kernel that has "
+                "headers (gpunode: kernel_policy: upgrade installs the newest with its headers and reboots), then "
+                "install the driver's DKMS package there.")
+    return (f"Install the kernel headers for {kernel} and the driver's DKMS package (e.g. nvidia-dkms-<branch>), "
+            f"then `dkms autoinstall -k {kernel}`; read /var/lib/dkms/nvidia/*/build/make.log if the build fails.")
+
+
+def _no_headers(evidence: Evidence) -> bool:
+    """The package manager knows no headers package for the running kernel (checked on the host)."""
+    return evidence.running_headers == "candidate (none)"
+
+
+def _headers_note(evidence: Evidence) -> str:
+    if _no_headers(evidence):
+        return f"; apt knows no package linux-headers-{evidence.running_kernel}"
+    return ""
 
 
 def _nouveau(evidence: Evidence) -> list[Finding]:

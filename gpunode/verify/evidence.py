@@ -45,6 +45,9 @@ class Evidence:
     fabricmanager: FabricManagerState | None = None
     dkms_status: list[str] | None = None
     running_kernel: str | None = None
+    # headers for the running kernel: "installed", "candidate VERSION", "candidate (none)" (apt knows no such
+    # package: a remedy must not tell to install it) or None (not known)
+    running_headers: str | None = None
     nouveau_loaded: bool | None = None
     container_test: ContainerTest | None = None
 

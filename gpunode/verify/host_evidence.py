@@ -30,6 +30,7 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
         expectations=expectations,
         dkms_status=_dkms_lines(facts),
         running_kernel=facts.kernel.running,
+        running_headers=sections.get("headers", "").strip() or None,
         nouveau_loaded=facts.nvidia.nouveau_loaded,
     )
     if facts.nvswitch_present:
