@@ -42,7 +42,7 @@ def test_bad_input_is_refused_before_any_connection(lab, tmp_path):
         book.write_bytes(text)
         result = run_cli("provision", "-i", str(inventory), "--playbook", str(book), *args)
         assert result.code == 2, (name, result.output)
-        assert re.search(expected, result.output), (name, result.output)
+        assert re.search(expected, " ".join(result.output.split())), (name, result.output)  # wrapped lines joined
         assert "fix:" in result.output and "Traceback" not in result.output, (name, result.output)
     sshd = "journalctl --sync; journalctl -u ssh --since @{} --no-pager -o cat"
     log = host.run_inside(sshd.format(since)).stdout
