@@ -77,7 +77,23 @@ def load_yaml_file(path: str | Path) -> Any:
     """Read and parse a YAML file with line-aware containers."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}", source=str(path), fix="check the path") from exc
-    return load_yaml_text(text, str(path))
+    return load_yaml_text(decode_utf8(data, str(path)), str(path))
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """A playbook's or inventory's text; bytes that are not UTF-8 (a binary file, a Latin-1 editor) are a file:line
+    error."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UsageError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} cannot be decoded"
+            + (" (this looks like a binary file)" if b"\0" in data[:8192] else ""),
+            source=source, line=line,
+            fix="playbooks and inventories are UTF-8 text: convert it (e.g. `iconv -f latin1 -t utf-8 FILE > NEW`) "
+            "or check that the path names the file you meant") from None

@@ -13,6 +13,7 @@ from gpunode.extravars import parse_extra_vars
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
 from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
+from gpunode.playbook.validate import check_arguments
 from gpunode.playbook.vartypes import check_var_types
 from gpunode.report.model import RunResult
 from gpunode.runner.early import EarlyConnections
@@ -47,6 +48,7 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
 
     The connections start opening first: the code for the run, the live display and the summary imports while the
     hosts answer."""
+    check_arguments(book, selected, extra_vars)  # a wrong value is refused before any host is contacted
     logs = Path(log_dir) if log_dir else default_log_path()
     try:
         logs.mkdir(parents=True, exist_ok=True)

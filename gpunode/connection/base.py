@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpunode.connection.quoting import q
+from gpunode.connection.quoting import join, q
 from gpunode.connection.transcript import Transcript
 from gpunode.errors import ConnectError, GpunodeError
 
@@ -127,7 +127,10 @@ class Connection(ABC):
 
     def guard(self, command: str, stdin_bytes: int) -> tuple[str, bytes]:
         """`command` as it runs on the host (SSH: in its own session that dies with its channel, guard.py), and
-        bytes to send before its input."""
+        bytes to send before its input. A sensitive step's command travels on stdin here too (off `ps`)."""
+        if self.sensitive:
+            body = command.encode()
+            return join(["sh", "-c", 'c=$(head -c "$1"); eval "$c"', "gpunode-hidden", str(len(body))]), body
         return command, b""
 
     # ---- shared --------------------------------------------------------------------------------

@@ -31,16 +31,18 @@ _gn_stop() {{ _gn_alive "$1" || return 0; if _gn_pkg "$1"; then return 1; fi
   _gn_alive "$1" && _gn_kill "$1" KILL; return 0; }}
 """
 
-WRAPPER = FUNCTIONS + r"""n=$1; step=$2; show=$3; cmd=$4; exec 3<&0 </dev/null
-[ -n "$5" ] && cmd=$(head -c "$5" <&3); [ -n "$show" ] || show=$cmd
+# A hidden (sensitive) command reaches its shell through a pipe and runs there by `eval`: no argv or environment
+# on the host holds it (the shell's own argv is the constant below); its input comes on fd 4.
+WRAPPER = FUNCTIONS + r"""n=$1; step=$2; show=$3; cmd=$4; hid=$5; exec 3<&0 </dev/null
+[ -n "$hid" ] && cmd=$(head -c "$hid" <&3); [ -n "$show" ] || show=$cmd
 [ -d "$gd" ] || mkdir -m 755 "$gd" 2>/dev/null; t=$gd; [ -w "$t" ] || t=${TMPDIR:-/tmp}
-if [ "$n" -gt 0 ]; then
-  f=$t/in.$$; rm -f "$f"; mkfifo -m 600 "$f" || exit 125
-  setsid sh -c "$cmd" <"$f" 3<&- & p=$!
-  head -c "$n" <&3 >"$f"; rm -f "$f"
+i=/dev/null; if [ "$n" -gt 0 ]; then f=$t/in.$$; rm -f "$f"; mkfifo -m 600 "$f" || exit 125; i=$f; fi
+if [ -n "$hid" ]; then
+  printf '%s' "$cmd" | setsid sh -c 'c=$(cat); exec 0<&4 4<&-; eval "$c"' gpunode-hidden 4<"$i" 3<&- & p=$!
 else
-  setsid sh -c "$cmd" </dev/null 3<&- & p=$!
+  setsid sh -c "$cmd" <"$i" 3<&- & p=$!
 fi
+[ "$n" -gt 0 ] && { head -c "$n" <&3 >"$f"; rm -f "$f"; }
 [ -w "$gd" ] && printf '%s\t%s\t%s\n' "$(date +%s)" "$step" "$(printf '%s' "$show" | tr '\n\t' '  ' | cut -c1-300)" \
   >"$gd/$p" 2>/dev/null
 ( trap '' PIPE; cat <&3 >/dev/null; _gn_stop "$p" ) >/dev/null 2>&1 & w=$!

@@ -12,6 +12,7 @@ from gpunode.inventory.raw import RawInventory
 from gpunode.inventory.resolve import resolve
 from gpunode.inventory.varfiles import attach_var_files
 from gpunode.inventory.yaml_source import parse_yaml_inventory
+from gpunode.yamlfile import decode_utf8
 
 YAML_EXTENSIONS = (".yml", ".yaml", ".json")
 INI_EXTENSIONS = (".ini",)
@@ -81,9 +82,10 @@ def inventory_files(directory: Path) -> list[Path]:
 def parse_file(path: Path, raw: RawInventory) -> None:
     """Parse one inventory file into ``raw`` as YAML or INI."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise UsageError(f"cannot read inventory: {exc}", fix="check the file", source=str(path)) from exc
+    text = decode_utf8(data, str(path))  # not UTF-8: file:line and how to convert it
     if detect_format(path, text) == "yaml":
         parse_yaml_inventory(text, path, raw)
     else:

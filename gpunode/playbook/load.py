@@ -16,11 +16,13 @@ from typing import Any
 from gpunode.errors import UsageError
 from gpunode.playbook.builtin import resolve_playbook
 from gpunode.playbook.template import has_template
+from gpunode.playbook.validate import check_conditions, check_syntax
 from gpunode.steps import STEP_TYPES
 from gpunode.steps.base import build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
-STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log"}
+TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
+STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
 
@@ -41,6 +43,11 @@ class StepSpec:
     # inventory vars and --var still override them
     vars: dict[str, Any] = field(default_factory=dict)
     sensitive: bool = False  # `sensitive: true` (Ansible: `no_log`): content, diff and output never shown
+    register: str | None = None            # the variable that holds this step's result for later steps
+    ignore_errors: bool = False            # a failure is reported (as ignored) and the host goes on
+    failed_when: list[str] | None = None   # conditions (all must hold) that make the step failed, instead of exit codes
+    changed_when: list[str] | None = None  # conditions (all must hold) that make the step changed
+    check_mode: bool | None = None         # false: runs in --check too (a read-only query); true: always predicts
 
     @property
     def where(self) -> str:
@@ -81,8 +88,7 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
             raise UsageError(f"unknown playbook key {key!r}", source=source, line=data.line_of(key),
                              fix=f"use one of: {', '.join(sorted(PLAY_KEYS))}")
     variables = data.get("vars") or {}
-    if not isinstance(variables, dict):
-        raise UsageError("`vars` must be a mapping", source=source, line=data.line_of("vars"))
+    _check_vars(variables, source, data.line_of("vars"))
     steps_data = data.get("steps")
     if not isinstance(steps_data, list) or not steps_data:
         raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
@@ -116,6 +122,14 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
                     steps, handlers, digest)
 
 
+def _check_vars(variables: Any, source: str, line: int) -> None:
+    """The play's `vars:` is a mapping whose templates parse."""
+    if not isinstance(variables, dict):
+        raise UsageError("`vars` must be a mapping", source=source, line=line)
+    for key, value in variables.items():
+        check_syntax(value, source, _line(variables, key, line), f"vars: {key}")
+
+
 def _include(item: dict, source: str, line: int, chain: tuple[Path, ...]) -> Playbook:
     """Validate an `include:` item and load the playbook it names (relative paths: from the including file)."""
     for key in item:
@@ -130,6 +144,9 @@ def _include(item: dict, source: str, line: int, chain: tuple[Path, ...]) -> Pla
                          fix="e.g. `- include: gpu-node` or `- include: ./my-steps.yml`")
     if not isinstance(item.get("vars") or {}, dict):
         raise UsageError("`vars` of an include must be a mapping", source=source, line=_line(item, "vars", line))
+    check_syntax(item.get("vars") or {}, source, _line(item, "vars", line), "vars")
+    if item.get("when") is not None:
+        check_conditions([str(item["when"])], source, _line(item, "when", line), "when")
     _tags(item, source, line)
     try:
         target = resolve_playbook(ref, base=Path(source).parent)
@@ -218,9 +235,61 @@ def _step(item: Any, source: str, line: int) -> StepSpec:
         raise UsageError(f"sensitive must be true or false, got {sensitive!r}", source=source, line=line,
                          fix="write sensitive: true")
     spec = StepSpec(kind, dict(args), str(item.get("name") or kind), item.get("when"), notify, source,
-                    _line(item, kind, line), _tags(item, source, line), sensitive=sensitive)
+                    _line(item, kind, line), _tags(item, source, line), sensitive=sensitive,
+                    **_task_keys(item, source, line))
     check_static_args(spec, args)
+    _check_templates(spec, item, args)
     return spec
+
+
+def _check_templates(spec: StepSpec, item: dict, args: dict) -> None:
+    """The Jinja syntax of the step's templates and conditions, before any host is contacted."""
+    for key, value in args.items():
+        check_syntax(value, spec.source, _line(args, key, spec.line), f"{spec.kind}.{key}")
+    conditions = {"when": [] if spec.when is None else [str(spec.when)], "failed_when": spec.failed_when or [],
+                  "changed_when": spec.changed_when or []}
+    for key, texts in conditions.items():
+        check_conditions(texts, spec.source, _line(item, key, spec.line), key)
+
+
+def _task_keys(item: dict, source: str, line: int) -> dict[str, Any]:
+    """Ansible's `register`, `ignore_errors`, `failed_when` and `changed_when`, checked; conditions as a list (a bare
+    true/false becomes the Jinja literal)."""
+    keys: dict[str, Any] = {}
+    register = item.get("register")
+    if register is not None:
+        if not isinstance(register, str) or not register.isidentifier() or register in RESERVED_NAMES:
+            raise UsageError(f"register: {register!r} is not a variable name", source=source,
+                             line=_line(item, "register", line), fix="e.g. `register: result` (letters, digits, _)")
+        keys["register"] = register
+    for key in ("ignore_errors", "check_mode"):
+        flag = item.get(key)
+        if flag is not None and not isinstance(flag, bool):
+            raise UsageError(f"{key} must be true or false, got {flag!r}", source=source,
+                             line=_line(item, key, line), fix=f"write {key}: true or {key}: false")
+    keys["ignore_errors"] = bool(item.get("ignore_errors", False))
+    keys["check_mode"] = item.get("check_mode")
+    for key in ("failed_when", "changed_when"):
+        if item.get(key) is not None:
+            keys[key] = _conditions(item[key], key, source, _line(item, key, line))
+    return keys
+
+
+RESERVED_NAMES = {"facts", "inventory_hostname", "check_mode", "lookup"}
+
+
+def _conditions(value: Any, key: str, source: str, line: int) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    conditions = []
+    for cond in items:
+        if isinstance(cond, bool):
+            conditions.append(str(cond))  # `changed_when: false`: Jinja's False
+        elif isinstance(cond, str) and cond.strip():
+            conditions.append(cond)
+        else:
+            raise UsageError(f"{key} must be a condition or a list of conditions, got {cond!r}", source=source,
+                             line=line, fix=f"e.g. `{key}: result.rc != 0` or `{key}: false`")
+    return conditions
 
 
 def _line(mapping: Any, key: str, default: int) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 import os
 import re
 from functools import cache
@@ -24,14 +24,31 @@ def _env() -> SandboxedEnvironment:
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
+    from gpunode.playbook.filters import FILTERS, to_json
+    from gpunode.playbook.jinja_tests import TESTS
+
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters.update(FILTERS)  # Ansible's filters, with Ansible's semantics (playbook/filters.py)
+    env.tests.update(TESTS)      # `is version(...)`, `is failed`, `is changed` ...
     env.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
     env.globals["lookup"] = _lookup
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_default}  # `| tojson` of facts
-    env.filters["to_json"] = lambda value: json.dumps(value, default=_json_default)  # Ansible's names
-    env.filters["to_nice_json"] = lambda value, indent=4: json.dumps(value, default=_json_default, indent=indent,
-                                                                      sort_keys=True)
+    env.filters["to_json"] = lambda value, **kw: to_json(value, default=_json_default, **kw)  # Ansible's names
+    env.filters["to_nice_json"] = lambda value, indent=4, sort_keys=True, **kw: to_json(
+        value, default=_json_default, indent=indent, sort_keys=sort_keys, separators=(",", ": "), **kw)
     return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(text: str) -> Any:
+    """A compiled template (Jinja compiles `from_string` anew each time: the same step on 32 hosts, once)."""
+    return _env().from_string(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expression(text: str) -> Any:
+    """A compiled bare expression (`when:`, "{{ expr }}" alone), undefined names left to fail where read."""
+    return _env().compile_expression(text, undefined_to_none=False)
 
 
 def _json_default(value: Any) -> Any:
@@ -88,17 +105,17 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
         try:
             whole = _WHOLE.match(value)
             if whole and "{{" not in whole.group("expr"):
-                result = _env().compile_expression(whole.group("expr"), undefined_to_none=False)(**variables)
+                result = _expression(whole.group("expr"))(**variables)
                 if isinstance(result, jinja2.Undefined):
                     result._fail_with_undefined_error()
                 return result
-            return _env().from_string(value).render(**variables)
+            return _template(value).render(**variables)
         except jinja2.TemplateError as exc:
             raise TemplateError(f"cannot render {value!r}: {exc.message or exc}") from None
         except GpunodeError:
             raise  # e.g. the lock's session lost while a facts section was being gathered
         except Exception as exc:  # noqa: BLE001 - a filter's own error (`1.0e+400`, tojson of a set): the template's
-            raise TemplateError(f"cannot render {value!r}: {type(exc).__name__}: {exc}") from None
+            raise TemplateError(f"cannot render {value!r}: {_why(exc)}") from None
     if isinstance(value, dict):
         return {k: render(v, variables) for k, v in value.items()}
     if isinstance(value, list):
@@ -141,13 +158,20 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
     import jinja2
 
     try:
-        result = _env().compile_expression(expression, undefined_to_none=False)(**variables)
+        result = _expression(expression)(**variables)
     except jinja2.TemplateError as exc:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
     except GpunodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - a filter's own error is the condition's
-        raise TemplateError(f"cannot evaluate when: {expression!r}: {type(exc).__name__}: {exc}") from None
+        raise TemplateError(f"cannot evaluate when: {expression!r}: {_why(exc)}") from None
     if isinstance(result, jinja2.Undefined):
         raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
     return truthy(result)  # Ansible's truthiness: an INI "false" is false
+
+
+def _why(exc: Exception) -> str:
+    """A filter's error as the user should read it: a filter's own message (`mandatory`) without a type name."""
+    from gpunode.playbook.filters import FilterError
+
+    return str(exc) if isinstance(exc, FilterError) else f"{type(exc).__name__}: {exc}"

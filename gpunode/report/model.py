@@ -19,6 +19,7 @@ class StepOutcome:
     message: str = ""
     seconds: float = 0.0
     where: str = ""
+    ignored: bool = False  # failed, but `ignore_errors: true`: the host went on (not a failure of the run)
 
 
 @dataclass

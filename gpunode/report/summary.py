@@ -7,7 +7,7 @@ from rich.table import Table
 
 from gpunode.report.console import make_console
 from gpunode.report.live import STATUS_STYLE
-from gpunode.report.model import RunResult
+from gpunode.report.model import HostOutcome, RunResult
 from gpunode.report.text import line, literal
 
 DIFF_VERBS = {"would-change": "would", "changed": "changed"}
@@ -32,7 +32,7 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     for column in ("host", "status", "ok", "changed", "skipped", "failed", "remote execs", "time"):
         table.add_column(column, justify="right" if column not in ("host", "status") else "left")
     for host in result.hosts:
-        counts = {s: sum(1 for st in host.steps if st.status == s) for s in ("ok", "skipped", "failed")}
+        counts = {s: _count(host, s) for s in ("ok", "skipped", "failed")}
         table.add_row(literal(host.host), literal(host.status, STATUS_STYLE.get(host.status, "")),
                       str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
                       str(host.exec_count), f"{host.seconds:.1f}s")
@@ -51,3 +51,8 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     failed = [h.host for h in result.hosts if h.failed]
     console.print(literal(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
                           + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s"))
+
+
+def _count(host: HostOutcome, status: str) -> int:
+    """Steps of a host with this status; a failure that `ignore_errors` let pass is not counted."""
+    return sum(1 for step in host.steps if step.status == status and not step.ignored)

@@ -20,7 +20,7 @@ from gpunode.facts.sections import sections_read_by
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
-from gpunode.runner import facts_cache, remote_lock
+from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
@@ -43,6 +43,7 @@ class PlannedStep:
     step: Step | None          # None when `when:` is false
     probe: Snippets | None = None
     probe_output: ProbeOutput = field(default_factory=ProbeOutput)
+    deferred: bool = False     # reads a registered result: rendered when its turn comes, not at the start
 
 
 @dataclass
@@ -69,6 +70,9 @@ class HostRun:
         self.facts: Facts | None = None
         self.notified: list[str] = []        # handlers notified by changed steps, in order
         self.handlers_ran: set[str] = set()
+        self.registered: dict[str, Any] = {}  # `register:` name -> the step's result, for later steps
+        self.unknown_results: set[str] = set()  # --check: registered results of steps that would run (not known)
+        self._register_names = {s.register for s in self.playbook.steps if s.register}
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -156,8 +160,9 @@ class HostRun:
     # ---- steps -----------------------------------------------------------------------------------
     def _variables(self, facts: Facts, scope: dict[str, Any] | None = None) -> dict[str, Any]:
         """Playbook vars (and an included step's scope) are defaults; inventory vars override them; --var both."""
-        return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.extra_vars,
-                                  "facts": facts, "inventory_hostname": self.host.name, "check_mode": self.check})
+        return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.registered,
+                                  **self.extra_vars, "facts": facts, "inventory_hostname": self.host.name,
+                                  "check_mode": self.check})
 
     def _plan_step(self, spec: StepSpec, facts: Facts) -> PlannedStep:
         """The step as these facts make it (`when:` evaluated, arguments rendered) with its probe."""
@@ -167,9 +172,27 @@ class HostRun:
         step = build_step(spec.kind, render(spec.args, variables))
         return PlannedStep(spec, step, step.probe(facts))
 
-    def _prepare(self, specs: list[StepSpec], facts: Facts) -> list[PlannedStep]:
+    def _defers(self, spec: StepSpec) -> bool:
+        """Whether the step's `when:` or arguments read a registered result (known only once that step ran)."""
+        text = f"{spec.when} {spec.args}"
+        return any(re.search(rf"\b{name}\b", text) for name in self._register_names)
+
+    def _check_for(self, spec: StepSpec) -> bool:
+        """Whether this step only predicts: --check, unless the step says `check_mode: false` (a read-only query
+        that runs in --check too, as in Ansible); `check_mode: true` predicts in a real run too."""
+        return spec.check_mode if spec.check_mode is not None else self.check
+
+    def _unknown_inputs(self, spec: StepSpec) -> list[str]:
+        """--check: the registered results this step reads that come from steps that would run (so are unknown)."""
+        text = f"{spec.when} {spec.args}"
+        return [name for name in sorted(self.unknown_results) if re.search(rf"\b{name}\b", text)]
+
+    def _prepare(self, specs: list[StepSpec], facts: Facts, now: bool = False) -> list[PlannedStep]:
         planned = []
         for spec in specs:
+            if not now and self._defers(spec):
+                planned.append(PlannedStep(spec, None, deferred=True))
+                continue
             try:
                 planned.append(self._plan_step(spec, facts))
             except (TemplateError, ValueError) as exc:
@@ -187,7 +210,8 @@ class HostRun:
         specs = [*self.playbook.steps, *self.playbook.handlers.values()]
         templates = sections_read_by([self.playbook.vars, self.host.vars, self.extra_vars,
                                       *(s.args for s in specs), *(s.vars for s in specs)],
-                                     [s.when for s in specs if s.when is not None])
+                                     [s.when for s in specs if s.when is not None]
+                                     + [c for s in specs for c in (s.failed_when or []) + (s.changed_when or [])])
         return step_facts_sections(spec.kind for spec in specs) | templates | {CORE_FACTS}
 
     def _guess_probe(self, cached: str | None) -> ProbeBatch | None:
@@ -197,7 +221,7 @@ class HostRun:
             return None
         try:
             facts = parse_facts(cached)
-            planned = [self._plan_step(spec, facts) for spec in self.playbook.steps]
+            planned = [self._plan_step(spec, facts) for spec in self.playbook.steps if not self._defers(spec)]
         except Exception:  # noqa: BLE001 - an old or odd cache is no guess, never an error
             return None
         probes = [p.probe for p in planned if p.step is not None and p.probe]
@@ -275,41 +299,76 @@ class HostRun:
         self.events.step_started(self.host.name, spec.name)
         self.conn.activity = spec.name
         self.conn.sensitive = spec.sensitive
+        fresh = item.deferred  # rendered now, with the results registered so far; probed in the lock's session
+        unknown = self._unknown_inputs(spec) if fresh else []
+        if fresh and not unknown:
+            (item,) = self._prepare([spec], facts, now=True)
         if spec.sensitive and item.step is not None:
             self._hide_values(item.step)
         started = time.monotonic()
         outcome = StepOutcome(spec.name, spec.kind, "ok", where=spec.where)
         self.conn.transcript.note(f"step {spec.name} ({spec.kind}) at {spec.where}")
+        if unknown:  # --check: it reads what a step that would run printed; nobody knows that yet
+            outcome.status = "would-change"
+            outcome.message = (f"would change (unknown until run): reads {', '.join(unknown)}, the result of a step "
+                               "that --check does not run")
+            return self._settle(item, outcome, [], None, started, facts)
         if item.step is None:
             outcome.status, outcome.message = "skipped", f"when: {spec.when} is false"
-            return self._finish(outcome, started, facts)
-        if self.changed_something and item.probe:
+            return self._settle(item, outcome, [], None, started, facts)
+        if (self.changed_something or fresh) and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
-        ctx = StepContext(self.host, facts, self.conn, self.check, item.probe_output, self.state,
+        ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.state,
                           on_output=lambda line: self.events.output(self.host.name, line))
+        error: GpunodeError | None = None
         try:
-            actions = item.step.plan(ctx)
-            outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
-            outcome.diffs = [a.diff for a in actions if a.diff]
-            changes = [a for a in actions if a.changes]
-            if self.check:
-                outcome.status = "would-change" if changes else "ok"
-            elif actions:
-                facts = self._apply(item.step, ctx, actions, facts)
-                outcome.status = "changed" if changes else "ok"
-                self.changed_something = self.changed_something or bool(changes)
-            outcome.message = "; ".join(ctx.notes)
-            self.outcome.notes += ctx.notes
+            facts = self._plan_and_apply(item.step, ctx, outcome, facts)
         except GpunodeError as exc:
-            outcome.status = "failed"
+            outcome.status, error = "failed", exc
             if spec.sensitive:  # its output could hold what the step keeps secret
                 exc.cause = exc.cause.splitlines()[0] + " (output hidden: sensitive step)"
             outcome.message = str(exc.cause)
-            self._finish(outcome, started, facts)
-            exc.host, exc.step = self.host.name, spec.name
+        return self._settle(item, outcome, ctx.results, error, started, facts)
+
+    def _plan_and_apply(self, step: Step, ctx: StepContext, outcome: StepOutcome, facts: Facts) -> Facts:
+        """Plan the step and (unless checking) apply what it planned; the outcome says what happened."""
+        actions = step.plan(ctx)
+        outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
+        outcome.diffs = [a.diff for a in actions if a.diff]
+        changes = [a for a in actions if a.changes]
+        if ctx.check:
+            outcome.status = "would-change" if changes else "ok"
+        elif actions:
+            facts = self._apply(step, ctx, actions, facts)
+            outcome.status = "changed" if changes else "ok"
+            self.changed_something = self.changed_something or bool(changes)
+        outcome.message = "; ".join(ctx.notes)
+        self.outcome.notes += ctx.notes
+        return facts
+
+    def _settle(self, item: PlannedStep, outcome: StepOutcome, results: list[ExecResult], error: GpunodeError | None,
+                started: float, facts: Facts) -> Facts:
+        """Ansible's task keys (failed_when, changed_when, register, ignore_errors), then the step is finished;
+        an error that still stands stops the host."""
+        spec = item.spec
+        if spec.register or spec.failed_when or spec.changed_when or spec.ignore_errors:
+            variables = self._variables(facts, spec.vars)
+            check = self._check_for(spec)
+            result, error = task_keys.settle(spec, outcome, results, error, variables, check)
+            self.changed_something = self.changed_something or outcome.status == "changed"  # failed_when: false
+            if spec.register:
+                self.registered[spec.register] = result
+                if check and (outcome.actions or outcome.status == "would-change"):  # it would run
+                    self.unknown_results.add(spec.register)
+            if spec.sensitive:  # what a sensitive step printed stays a secret wherever a later step shows it
+                self.conn.transcript.redact.add(result["stdout"], result["stderr"], *result["stdout_lines"],
+                                                *result["stderr_lines"])
+        self._finish(outcome, started, facts)
+        if error is not None:
+            error.host, error.step = self.host.name, spec.name
             self.outcome.failed_step = spec.name
-            raise
-        return self._finish(outcome, started, facts)
+            raise error
+        return facts
 
     def _hide_values(self, step: Step) -> None:
         """A sensitive step's argument values (content, lines, commands) become secrets for the logs."""

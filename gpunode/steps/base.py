@@ -55,6 +55,7 @@ class StepContext:
     state: HostState = field(default_factory=HostState)   # what earlier steps on this host told later ones
     notes: list[str] = field(default_factory=list)
     on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
+    results: list[ExecResult] = field(default_factory=list)  # what each command run through `run` returned (register)
 
     def wrote(self, path: str) -> None:
         """Record a file changed in this run; what later steps must do about it is decided here, once.
@@ -85,7 +86,9 @@ class StepContext:
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)
-        return self.conn.run(command, **kwargs)
+        result = self.conn.run(command, **kwargs)
+        self.results.append(result)
+        return result
 
 
 SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/lib/systemd/system/", "/usr/lib/systemd/system/",
@@ -259,10 +262,10 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         return value
     if origin is list:
         (item,) = typing.get_args(hint) or (Any,)
-        if isinstance(value, str | int):
-            value = [value]
+        if isinstance(value, str):
+            value = [value]  # one name: a list of one (a bare number is a typo: `names: 5`)
         if not isinstance(value, list | tuple):
-            raise ValueError(f"{where} must be a list, got {type(value).__name__}")
+            raise ValueError(f"{where} must be a list, got {_kind(value)} {value!r}")
         return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
@@ -287,6 +290,12 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
             return str(value)
         raise ValueError(f"{where} must be a string, got {type(value).__name__}")
     return value
+
+
+def _kind(value: Any) -> str:
+    """A value's type in YAML's words (not Python's)."""
+    kinds = ((bool, "a boolean"), (int | float, "a number"), (dict, "a mapping"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "a value")
 
 
 def killed_fix(exit_code: int | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from gpunode.connection import q
@@ -31,7 +32,7 @@ class CommandStep(Step):
         if self.removes:
             checks.append(f"[ -e {q(self.removes)} ] || echo removes-missing")
         if self.unless:
-            checks.append(f"(sh -c {q(self.unless)}) >/dev/null 2>&1 && echo unless-ok")
+            checks.append(unless_check(self.unless))
         return {"guards": "; ".join(checks)} if checks else None
 
     def plan(self, ctx: StepContext) -> list[Action]:
@@ -41,5 +42,16 @@ class CommandStep(Step):
         reason = "no creates/removes/unless guard" if not (self.creates or self.removes or self.unless) else (
             f"{self.creates} does not exist" if self.creates else
             f"{self.removes} exists" if self.removes else f"`{self.unless}` failed")
-        command = f"cd {q(self.chdir)} && {self.cmd}" if self.chdir else self.cmd
-        return [Action(f"run: {self.cmd}", reason, f"sh -c {q(command)}", timeout=self.timeout)]
+        # the shell text itself: the host runs it in a shell of its own (as `sh -c`; a sensitive step's arrives on
+        # stdin, connection/guard.py), so no process's argv holds it
+        command = f"cd {q(self.chdir)} || exit\n{self.cmd}" if self.chdir else self.cmd
+        return [Action(f"run: {self.cmd}", reason, command, timeout=self.timeout)]
+
+
+def unless_check(unless: str) -> str:
+    """The `unless` guard as probe shell text: the command reaches its shell in a here-document and runs by `eval`
+    in a subshell, so it is on no process's command line (`ps`) even while it runs. The delimiter is derived from the
+    text (the same text makes the same probe: the probe guessed from the last run's facts still matches)."""
+    delimiter = "GPUNODE_UNLESS_" + hashlib.sha256(unless.encode()).hexdigest()[:16]
+    return (f"_gn_u=$(cat <<'{delimiter}'\n{unless}\n{delimiter}\n)\n"
+            f"(eval \"$_gn_u\") </dev/null >/dev/null 2>&1 && echo unless-ok")

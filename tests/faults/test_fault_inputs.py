@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -191,11 +192,12 @@ def test_command_guards_test_the_named_paths_and_nothing_else(tmp_path, creates,
     assert ("removes-missing" in out) == (not (folder / removes).exists())
     assert not (folder / MARKER).exists()
     guarded = build_step("command", {"cmd": "run it", "chdir": chdir, "unless": unless})
-    assert f"(sh -c {q(unless)})" in guarded.probe(None)["guards"]
+    # `unless` is shell text (as `cmd`), handed to a shell whole in a here-document: on no command line
+    guards = guarded.probe(None)["guards"]
+    delimiter = re.search(r"<<'(GPUNODE_UNLESS_[0-9a-f]{16})'\n", guards).group(1)
+    assert f"<<'{delimiter}'\n{unless}\n{delimiter}\n)" in guards
     (action,) = guarded.plan(ctx({}))
-    inner = shlex.split(action.command)
-    assert inner[:2] == ["sh", "-c"] and len(inner) == 3
-    assert shlex.split(inner[2])[:3] == ["cd", chdir, "&&"]
+    assert action.command == f"cd {q(chdir)} || exit\nrun it"  # chdir quoted; cmd is the user's shell text
 
 
 @SETTINGS

@@ -1,0 +1,102 @@
+"""Checks made before any host is contacted (exit 2, file:line, a fix): the Jinja syntax of every template and
+condition (at load), and every templated step argument whose value is known on the controller (`--var`, inventory
+and playbook variables; not facts), for each selected host."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from gpunode.errors import UsageError
+from gpunode.playbook.template import TemplateError, evaluate, has_template, render, resolve_variables
+
+_NAMES = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _templates(value: Any) -> Iterable[str]:
+    """Every templated string inside a value (nested mappings and lists too)."""
+    if isinstance(value, str) and has_template(value):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _templates(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _templates(item)
+
+
+def _syntax_error(text: str, expression: bool) -> str | None:
+    """Jinja's complaint about a template (or a bare expression, `when:`), None when it parses."""
+    import jinja2
+
+    from gpunode.playbook.template import _env
+
+    try:
+        if expression:
+            _env().compile_expression(text)
+        else:
+            _env().parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        return f"{exc.message} (template line {exc.lineno})" if "\n" in text else str(exc.message)
+    return None
+
+
+def check_syntax(value: Any, source: str, line: int, what: str) -> None:
+    """Every template in `value` parses; else a UsageError at source:line."""
+    for text in _templates(value):
+        problem = _syntax_error(text, expression=False)
+        if problem:
+            raise UsageError(f"Jinja syntax error in {what} {text!r}: {problem}", source=source, line=line,
+                             fix="close every `{{` with `}}` and every `{%` with `%}`; quote a string that holds "
+                             "them; filters are written `{{ x | name }}`")
+
+
+def check_conditions(conditions: Iterable[str], source: str, line: int, key: str) -> None:
+    """`when:` / `failed_when:` / `changed_when:` are bare Jinja expressions (no `{{ }}`) that must parse."""
+    for text in conditions:
+        problem = _syntax_error(str(text), expression=True)
+        if problem:
+            raise UsageError(f"Jinja syntax error in {key}: {text!r}: {problem}", source=source, line=line,
+                             fix=f"{key} is a bare expression, e.g. `{key}: result.rc != 0` or "
+                             "`when: install_docker | bool`")
+
+
+def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> None:
+    """Render each templated step argument with what the controller knows of each host and validate it, so that a
+    wrong value (`--var driver_branch=abc` for an integer) is refused before any connection. What needs facts or a
+    registered result (or does not render here for any other reason) is left for the host's run."""
+    from gpunode.steps.base import build_step
+
+    seen: set[tuple[int, str]] = set()
+    specs = [*book.steps, *book.handlers.values()]
+    for host in hosts:
+        for index, spec in enumerate(specs):
+            if not has_template(spec.args):
+                continue
+            variables = resolve_variables({**book.vars, **spec.vars, **host.vars, **extra_vars,
+                                           "inventory_hostname": host.name, "check_mode": False})
+            try:
+                if spec.when is not None and not evaluate(str(spec.when), variables):
+                    continue
+                args = render(spec.args, variables)
+            except TemplateError:
+                continue  # facts, a registered result, a lookup...: known on the host only
+            key = (index, repr(args))
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                build_step(spec.kind, args)
+            except ValueError as exc:
+                raise _refusal(spec, exc, host.name, {**book.vars, **spec.vars}) from None
+
+
+def _refusal(spec: Any, exc: ValueError, host: str, defaults: dict[str, Any]) -> UsageError:
+    raw = spec.args.get(getattr(exc, "arg", None) or "")
+    names = _NAMES.findall(raw) if isinstance(raw, str) else []
+    source = f" (the value comes from the variable {', '.join(names)}, as host {host} sees it)" if names else ""
+    example = f" (the playbook's default: {names[0]}={defaults[names[0]]})" if names and names[0] in defaults else ""
+    fix = (f"give {names[0]} a valid value where it is set (-e/--var, the inventory or the playbook's vars){example}"
+           if names else f"see the `{spec.kind}` step in README")
+    return UsageError(f"{exc}{source}", source=spec.source, line=spec.line, fix=fix)

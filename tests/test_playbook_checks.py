@@ -1,0 +1,75 @@
+"""Issue 27: what a playbook load refuses before any host is contacted (file:line and a fix, exit 2 on the CLI):
+Ansible's task keys written wrongly, Jinja syntax errors anywhere, non-UTF-8 files, a bare number for a list, and
+templated arguments whose value the controller knows (gpunode/playbook/validate.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpunode.errors import UsageError
+from gpunode.inventory import Host
+from gpunode.playbook import load_playbook
+from gpunode.playbook.validate import check_arguments
+
+
+def load(tmp_path, text: str | bytes):
+    path = tmp_path / "p.yml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return load_playbook(path)
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("steps:\n  - command: {cmd: x}\n    register: 'not a name'\n", 3, "is not a variable name"),
+    ("steps:\n  - command: {cmd: x}\n    register: facts\n", 3, "is not a variable name"),
+    ("steps:\n  - command: {cmd: x}\n    ignore_errors: maybe\n", 3, "ignore_errors must be true or false"),
+    ("steps:\n  - command: {cmd: x}\n    failed_when: {a: 1}\n", 3, "failed_when must be a condition"),
+    ("steps:\n  - command: {cmd: x}\n    changed_when: [x ==]\n", 3, "Jinja syntax error in changed_when"),
+    ("vars:\n  a: 1\n  b: '{{ a'\nsteps:\n  - command: {cmd: x}\n", 3, "Jinja syntax error in vars: b"),
+    ("steps:\n  - name: n\n    line: {path: /x, line: '{% if %}'}\n", 3, "Jinja syntax error in line.line"),
+    ("steps:\n  - include: base\n    when: 'a b'\n", 3, "Jinja syntax error in when"),
+    ("steps:\n  - packages: {names: 5}\n", 2, "packages.names must be a list, got a number 5"),
+    ("steps:\n  - packages: {names: {a: 1}}\n", 2, "packages.names must be a list, got a mapping"),
+    (b"steps:\n  - command: {cmd: x}\n  # caf\xe9\n", 3, "not UTF-8 text: byte 0xe9 at column 8"),
+])
+def test_refused_at_load_with_file_and_line(tmp_path, text, line, message):
+    with pytest.raises(UsageError) as caught:
+        load(tmp_path, text)
+    assert f"p.yml:{line}: " in str(caught.value) and message in str(caught.value)
+    assert caught.value.fix
+
+
+def test_task_keys_are_read(tmp_path):
+    book = load(tmp_path, "steps:\n  - command: {cmd: x}\n    register: r\n    ignore_errors: true\n"
+                          "    failed_when: [r.rc > 1, true]\n    changed_when: false\n")
+    (step,) = book.steps
+    assert (step.register, step.ignore_errors, step.failed_when, step.changed_when) == ("r", True,
+                                                                                          ["r.rc > 1", "True"],
+                                                                                          ["False"])
+
+
+def test_templated_arguments_are_checked_per_host_before_connecting(tmp_path):
+    book = load(tmp_path, "vars: {mode_var: '0644'}\nsteps:\n  - include: gpu-node\n"
+                          "  - file: {path: /x, content: y, mode: '{{ mode_var }}'}\n"
+                          "  - when: facts.os.id == 'debian'\n    file: {path: /y, content: '{{ facts.x }}', "
+                          "mode: '{{ facts.bad }}'}\n")
+    hosts = [Host(name="a", address="10.0.0.1"), Host(name="b", address="10.0.0.2", vars={"mode_var": "rw"})]
+    check_arguments(book, hosts[:1], {})  # facts-dependent steps are left for the host
+    with pytest.raises(UsageError) as caught:
+        check_arguments(book, hosts, {})
+    assert "mode_var" in str(caught.value) and "as host b sees it" in str(caught.value)
+    assert "p.yml:4: " in str(caught.value)
+    with pytest.raises(UsageError) as caught:
+        check_arguments(book, hosts[:1], {"driver_branch": "abc"})
+    assert "nvidia_driver.branch must be a number, got 'abc'" in str(caught.value)
+    assert "driver_branch=535" in caught.value.fix
+    check_arguments(book, hosts[:1], {"driver_branch": "550", "install_docker": False})
+
+
+def test_a_non_utf8_inventory_is_a_file_line_error(tmp_path):
+    from gpunode.inventory import load_inventory
+
+    path = tmp_path / "hosts.ini"
+    path.write_bytes(b"[gpu]\nh1 ansible_host=10.0.0.1 note=caf\xe9\n")
+    with pytest.raises(UsageError) as caught:
+        load_inventory([str(path)])
+    assert "hosts.ini:2: not UTF-8 text: byte 0xe9 at column 34" in str(caught.value) and "iconv" in caught.value.fix
