@@ -208,6 +208,22 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
     raise ValueError(f"unknown driver method {method!r}")
 
 
+def ubuntu_precompiled_packages(os: OsInfo, branch: int, flavor: str, kernel: str) -> DriverPackages:
+    """Canonical's precompiled, signed modules for exactly `kernel`, with the driver without DKMS (what NVIDIA's
+    precompiled Ubuntu driver container installs); no DKMS module to check."""
+    open_suffix = "-open" if flavor == "open" else ""
+    names = dict(branch=branch, open=open_suffix, kernel=kernel)
+    pkgs = [value(UBUNTU, "headless_no_dkms_package").format(**names),
+            value(UBUNTU, "utils_package").format(**names)]
+    if flavor != "open":
+        pkgs.append(value(UBUNTU, "precompiled_objects").format(**names))
+    pkgs.append(value(UBUNTU, "precompiled_modules").format(**names))
+    if os.arch != "aarch64":
+        pkgs.append(value(UBUNTU, "precompiled_signatures").format(**names))
+    fm = fabricmanager_packages(os, "distro", branch)
+    return DriverPackages(tuple(pkgs), tuple(pkgs), "", fm, version_from=pkgs[1])
+
+
 _OTHER_BRANCH = 999999  # stands for "any branch" when matching held package names
 
 

@@ -17,6 +17,11 @@ _DRIVER_CONTAINER = "06a208ca9747c82b1ba99b76ecdcf2469b0a0207"
 _INSTALLER = "00aaa9f9b4677d606a1897c5554d9c93e5870980"
 _EKS = "81fec2e895854f599974fe4d3d72f61c0a9aaffa"
 _GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html"
+_UBUNTU_DRIVERS = ("canonical/ubuntu-drivers-common", "d3d785609b864f39ddce16098c9a64f3ff79057e")
+_PRECOMPILED_KMOD = ("NVIDIA/yum-packaging-precompiled-kmod", "a66bc1285b9c40276273c333e9ac05ac52bc83dd")
+_DKMS_NVIDIA = ("NVIDIA/yum-packaging-dkms-nvidia", "b28ed69631673c076b797caeec5fd83c452a6f61")
+_DKMS = ("dell/dkms", "793fdab5eba9d6b6e9295b18e44a23824e7da44f")
+_ECS = ("aws/amazon-ecs-ami", "a2532d3503f2052a09ac18189b0de33918406db8")
 
 UBUNTU = fact_table("ubuntu", {
     "headless_package": Fact("nvidia-headless-{branch}-server{open}", Source(
@@ -31,6 +36,29 @@ UBUNTU = fact_table("ubuntu", {
     "headless_provides": Fact("nvidia-headless", Source(_UBUNTU_PKG, "debian/control", _UBUNTU_580, "205-213"),
                               "every nvidia-headless-<branch>-server Conflicts/Provides/Replaces nvidia-headless: "
                               "one branch at a time, so a held old branch blocks the new one"),
+    # Precompiled first (issue 30): Canonical's signed modules for the running kernel, DKMS only where there are none.
+    "precompiled_first": Fact(True, Source(*_UBUNTU_DRIVERS[:1], "UbuntuDrivers/detect.py", _UBUNTU_DRIVERS[1],
+                                           "2085-2158"),
+                              "get_linux_modules_metapackage takes linux-modules-nvidia-<flavour>-<kernel ABI> when "
+                              "the archive has it for the running kernel, and falls back to nvidia-dkms-<flavour> "
+                              "only when it does not"),
+    "headless_no_dkms_package": Fact("nvidia-headless-no-dkms-{branch}-server{open}", Source(
+        _UBUNTU_PKG, "debian/control", _UBUNTU_580, "186-196"),
+        "the driver without nvidia-dkms (-open variant: lines 476-485); gpu-driver-container's precompiled "
+        "ubuntu22.04/nvidia-driver:413 installs it"),
+    "precompiled_modules": Fact("linux-modules-nvidia-{branch}-server{open}-{kernel}", Source(
+        "NVIDIA/gpu-driver-container", "ubuntu22.04/precompiled/nvidia-driver", _DRIVER_CONTAINER, "421-431"),
+        "the precompiled modules for exactly the running kernel (open: ...-server-open-<kver>)"),
+    "precompiled_objects": Fact("linux-objects-nvidia-{branch}-server-{kernel}", Source(
+        "NVIDIA/gpu-driver-container", "ubuntu22.04/precompiled/nvidia-driver", _DRIVER_CONTAINER, "428-431"),
+        "installed with the proprietary modules only"),
+    "precompiled_signatures": Fact("linux-signatures-nvidia-{kernel}", Source(
+        "NVIDIA/gpu-driver-container", "ubuntu24.04/precompiled/nvidia-driver", _DRIVER_CONTAINER, "435-439"),
+        "Canonical's Secure Boot signatures for the modules; not published for arm64 (amd64 only there)"),
+    "dkms_make_jobs": Fact("-j$PROCS_NUM", Source(_UBUNTU_PKG, "debian/templates/dkms_nvidia.conf.in", _UBUNTU_580,
+                                                  "8-9"),
+                           "Canonical's DKMS packages already build with all the processors DKMS counts (the -open "
+                           "template has the same line): nothing to change on Ubuntu"),
 })
 
 EL = fact_table("el", {
@@ -55,6 +83,29 @@ EL = fact_table("el", {
     "open_dkms_renamed_in": Fact("570.148.08", Source(
         "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "127"),
         "the RPM open module is registered as nvidia-open before this version, nvidia from it on"),
+    # Precompiled streams (issue 30): `nvidia-driver:<branch>` next to `<branch>-dkms`, proprietary modules only.
+    "precompiled_stream": Fact("{branch}", Source(*_PRECOMPILED_KMOD[:1], "README.md", _PRECOMPILED_KMOD[1],
+                                                  "53-87"),
+                               "streams latest and XXX hold precompiled kmod packages, latest-dkms and XXX-dkms the "
+                               "DKMS ones; XXX locks the driver to branch XXX"),
+    "precompiled_kmod": Fact("kmod-nvidia-{version}-{kernel}-{release}", Source(
+        *_PRECOMPILED_KMOD[:1], "dnf-kmod-nvidia.spec", _PRECOMPILED_KMOD[1], "63"),
+        "one package per driver version and kernel (kernel 4.18.0, release 147.5.1 of uname -r "
+        "4.18.0-147.5.1.el8_1.x86_64); it requires exactly that kernel (line 98) and conflicts with "
+        "kmod-nvidia-latest-dkms (line 99)"),
+    "dkms_make_proprietary": Fact(
+        "'make' -j2 module SYSSRC=${kernel_source_dir} IGNORE_XEN_PRESENCE=1 IGNORE_PREEMPT_RT_PRESENCE=1 "
+        "IGNORE_CC_MISMATCH=1", Source(*_DKMS_NVIDIA[:1], "dkms-nvidia.conf", _DKMS_NVIDIA[1], "5"),
+        "MAKE[0] of kmod-nvidia-latest-dkms: two jobs whatever the machine (the quoted 'make' keeps DKMS from adding "
+        "its own -j, dell/dkms dkms.in:1462); the open flavour's dkms-open-nvidia.conf:5 runs `make -j` already"),
+    "dkms_conf_override": Fact("/etc/dkms/{module}.conf", Source(*_DKMS[:1], "dkms.in", _DKMS[1], "629-640"),
+                               "DKMS sources /etc/dkms/<module>.conf after the package's dkms.conf, in a subshell "
+                               "(safe_source, 540-563), so its MAKE[0] replaces the package's"),
+    "dkms_all_cores": Fact("-j$(nproc)", Source(*_ECS[:1], "scripts/al2023/gpu/install-nvidia-driver.sh", _ECS[1],
+                                                "14-17"),
+                           "the ECS GPU AMI writes MAKE[0] with -j$(nproc --all) to /etc/dkms/nvidia.conf (and removes "
+                           "it before the image is taken, 242-244, since the count is written out); awslabs/amazon-eks-"
+                           "ami templates/al2023/provisioners/install-nvidia-driver.sh:96-97 does the same"),
 })
 
 NVIDIA = fact_table("nvidia-driver", {

@@ -16,8 +16,9 @@ from gpunode.gpu.distro import (
     driver_packages,
     fabricmanager_packages,
     other_driver_packages,
+    ubuntu_precompiled_packages,
 )
-from gpunode.gpu.driver_facts import NVIDIA
+from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
@@ -48,6 +49,13 @@ ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
 WantedBy=multi-user.target
 """
 RUNFILE_BUILD_TOOLS = ["gcc", "make", "dkms"]
+# NVIDIA's RPM DKMS package builds with `make -j2`; DKMS reads this file after it (driver_facts EL
+# dkms_conf_override), so the build uses every core of the machine that builds. $(nproc) is evaluated at each build:
+# a baked image keeps the file and still builds with the cores of the instance it boots on.
+DKMS_JOBS_CONF = value(EL, "dkms_conf_override").format(module="nvidia")
+DKMS_JOBS_CONTENT = ("# Written by gpunode: NVIDIA's dkms.conf builds with make -j2; this builds with all cores.\n"
+                     "MAKE[0]=\"" + value(EL, "dkms_make_proprietary").replace("-j2", value(EL, "dkms_all_cores"))
+                     + "\"\n")
 
 
 @register
@@ -101,6 +109,9 @@ class NvidiaDriverStep(Step):
                     "held": manager.held_probe(),
                     "persistenced": "systemctl is-enabled nvidia-persistenced 2>/dev/null"}
         names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
+        snippets.update(self._precompiled_probe(facts, manager, names))
+        if self._rpm_dkms(facts):
+            snippets["dkms_conf"] = probe_file(DKMS_JOBS_CONF)
         if self.method == "runfile":
             names += RUNFILE_BUILD_TOOLS
             snippets["unit"] = probe_file(PERSISTENCED_UNIT)
@@ -108,16 +119,64 @@ class NvidiaDriverStep(Step):
             snippets.update(nested("pkgs", manager.probe(names)))
         return snippets
 
+    def _ubuntu_distro(self, facts: Facts) -> bool:
+        return self.method == "distro" and facts.os.id == "ubuntu"
+
+    def _rpm_dkms(self, facts: Facts) -> bool:
+        """NVIDIA's dnf module with a DKMS stream (every RPM install but the runfile's)."""
+        return self.method != "runfile" and facts.os.family in ("redhat", "amazon")
+
+    def _precompiled_probe(self, facts: Facts, manager: PackageManager, names: list[str]) -> Snippets:
+        """Ubuntu: the precompiled packages for the running kernel join the installed-packages query (`names`), and
+        on a host with neither install of the branch (facts), `precompiled` lists the kernels Canonical built the
+        branch's modules for. A converged host pays nothing: its answer is in the facts."""
+        if not self._ubuntu_distro(facts):
+            return {}
+        flavor, _ = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
+                                          self.kernel_modules)
+        precompiled = ubuntu_precompiled_packages(facts.os, self.branch, flavor, facts.kernel.running)
+        names += [p for p in precompiled.packages if p not in names]
+        have = facts.installed_packages
+        dkms_headless = value(UBUNTU, "headless_package").format(branch=self.branch,
+                                                                 open="-open" if flavor == "open" else "")
+        if dkms_headless in have or self._modules_package(precompiled) in have:
+            return {}
+        return {"precompiled": manager.available_probe(self._modules_prefix(flavor))}
+
+    def _modules_prefix(self, flavor: str) -> str:
+        """The start of the names of the branch's precompiled modules packages, one per kernel."""
+        return value(UBUNTU, "precompiled_modules").format(branch=self.branch, open="-open" if flavor == "open"
+                                                            else "", kernel="")
+
+    @staticmethod
+    def _modules_package(pkgs: DriverPackages) -> str:
+        return next((p for p in pkgs.packages if p.startswith("linux-modules-nvidia-")), "")
+
+    def _choose_build(self, ctx: StepContext, pkgs: DriverPackages, flavor: str, why: str,
+                      installed: dict[str, str]) -> tuple[DriverPackages, str]:
+        """Ubuntu: Canonical's precompiled modules for the target kernel when the archive has them, DKMS otherwise
+        (ubuntu-drivers' order); a host whose driver is the DKMS build stays so. (packages, reason)"""
+        if not self._ubuntu_distro(ctx.facts) or pkgs.packages[0] in installed:
+            return pkgs, why
+        target = ctx.target_kernel
+        precompiled = ubuntu_precompiled_packages(ctx.facts.os, self.branch, flavor, target)
+        modules = self._modules_package(precompiled)
+        offered = set(ctx.probe["precompiled"].split())
+        if modules in installed or modules in offered:
+            return precompiled, f"{why}; Canonical's signed precompiled modules for kernel {target} ({modules})"
+        return pkgs, f"{why}; no precompiled modules for kernel {target} in the archive ({modules}): DKMS build"
+
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
         pkgs, flavor, why = self._packages(facts)
+        manager = manager_for(facts.os.package_manager)
+        installed = manager.parse(ctx.probe.within("pkgs")).installed
+        pkgs, why = self._choose_build(ctx, pkgs, flavor, why, installed)
         wants_fm = self._wants_fabricmanager(facts)
         self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
         target = ctx.target_kernel
-        actions: list[Action] = self._nouveau_actions(ctx)
-        manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(sections.within("pkgs")).installed
+        actions: list[Action] = self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor)
         held = manager.parse_held(sections["held"])
         switch = self._rpm_switch(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
@@ -127,7 +186,7 @@ class NvidiaDriverStep(Step):
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
             if pkgs.version_from in installed and not switch else None
-        if pkgs.packages and not missing:
+        if pkgs.packages and pkgs.dkms_module and not missing:
             actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version))
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
@@ -145,9 +204,11 @@ class NvidiaDriverStep(Step):
 
     def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
         """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
-        if facts.secure_boot and not self.allow_secure_boot:
+        if facts.secure_boot and not self.allow_secure_boot and pkgs.dkms_module:
+            no_signed = " (the archive has no signed precompiled modules for this kernel)" \
+                if self._ubuntu_distro(facts) else ""
             raise StepFailed(
-                "Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load",
+                f"Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load{no_signed}",
                 fix="enrol a Machine Owner Key for DKMS (mokutil --import /var/lib/dkms/mok.pub, then confirm at "
                 "the console on reboot), use signed precompiled packages (Ubuntu linux-modules-nvidia-*), disable "
                 "Secure Boot, or set allow_secure_boot: true if the key is already enrolled",
@@ -157,6 +218,25 @@ class NvidiaDriverStep(Step):
                              f"manager package for method {self.method}; CUDA fails without one",
                              fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
                              "fabricmanager: no if the fabric manager is installed by other means")
+
+    def _dkms_jobs_actions(self, ctx: StepContext, flavor: str) -> list[Action]:
+        """RPM: NVIDIA's proprietary DKMS package builds with two jobs; DKMS takes MAKE[0] from /etc/dkms/nvidia.conf
+        instead, with all cores (as the ECS and EKS GPU AMIs do). The open package runs `make -j` already: a file of
+        ours left from the proprietary flavour (it names the proprietary make target) is removed."""
+        if not self._rpm_dkms(ctx.facts):
+            return []
+        current = parse_file_probe(ctx.probe["dkms_conf"])
+        if flavor == "open":
+            if current.content != DKMS_JOBS_CONTENT:
+                return []
+            return [Action(f"remove {DKMS_JOBS_CONF}", "written for the proprietary module's make target; the open "
+                           "module's dkms.conf uses all cores itself", f"rm -f {DKMS_JOBS_CONF}")]
+        if current.content == DKMS_JOBS_CONTENT:
+            return []
+        write = write_action(DKMS_JOBS_CONF, current, DKMS_JOBS_CONTENT,
+                             reason="NVIDIA's dkms.conf builds the module with make -j2: all cores instead")
+        write.summary = f"let DKMS build the nvidia module with all cores ({DKMS_JOBS_CONF})"
+        return [write]
 
     def _dkms_actions(self, ctx: StepContext, module: str) -> list[Action]:
         """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it."""
