@@ -125,6 +125,7 @@ class DriverPackages:
     version_from: str = ""             # the installed package whose version is the driver's
     module_stream: str = ""            # NVIDIA's dnf module stream (RPM): 570-dkms, 570-open
     repo_add: str = ""                 # the repository part of repo_setup (RPM: without the module install)
+    version: str = ""                  # the driver version the packages are pinned to (RPM precompiled kmod)
 
     def module_switch(self) -> str:
         """Shell that switches an installed driver to this stream (branch or module flavour), NVIDIA's way."""
@@ -222,6 +223,27 @@ def ubuntu_precompiled_packages(os: OsInfo, branch: int, flavor: str, kernel: st
         pkgs.append(value(UBUNTU, "precompiled_signatures").format(**names))
     fm = fabricmanager_packages(os, "distro", branch)
     return DriverPackages(tuple(pkgs), tuple(pkgs), "", fm, version_from=pkgs[1])
+
+
+def el_kernel_stem(kernel: str) -> str:
+    """An EL kernel release as NVIDIA's precompiled kmod names carry it: 5.14.0-427.13.1.el9_4.x86_64 ->
+    5.14.0-427.13.1 (driver_facts EL precompiled_kmod); "" for a kernel of no EL dist (Amazon Linux, Alibaba,
+    TencentOS: NVIDIA builds no precompiled modules for them)."""
+    match = re.match(r"^(\d+\.\d+\.\d+-\d+(?:\.\d+)*)\.el\d+\S*$", kernel)
+    return match.group(1) if match else ""
+
+
+def el_precompiled_packages(os: OsInfo, branch: int, kmod: str) -> DriverPackages:
+    """NVIDIA's precompiled stream nvidia-driver:<branch> with the kmod package built for one kernel, the driver
+    pinned to the kmod's version (`module enable`, not `module install`: the stream's default profile would take
+    the kmod of the newest kernel, and that kernel with it)."""
+    dkms = driver_packages(os, "cuda-repo", branch, "proprietary")
+    stream = value(EL, "precompiled_stream").format(branch=branch)
+    version = kmod.removeprefix("kmod-nvidia-").split("-", 1)[0]
+    pkgs = (*dkms.packages[:-1], kmod)
+    return DriverPackages(pkgs, pkgs, "", dkms.fabricmanager, f"{dkms.repo_add} && dnf -y module enable "
+                          f"nvidia-driver:{stream}", version_from="nvidia-driver", module_stream=stream,
+                          repo_add=dkms.repo_add, version=version)
 
 
 _OTHER_BRANCH = 999999  # stands for "any branch" when matching held package names

@@ -7,13 +7,15 @@ from typing import Literal
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version
+from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version, version_key
 from gpunode.gpu.distro import (
     DriverPackages,
     UnsupportedDistro,
     check_supported,
     dkms_module_name,
     driver_packages,
+    el_kernel_stem,
+    el_precompiled_packages,
     fabricmanager_packages,
     other_driver_packages,
     ubuntu_precompiled_packages,
@@ -110,6 +112,7 @@ class NvidiaDriverStep(Step):
                     "persistenced": "systemctl is-enabled nvidia-persistenced 2>/dev/null"}
         names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
         snippets.update(self._precompiled_probe(facts, manager, names))
+        snippets.update(self._el_precompiled_probe(facts, pkgs, names))
         if self._rpm_dkms(facts):
             snippets["dkms_conf"] = probe_file(DKMS_JOBS_CONF)
         if self.method == "runfile":
@@ -143,6 +146,52 @@ class NvidiaDriverStep(Step):
             return {}
         return {"precompiled": manager.available_probe(self._modules_prefix(flavor))}
 
+    def _el_precompiled(self, facts: Facts) -> bool:
+        """NVIDIA's precompiled streams hold the proprietary modules, built for EL kernels."""
+        if not self._rpm_dkms(facts) or not el_kernel_stem(facts.kernel.running):
+            return False
+        flavor, _ = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
+                                          self.kernel_modules)
+        return flavor == "proprietary"
+
+    def _el_kmods(self, names: list[str] | set[str], kernel: str) -> list[str]:
+        """The precompiled kmod packages of this branch for `kernel` among `names`, newest first."""
+        stem = el_kernel_stem(kernel)
+        found = [n for n in names if n.startswith(f"kmod-nvidia-{self.branch}.") and n.endswith(f"-{stem}")]
+        return sorted(found, key=version_key, reverse=True) if stem else []
+
+    def _el_precompiled_probe(self, facts: Facts, pkgs: DriverPackages, names: list[str]) -> Snippets:
+        """EL: an installed precompiled kmod of the running kernel (facts) joins the installed-packages query; on a
+        host without a driver, `precompiled` asks NVIDIA's repository (a temporary repository and cache: nothing
+        on the host changes) for the branch's kmod packages built for the running kernel."""
+        if not self._el_precompiled(facts):
+            return {}
+        have = facts.installed_packages
+        installed = self._el_kmods(set(have), facts.kernel.running)
+        names += [n for n in installed[:1] if n not in names]
+        if installed or pkgs.version_from in have or pkgs.packages[-1] in have:
+            return {}
+        base = pkgs.repo_add.rsplit(" ", 1)[-1].rsplit("/", 1)[0]
+        pattern = f"kmod-nvidia-{self.branch}.*-{el_kernel_stem(facts.kernel.running)}"
+        return {"precompiled": f"t=$(mktemp -d) && dnf -q --setopt=cachedir=\"$t\" --repofrompath=gpunode-nvidia,"
+                f"{base} --repo=gpunode-nvidia --setopt=gpunode-nvidia.module_hotfixes=1 repoquery --qf '%{{name}}' "
+                f"{q(pattern)} 2>/dev/null; rm -rf \"$t\""}
+
+    def _choose_el_build(self, ctx: StepContext, pkgs: DriverPackages, why: str,
+                         installed: dict[str, str]) -> tuple[DriverPackages, str]:
+        """EL: NVIDIA's precompiled stream nvidia-driver:<branch> when it has a kmod for the target kernel, the
+        -dkms stream otherwise; a host whose driver is the DKMS build stays so."""
+        if not self._el_precompiled(ctx.facts) or pkgs.packages[-1] in installed:
+            return pkgs, why
+        target = ctx.target_kernel
+        kmods = self._el_kmods(set(installed), target) or self._el_kmods(ctx.probe["precompiled"].split(), target)
+        stream = value(EL, "precompiled_stream").format(branch=self.branch)
+        if kmods:
+            return el_precompiled_packages(ctx.facts.os, self.branch, kmods[0]), \
+                f"{why}; NVIDIA's precompiled stream nvidia-driver:{stream} has {kmods[0]} for kernel {target}"
+        return pkgs, f"{why}; NVIDIA's precompiled stream nvidia-driver:{stream} has no kmod for kernel {target}: " \
+            f"DKMS ({pkgs.module_stream})"
+
     def _modules_prefix(self, flavor: str) -> str:
         """The start of the names of the branch's precompiled modules packages, one per kernel."""
         return value(UBUNTU, "precompiled_modules").format(branch=self.branch, open="-open" if flavor == "open"
@@ -156,6 +205,8 @@ class NvidiaDriverStep(Step):
                       installed: dict[str, str]) -> tuple[DriverPackages, str]:
         """Ubuntu: Canonical's precompiled modules for the target kernel when the archive has them, DKMS otherwise
         (ubuntu-drivers' order); a host whose driver is the DKMS build stays so. (packages, reason)"""
+        if self._rpm_dkms(ctx.facts):
+            return self._choose_el_build(ctx, pkgs, why, installed)
         if not self._ubuntu_distro(ctx.facts) or pkgs.packages[0] in installed:
             return pkgs, why
         target = ctx.target_kernel
@@ -176,7 +227,7 @@ class NvidiaDriverStep(Step):
         self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
         target = ctx.target_kernel
-        actions: list[Action] = self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor)
+        actions: list[Action] = self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor, pkgs)
         held = manager.parse_held(sections["held"])
         switch = self._rpm_switch(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
@@ -204,7 +255,8 @@ class NvidiaDriverStep(Step):
 
     def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
         """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
-        if facts.secure_boot and not self.allow_secure_boot and pkgs.dkms_module:
+        signed = not pkgs.dkms_module and self._ubuntu_distro(facts)  # NVIDIA's EL kmods need its key in MOK
+        if facts.secure_boot and not self.allow_secure_boot and not signed:
             no_signed = " (the archive has no signed precompiled modules for this kernel)" \
                 if self._ubuntu_distro(facts) else ""
             raise StepFailed(
@@ -219,11 +271,11 @@ class NvidiaDriverStep(Step):
                              fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
                              "fabricmanager: no if the fabric manager is installed by other means")
 
-    def _dkms_jobs_actions(self, ctx: StepContext, flavor: str) -> list[Action]:
+    def _dkms_jobs_actions(self, ctx: StepContext, flavor: str, pkgs: DriverPackages) -> list[Action]:
         """RPM: NVIDIA's proprietary DKMS package builds with two jobs; DKMS takes MAKE[0] from /etc/dkms/nvidia.conf
         instead, with all cores (as the ECS and EKS GPU AMIs do). The open package runs `make -j` already: a file of
         ours left from the proprietary flavour (it names the proprietary make target) is removed."""
-        if not self._rpm_dkms(ctx.facts):
+        if not self._rpm_dkms(ctx.facts) or not pkgs.dkms_module:
             return []
         current = parse_file_probe(ctx.probe["dkms_conf"])
         if flavor == "open":
@@ -279,7 +331,8 @@ class NvidiaDriverStep(Step):
     def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
         """The driver packages to install (all of them when the module stream switches)."""
         debian_pin = self.method == "distro" and facts.os.id == "debian"
-        wanted = [Wanted(p, f"{self.branch}.*" if debian_pin and p in pkgs.pinned else None) for p in pkgs.packages]
+        pin = f"{self.branch}.*" if debian_pin else f"{pkgs.version}*" if pkgs.version else None
+        wanted = [Wanted(p, pin if p in pkgs.pinned and not p.startswith("kmod-") else None) for p in pkgs.packages]
         return wanted if switch else [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
 
     def _install_action(self, ctx: StepContext, manager: PackageManager, pkgs: DriverPackages, flavor: str,
@@ -289,10 +342,11 @@ class NvidiaDriverStep(Step):
         facts, target = ctx.facts, ctx.target_kernel
         stale = self._stale_holds(facts, pkgs, flavor, held, switch)
         setup = pkgs.module_switch() if switch else pkgs.repo_setup
-        steps = [manager.unhold(stale) if stale else "", _dkms_repos(facts, manager), setup]
+        repos = _dkms_repos(facts, manager) if pkgs.dkms_module else ""  # precompiled modules need no dkms
+        steps = [manager.unhold(stale) if stale else "", repos, setup]
         setup = " && ".join(x for x in steps if x)
         install = manager.install(missing, refresh=True, recommends=False)
-        reason = f"{why}; building for kernel {target}"
+        reason = f"{why}; building for kernel {target}" if pkgs.dkms_module else f"{why}; for kernel {target}"
         if switch or stale:
             reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
                 f"{reason}"
