@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -255,7 +256,8 @@ class NvidiaDriverStep(Step):
 
     def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
         """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
-        signed = not pkgs.dkms_module and self._ubuntu_distro(facts)  # NVIDIA's EL kmods need its key in MOK
+        # Canonical's signatures package (none on arm64); NVIDIA's EL kmods need NVIDIA's key enrolled in MOK
+        signed = not pkgs.dkms_module and any(p.startswith("linux-signatures-nvidia-") for p in pkgs.packages)
         if facts.secure_boot and not self.allow_secure_boot and not signed:
             no_signed = " (the archive has no signed precompiled modules for this kernel)" \
                 if self._ubuntu_distro(facts) else ""
@@ -360,7 +362,10 @@ class NvidiaDriverStep(Step):
         """Held packages that would block this install: on apt another branch's or flavour's packages; on dnf, when
         the stream switches, the version locks of the driver and fabric manager packages."""
         if facts.os.family == "debian":
-            return other_driver_packages(facts.os, self.method, self.branch, flavor, held)
+            other = set(other_driver_packages(facts.os, self.method, self.branch, flavor, held))
+            if self._ubuntu_distro(facts):
+                other |= {n for n in held if n not in pkgs.packages and _UBUNTU_PRECOMPILED.match(n)}
+            return sorted(other)
         if not switch:
             return []
         ours = set(pkgs.pinned) | set(fabricmanager_packages(facts.os, self.method, self.branch))
@@ -438,6 +443,20 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+def _template_pattern(template: str) -> str:
+    """A regular expression for the names a driver_facts template makes, whatever the branch, flavour and kernel."""
+    pattern = re.escape(template)
+    for field, part in (("branch", r"\d+"), ("open", "(?:-open)?"), ("kernel", ".+")):
+        pattern = pattern.replace(re.escape(f"{{{field}}}"), part)
+    return pattern
+
+
+# Canonical's precompiled packages of any branch or flavour (those of another branch block an install when held).
+_UBUNTU_PRECOMPILED = re.compile("|".join(
+    f"(?:{_template_pattern(value(UBUNTU, key))})$"
+    for key in ("headless_no_dkms_package", "precompiled_modules", "precompiled_objects")))
 
 
 def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
