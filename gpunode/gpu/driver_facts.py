@@ -125,6 +125,10 @@ NVIDIA = fact_table("nvidia-driver", {
         "NVIDIA/nvidia-installer", "option_table.h", _INSTALLER, "165-167"),
         "what the installer itself sets when it continues past nouveau (misc.c:2584): no test load while nouveau "
         "holds the GPU"),
+    "runfile_dkms_jobs": Fact("--concurrency-level (default: the detected CPUs)", Source(
+        "NVIDIA/nvidia-installer", "option_table.h", _INSTALLER, "644-647"),
+        "the runfile writes its dkms.conf with __JOBS replaced by that level (files.c:2130-2138): its DKMS builds "
+        "use all cores already, nothing to change for method runfile"),
 })
 
 ALINUX = fact_table("alinux", {
