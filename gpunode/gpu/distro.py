@@ -140,6 +140,17 @@ RPM_OPEN_DKMS_RENAMED_IN = value(EL, "open_dkms_renamed_in")
 UNVERSIONED_FM_FROM_BRANCH = 580
 
 
+def ubuntu_live_server_branch(branch: int) -> int | None:
+    """The branch Canonical's packages of an ended server branch install instead (550 -> 580: 550's transitional
+    packages depend on 570's, which depend on 580's); None for a branch that is itself live or unknown."""
+    moved = value(UBUNTU, "server_transitional")
+    if branch not in moved:
+        return None
+    while branch in moved:
+        branch = moved[branch]
+    return branch
+
+
 def dkms_module_name(os: OsInfo, method: str, flavor: str, driver_version: str | None) -> str:
     """The name `dkms status` lists the driver's module under."""
     if method == "runfile":
