@@ -370,8 +370,8 @@ ns.add_task(runtime_class)
 
 IMAGE_HELP = {
     "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
-    "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 550",
-    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also al2023, al2023-ecs and "
+    "var": "playbook variable KEY=VALUE; repeatable", "driver_branch": "NVIDIA driver branch, e.g. 580",
+    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also debian-13, al2023, al2023-ecs and "
             "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
