@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gpunode.facts import OsInfo
 from gpunode.facts.packages import version_key
 from gpunode.gpu.driver_facts import EL, UBUNTU
-from gpunode.gpu.repo_facts import CUDA_REPO, TOOLKIT
+from gpunode.gpu.repo_facts import CUDA_REPO, DOCKER, TOOLKIT
 from gpunode.vendor_facts import value
 
 SUPPORTED = {
@@ -257,7 +257,7 @@ def cuda_repo_name(os: OsInfo) -> str:
     raise UnsupportedDistro(f"no NVIDIA CUDA repository for {os.id} {os.version_id}")
 
 
-DOCKER_CE_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io")
+DOCKER_CE_PACKAGES: tuple[str, ...] = value(DOCKER, "ce_packages")
 
 
 def docker_packages(os: OsInfo) -> tuple[str, ...]:
@@ -282,8 +282,7 @@ def docker_repo_file(os: OsInfo) -> tuple[str, str] | None:
     el = el_major(os)
     if el is None:
         return None
-    tree = "rhel" if os.id == "rhel" else "centos"
-    url = f"https://download.docker.com/linux/{tree}"
+    url = value(DOCKER, "rhel_repo_base" if os.id == "rhel" else "centos_repo_base")
     return ("/etc/yum.repos.d/docker-ce.repo",
             f"[docker-ce-stable]\nname=Docker CE Stable - $basearch\nbaseurl={url}/{el}/$basearch/stable\n"
             f"enabled=1\ngpgcheck=1\ngpgkey={url}/gpg\n")

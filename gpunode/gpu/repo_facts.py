@@ -1,4 +1,4 @@
-"""NVIDIA's package repositories (container toolkit, CUDA), each fact with the vendor file it was read from.
+"""NVIDIA's and Docker's package repositories, each fact with the vendor file it was read from.
 
 gpunode/gpu/distro.py builds repository definitions and package lists from these values (see gpunode/vendor_facts.py).
 """
@@ -57,4 +57,21 @@ CUDA_REPO = fact_table("nvidia-cuda-repo", {
         _EKS[0], "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS[1], "44")),
     "rhel_folder": Fact("rhel{major}", Source(_DEEPOPS[0], "docs/airgap/mirror-rpm-repos.md", _DEEPOPS[1], "28"),
                         "repo files for EL8 and EL9 at repos/rhel8/x86_64/cuda-rhel8.repo and rhel9"),
+})
+
+_DOCKER_DOCS = ("docker/docs", "5ed1d6539fd5b2d03ad0a3f2f55a8774cd0c4021")
+
+
+def _docker(page: str, line: str) -> Source:
+    return Source(_DOCKER_DOCS[0], f"content/manuals/engine/install/{page}.md", _DOCKER_DOCS[1], line)
+
+
+DOCKER = fact_table("docker", {
+    "rhel_repo_base": Fact("https://download.docker.com/linux/rhel", _docker("rhel", "18"),
+                           "download-url-base of the RHEL page (RHEL 8 and 9); docker-ce.repo is added from it (93)"),
+    "centos_repo_base": Fact("https://download.docker.com/linux/centos", _docker("centos", "18"),
+                             "download-url-base of the CentOS page; gpunode uses it for the EL clones"),
+    "ce_packages": Fact(("docker-ce", "docker-ce-cli", "containerd.io"), _docker("rhel", "106"),
+                        "the first three of the packages the page installs (the buildx and compose plugins follow; "
+                        "gpunode does not install them)"),
 })
