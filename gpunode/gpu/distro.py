@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gpunode.facts import OsInfo
 from gpunode.facts.packages import version_key
-from gpunode.gpu.driver_facts import EL, UBUNTU
+from gpunode.gpu.driver_facts import AL2023, EL, UBUNTU
 from gpunode.gpu.repo_facts import CUDA_REPO, DOCKER, TOOLKIT
 from gpunode.vendor_facts import value
 
@@ -76,7 +76,7 @@ def headers_packages(os: OsInfo, kernel: str, kernel_package: str = "") -> list[
         return [f"linux-headers-{kernel}"]
     base = kernel_base_package(os, kernel_package)
     if os.id == "amzn":
-        return [f"{base}-devel-{kernel}", f"{base}-modules-extra-{kernel}"]
+        return [f"{base}{suffix}-{kernel}" for suffix in value(AL2023, "build_suffixes")]
     return [f"{base}-devel-{kernel}"]
 
 
@@ -102,7 +102,7 @@ def newest_kernel_packages(os: OsInfo, running: str, kernel_package: str = "") -
         return [f"linux-image-{flavour}", f"linux-headers-{flavour}"]
     base = kernel_base_package(os, kernel_package)
     if os.id == "amzn":
-        return [base, f"{base}-devel", f"{base}-modules-extra"]
+        return [base, *(f"{base}{suffix}" for suffix in value(AL2023, "build_suffixes"))]
     return [base, f"{base}-devel"]
 
 

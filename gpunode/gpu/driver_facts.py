@@ -99,3 +99,15 @@ ALINUX = fact_table("alinux", {
         url="https://help.aliyun.com/zh/ecs/use-cases/install-and-use-docker-on-a-linux-ecs-instance"),
         "dnf -y install dnf-plugin-releasever-adapter --repo alinux3-plus"),
 })
+
+AL2023 = fact_table("al2023", {
+    "kernel_lines": Fact({"6.12": "kernel6.12", "6.18": "kernel6.18"}, Source(
+        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "99-106"),
+        "the kernel package line of the running kernel: kernel, or kernel6.12/kernel6.18 for those releases "
+        "(gpunode reads the line from the RPM owning /lib/modules/<running>, scripts/facts.sh: the same answer "
+        "without matching release numbers)"),
+    "build_suffixes": Fact(("-devel", "-modules-extra"), Source(
+        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "108-112"),
+        "installed for the driver build: <line>-devel and <line>-modules-extra (with -headers and "
+        "-modules-extra-common, which the first two do not need for a DKMS build: gpunode leaves them to dnf)"),
+})
