@@ -109,6 +109,15 @@ def test_the_plain_distro_filters_come_from_the_fact_table() -> None:
     assert AWS_BASES["debian-13"].name_filter == "debian-13-amd64-20*"
 
 
+def test_the_template_defaults_are_the_fact_table_values() -> None:
+    """aws.pkr.hcl's own defaults (a template run without gpunode's variables) are the ubuntu-22.04 base's facts."""
+    from gpunode.vendor_aws import AWS_BASE_AMIS
+
+    text = (Path(__file__).parents[1] / "gpunode" / "_packer" / "aws.pkr.hcl").read_text()
+    assert f'default = "{AWS_BASE_AMIS["ubuntu_jammy_name"].value}"' in text
+    assert f'default = ["{AWS_BASE_AMIS["canonical_owner"].value}"]' in text
+
+
 def test_the_filters_are_the_vendor_names() -> None:
     """The names of aws/amazon-ecs-ami's releases (GPU: -ebs; plain: none) match; the other variant does not."""
     assert AWS_BASES["al2023-ecs-gpu"].name_filter == "al2023-ami-ecs-gpu-hvm-2023.0.*-kernel-6.1-x86_64-ebs"
