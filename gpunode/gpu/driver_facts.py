@@ -44,7 +44,10 @@ UBUNTU = fact_table("ubuntu", {
                                 "(LP: #2114726)"),
     "server_live": Fact((535, 580), Source(_UBUNTU_PKG, "debian/control", _UBUNTU_580_JAMMY, "204-214"),
                         "nvidia-headless-580-server is a real metapackage (Depends no-dkms + dkms of 580); so is "
-                        "nvidia-headless-535-server (535-server-jammy@f9c1433 debian/control:200-209)"),
+                        "nvidia-headless-535-server (535-server-jammy@f9c1433 debian/control:200-209); Canonical's own "
+                        "AWS guide installs nvidia-headless-580-server nvidia-utils-580-server "
+                        "(canonical/ubuntu-cloud-docs "
+                        "docs/aws/aws-how-to/instances/install-nvidia-drivers.rst@9a500e6:85)"),
 })
 
 EL = fact_table("el", {
