@@ -38,6 +38,13 @@ TOOLKIT = fact_table("nvidia-container-toolkit", {
     "packages": Fact(("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
                       "libnvidia-container1"), _guide("73-76"),
                      "installed together at one version (apt; the same four on dnf, lines 112-115)"),
+    "cdi_refresh_since": Fact((1, 18), Source(_DOCS[0], "container-toolkit/cdi-support.md", _DOCS[2], "37"),
+                              "from v1.18.0 the nvidia-cdi-refresh service generates and updates the CDI spec"),
+    "cdi_dynamic_spec": Fact("/var/run/cdi/nvidia.yaml", Source(_DOCS[0], "container-toolkit/cdi-support.md",
+                                                                _DOCS[2], "39")),
+    "cdi_refresh_units": Fact(("nvidia-cdi-refresh.path", "nvidia-cdi-refresh.service"), Source(
+        _DOCS[0], "container-toolkit/cdi-support.md", _DOCS[2], "87-90"),
+        "the .path unit watches the system and triggers the .service, which generates the spec"),
 })
 
 CUDA_REPO = fact_table("nvidia-cuda-repo", {
