@@ -19,10 +19,12 @@ from gpunode.gpu.distro import (
     docker_repo_file,
     toolkit_repo_file,
 )
+from gpunode.gpu.repo_facts import TOOLKIT
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
+from gpunode.vendor_facts import value as fact_value
 
 if TYPE_CHECKING:  # tomlkit (containerd_config) is imported only when a plan touches containerd
     from gpunode.steps.containerd_config import Loaded
@@ -32,7 +34,7 @@ CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"  # where older gpunode releases put the runtime
 OLD_DROPIN_HEADER = "# Written by gpunode: the NVIDIA runtime for containerd."
 CDI_STATIC = "/etc/cdi/nvidia.yaml"        # nvidia-ctk cdi generate (toolkit < 1.18)
-CDI_DYNAMIC = "/var/run/cdi/nvidia.yaml"   # nvidia-cdi-refresh (toolkit 1.18+)
+CDI_DYNAMIC: str = fact_value(TOOLKIT, "cdi_dynamic_spec")  # nvidia-cdi-refresh (toolkit 1.18+)
 
 
 @register
@@ -256,7 +258,7 @@ class ContainerRuntimeStep(Step):
     def _cdi(self, ctk: str, present: str) -> list[Action]:
         """Toolkit 1.18+ keeps /var/run/cdi/nvidia.yaml current itself (nvidia-cdi-refresh); older ones need
         `nvidia-ctk cdi generate` into /etc/cdi."""
-        if _toolkit_version(ctk) >= (1, 18):
+        if _toolkit_version(ctk) >= fact_value(TOOLKIT, "cdi_refresh_since"):
             if "enabled" in present.split():
                 return []
             return [Action("enable nvidia-cdi-refresh (the toolkit writes /var/run/cdi/nvidia.yaml)",

@@ -16,6 +16,7 @@ from gpunode.gpu.distro import (
     driver_packages,
     fabricmanager_packages,
     other_driver_packages,
+    ubuntu_live_server_branch,
 )
 from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
@@ -86,10 +87,24 @@ class NvidiaDriverStep(Step):
             if shipped != self.branch:
                 raise StepFailed(f"Debian {facts.os.version_id} ships driver branch {shipped}, not {self.branch}",
                                  fix=f"set driver_branch: {shipped}, or method: cuda-repo for other branches")
+        if self.method == "distro" and facts.os.id == "ubuntu":
+            self._refuse_transitional_branch()
         try:
             return driver_packages(facts.os, self.method, self.branch, flavor), flavor, why
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="choose another method (cuda-repo or runfile)") from None
+
+    def _refuse_transitional_branch(self) -> None:
+        """Canonical ended some server branches: their packages only pull in a later branch (and, on NVSwitch hosts,
+        a fabric manager of the asked branch that no longer matches the driver). Refuse before anything installs."""
+        live = ubuntu_live_server_branch(self.branch)
+        if live is None:
+            return
+        raise StepFailed(f"Ubuntu's nvidia-headless-{self.branch}-server is a transitional package: Canonical "
+                         f"ended the {self.branch}-server branch and its packages install the {live}-server driver "
+                         "instead",
+                         fix=f"set driver_branch: {live} (Canonical's live server branch), or method: cuda-repo or "
+                         f"runfile to stay on {self.branch}")
 
     def _wants_fabricmanager(self, facts: Facts) -> bool:
         return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
