@@ -419,7 +419,8 @@ IMAGE_HELP = {
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
     "driver_branch": "NVIDIA driver branch, e.g. 580",
     "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also debian-13, al2023, al2023-ecs and "
-            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3 and tencentos-4",
+            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also "
+            "tencentos-3 and tencentos-4",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "
