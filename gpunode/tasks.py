@@ -52,16 +52,18 @@ PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode pla
     "json_report": "write a JSON report here", "junit": "write JUnit XML here",
     "verbose": "plain log lines with command output",
     "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
+    "max_diff_size": "the most diff shown and reported per step, in bytes or with K/M (default 100K, as Ansible's "
+                     "max_diff_size); what is cut is said",
 })
 def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=False, forks=10,
               var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
-              tags=None, skip_tags=None):
+              tags=None, skip_tags=None, max_diff_size=None):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
         code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir, tags, skip_tags)
+                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, max_diff_size)
     if code:
         raise Exit(code=code)
 

@@ -19,21 +19,22 @@ from gpunode.runner.early import EarlyConnections
 def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str | None, check: bool,
               forks: int, variables: list[str], json_report: str | None, junit: str | None,
               accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None, tags: list[str] | None = None,
-              skip_tags: list[str] | None = None) -> int:
+              skip_tags: list[str] | None = None, max_diff_size: str | int | None = None) -> int:
     """Returns the exit code: 0 all hosts ok, 1 some host failed. `playbook`: a built-in name or a path."""
     forks = check_forks(forks)
+    diff_limit = diff_size(max_diff_size)
     book = select_steps(load_playbook(playbook), split_tags(tags), split_tags(skip_tags))
     _, selected = load_hosts(inventory, hosts, limit or book.hosts,
                              "--limit" if limit or not book.hosts else f"hosts: in {playbook}")
     extra = parse_vars(variables)
     selected = [with_extra_vars(h, extra) for h in selected]
     return run_and_report(book, selected, check, forks, extra, json_report, junit,
-                          accept_new_host_keys, verbose, log_dir)
+                          accept_new_host_keys, verbose, log_dir, max_diff_size=diff_limit)
 
 
 def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int, extra_vars: dict[str, Any],
                    json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
-                   log_dir: str | None = None) -> int:
+                   log_dir: str | None = None, *, max_diff_size: int | None = None) -> int:
     """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code.
 
     The connections start opening first: the code for the run, the live display and the summary imports while the
@@ -54,6 +55,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
         early.abandon()
         raise
     options = RunOptions(check=check, forks=forks, extra_vars=extra_vars, connect=connect_options)
+    if max_diff_size:
+        options.max_diff_size = max_diff_size
     if is_tty() and not verbose:
         with LiveEvents([h.name for h in selected]) as events:
             result = run_playbook(book, selected, options, events, early)
@@ -63,6 +66,18 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     print_summary(result)
     print(f"per-host logs: {logs}/")
     return EXIT_FAILED if result.exit_code else EXIT_OK
+
+
+def diff_size(value: str | int | None) -> int | None:
+    """--max-diff-size checked before anything connects (None: the default, 100 KB per step)."""
+    if value is None:
+        return None
+    from gpunode.steps.diffs import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise UsageError(str(exc), fix="give bytes, or K/M: --max-diff-size 1M") from None
 
 
 def default_log_path() -> Path:

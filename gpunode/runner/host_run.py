@@ -22,7 +22,9 @@ from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import facts_cache, remote_lock
 from gpunode.runner.events import Events
-from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
+from gpunode.steps import Action, Step, StepContext, StepFailed, build_step, step_facts_sections
+from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
+from gpunode.steps.diffs import render as render_diff
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
@@ -55,6 +57,7 @@ class HostRun:
     cancel: threading.Event
     outcome: HostOutcome = field(init=False)
     opening: Future[None] | None = None  # the connection already opening (runner/early.py), or None: open it here
+    max_diff_size: int = DEFAULT_MAX_DIFF_SIZE  # bytes of diff per step in reports (--max-diff-size)
 
     def __post_init__(self) -> None:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
@@ -279,8 +282,10 @@ class HostRun:
         try:
             actions = item.step.plan(ctx)
             outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
-            outcome.diffs = [a.diff for a in actions if a.diff]
+            outcome.diffs = [render_diff(a.diff, self.max_diff_size) for a in actions if a.diff]
             changes = [a for a in actions if a.changes]
+            if changes and item.step.needs_root:
+                _require_root(facts, self.host.name, changes[0])
             if self.check:
                 outcome.status = "would-change" if changes else "ok"
             elif actions:
@@ -354,6 +359,17 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def _require_root(facts: Facts, host: str, action: Action) -> None:
+    """A change made as root, by a login that is not root and has no become: the run would fail at it (apt's
+    "Permission denied"). Said so, in check mode too, with the fix."""
+    if facts.uid in (0, None):
+        return
+    user = facts.user or f"uid {facts.uid}"
+    raise StepFailed(f"{host} logs in as {user}, not root, and become is off: \"{action.summary}\" must run as root",
+                     fix="set ansible_become: true (become: true) for this host (and become_password if its sudo asks "
+                     "for one), or log in as root (ansible_user: root)")
 
 
 def _user_command_from_facts(spec: StepSpec) -> bool:

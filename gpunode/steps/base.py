@@ -15,6 +15,7 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
+from gpunode.steps.diffs import FileDiff
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 from gpunode.values import as_bool, file_mode
@@ -35,7 +36,7 @@ class Action:
     reason: str = ""
     command: str | None = None
     stdin: str | bytes = b""
-    diff: str | None = None
+    diff: str | FileDiff | None = None  # capped when shown (steps/diffs.py)
     timeout: float | None = None
     changes: bool = True          # False for waits and checks that alter nothing
     reboot: bool = False          # the runner performs reboots (reconnect, boot-id check)
@@ -67,6 +68,11 @@ class StepContext:
             self.state.daemon_reload_pending = True
         if path.startswith(PACKAGE_SOURCE_PATHS):
             self.state.package_sources_changed = True
+
+    def will_install(self, names: Iterable[str]) -> None:
+        """Check mode: these packages would be installed by this step, so later steps can plan for them."""
+        if self.check:
+            self.state.installing += [n for n in names if n not in self.state.installing]
 
     def require_reboot(self, reason: str) -> None:
         """Ask for a reboot (done by a later `reboot` step) and say why."""
@@ -124,6 +130,8 @@ class Step:
     # the facts sections (besides core) that probe/plan/apply read: gathered with the lock, before the step runs
     # (gpunode/facts/sections.py). Reading another one costs a round trip, never a wrong answer.
     facts_sections: ClassVar[frozenset[str]] = frozenset(OPTIONAL_SECTIONS)
+    # its changes are made as root (packages, units, /etc): without root and without become it cannot work
+    needs_root: ClassVar[bool] = True
 
     def probe(self, facts: Facts) -> Snippets | None:
         """Named shell snippets (run as root, batched with the other steps' probes, see steps/probe.py); `plan`

@@ -33,6 +33,9 @@ CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"  # where older gpuno
 OLD_DROPIN_HEADER = "# Written by gpunode: the NVIDIA runtime for containerd."
 CDI_STATIC = "/etc/cdi/nvidia.yaml"        # nvidia-ctk cdi generate (toolkit < 1.18)
 CDI_DYNAMIC = "/var/run/cdi/nvidia.yaml"   # nvidia-cdi-refresh (toolkit 1.18+)
+# Packages that bring containerd with them (Debian's docker.io depends on containerd; docker-ce on containerd.io)
+CONTAINERD_PROVIDERS = frozenset({"containerd", "containerd.io", "docker.io", "docker-ce", "moby-engine", "docker",
+                                  "moby-containerd"})
 
 
 @register
@@ -67,6 +70,7 @@ class DockerStep(Step):
             if repo and state.content != repo[1]:
                 actions.append(write_action(repo[0], state, repo[1],
                                             reason="docker-ce comes from Docker's repository on EL"))
+            ctx.will_install(names)
             actions.append(Action(f"install Docker: {', '.join(names)}", "no Docker engine installed",
                                   manager.install([Wanted(n) for n in names], refresh=True, recommends=False),
                                   timeout=self.timeout))
@@ -170,7 +174,9 @@ class ContainerRuntimeStep(Step):
         if self.docker:
             actions += self._docker(parse_file_probe(sections["daemon"]))
         version = sections["version"]
-        if self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
+        if self.containerd == "auto" and not version.strip():
+            actions += _containerd_coming(ctx)
+        elif self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
             from gpunode.steps.containerd_config import loaded_config
 
             actions += self._containerd(ctx, parse_file_probe(sections["main"]),
@@ -263,6 +269,17 @@ class ContainerRuntimeStep(Step):
                        f"nvidia-ctk cdi generate --output={CDI_STATIC}",
                        fix="install the container toolkit; the driver must be loaded (reboot first if it was just "
                        "installed)")]
+
+
+def _containerd_coming(ctx: StepContext) -> list[Action]:
+    """Check mode: containerd is absent now, but an earlier step would install it (docker.io depends on it); the real
+    run then finds it and edits its config.toml, so that is a change too, whose details are known only then."""
+    coming = [p for p in ctx.state.installing if p in CONTAINERD_PROVIDERS]
+    if not coming:
+        return []
+    return [Action(f"add the nvidia runtime to {CONTAINERD_CONFIG}",
+                   f"would change (unknown until run): containerd is not installed yet, an earlier step installs "
+                   f"{', '.join(coming)}; its config.toml is edited once it exists")]
 
 
 def _json_indent(text: str) -> int | str:

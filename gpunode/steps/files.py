@@ -20,6 +20,7 @@ class FileStep(Step):
     """Ensure a file has this content (and mode/owner), or is absent."""
 
     kind = "file"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
     path: str
     content: str | None = None
@@ -69,6 +70,7 @@ class LineStep(Step):
     """Ensure one line is present (replacing the line that matches `regexp`) or absent."""
 
     kind = "line"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
     path: str
     line: str | None = None

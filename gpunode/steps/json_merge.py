@@ -27,6 +27,7 @@ class JsonStep(Step):
     """Merge `set` into the JSON object in `path` (nested objects merged key by key; other values replaced)."""
 
     kind = "json"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections: ClassVar[frozenset[str]] = frozenset()  # reads no optional fact section
     path: str
     set: dict[str, Any]

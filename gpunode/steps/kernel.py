@@ -13,6 +13,7 @@ from gpunode.gpu.distro import (
     check_supported,
     headers_package,
     headers_packages,
+    kernel_flavour,
     kernel_hold_packages,
     newest_kernel_packages,
 )
@@ -95,6 +96,8 @@ class KernelHeadersStep(Step):
             raise StepFailed(self._missing_message(running, headers, existing),
                              fix=self._missing_fix(running))
         family = "debian" if facts.os.family == "debian" else "rpm"
+        if ctx.check and self.policy == "upgrade" and candidate in ("", "(none)"):
+            self._predict_upgrade(ctx, upgrade, existing, known=candidate == "(none)")
         what = (f"install {headers}" if candidate not in ("", "(none)") else
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
@@ -102,6 +105,25 @@ class KernelHeadersStep(Step):
             [self.policy, family, " ".join(headers_packages(facts.os, running, facts.kernel.package)), *upgrade])
         return [Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
                        fix=self._missing_fix(running))]
+
+    @staticmethod
+    def _predict_upgrade(ctx: StepContext, upgrade: list[str], existing: list[str], known: bool) -> None:
+        """Check mode: what the real run's upgrade will leave behind, so that the steps after this one (the driver's
+        build, the reboot) are planned for it. Debian/Ubuntu: the newest kernel of the meta package's flavour that
+        the package lists know (what `kernel_headers.sh` then boots: the newest /boot/vmlinuz-*); elsewhere the
+        repositories are not asked in check mode: unknown until run."""
+        running = ctx.facts.kernel.running
+        flavour = upgrade[0].removeprefix("linux-image-") if known and upgrade else ""
+        kernels = [k for k in (name.removeprefix("linux-headers-") for name in existing)
+                   if flavour and kernel_flavour(k) == flavour]
+        newest = max(kernels, key=version_key) if kernels else ""
+        if newest and newest != running:
+            ctx.state.target_kernel = newest
+            ctx.require_reboot(f"new kernel {newest} will be installed; {running} runs")
+        elif not newest:
+            ctx.state.target_kernel_unknown = True
+            ctx.require_reboot(f"would change (unknown until run): the newest kernel ({', '.join(upgrade)}) may be "
+                               f"installed; {running} runs")
 
     def _hold_actions(self, facts: Facts, kernel: str, held: str) -> list[Action]:
         if not self.hold:

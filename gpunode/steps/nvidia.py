@@ -122,6 +122,8 @@ class NvidiaDriverStep(Step):
                              "fabricmanager: no if the fabric manager is installed by other means")
         sections = ctx.probe
         target = ctx.target_kernel
+        shown = ("the kernel that will run (unknown until run: an earlier step may install a new one)"
+                 if ctx.state.target_kernel_unknown else target)
         actions: list[Action] = []
         nouveau = parse_file_probe(sections["nouveau"])
         if nouveau.content != NOUVEAU_CONTENT:
@@ -142,7 +144,7 @@ class NvidiaDriverStep(Step):
             install = manager.install(missing, refresh=True, recommends=False)
             actions.append(Action(
                 f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
-                f"{why}; building for kernel {target}",
+                f"{why}; building for kernel {shown}",
                 _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install),
                 timeout=self.timeout,
                 fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
