@@ -36,9 +36,11 @@ def debian_facts():
 def test_check_mode_plans_the_driver_and_the_reboot_for_the_kernel_the_upgrade_installs():
     facts, state = debian_facts(), HostState()
     kernel = build_step("kernel_headers", {"policy": "upgrade"})
-    actions = kernel.plan(ctx_for(facts, {"headers": "(none)\n" + "\n".join(EXISTING), "held": ""}, state))
+    # what the lab's lists hold: the meta package's candidate depends on 6.1.0-27, backports list a newer kernel
+    probe = "(none)\n@@next 6.1.0-27-cloud-amd64\n" + "\n".join([*EXISTING, "linux-headers-6.12.1+deb12-cloud-amd64"])
+    actions = kernel.plan(ctx_for(facts, {"headers": probe, "held": ""}, state))
     assert actions and "else the newest kernel" in actions[0].summary
-    assert state.target_kernel == "6.1.0-27-cloud-amd64"  # the meta package's flavour, newest ABI; not rt, not amd64
+    assert state.target_kernel == "6.1.0-27-cloud-amd64"  # what the meta package installs, not the newest listed
     driver = build_step("nvidia_driver", {"method": "distro", "branch": 535})
     install = [a for a in driver.plan(ctx_for(facts, DRIVER_PROBE, state)) if "install the NVIDIA" in a.summary]
     assert install[0].reason.endswith("building for kernel 6.1.0-27-cloud-amd64")
@@ -56,6 +58,14 @@ def test_headers_that_exist_for_the_running_kernel_mean_no_reboot():
     assert build_step("reboot", {}).plan(ctx_for(facts, {}, state)) == []
 
 
+def test_debian_without_the_meta_package_answer_is_unknown_until_run():
+    facts, state = debian_facts(), HostState()
+    build_step("kernel_headers", {"policy": "upgrade"}).plan(
+        ctx_for(facts, {"headers": "(none)\n" + "\n".join(EXISTING), "held": ""}, state))
+    assert state.target_kernel_unknown and not state.target_kernel
+    assert state.reboot_reasons[0].startswith("would change (unknown until run)")
+
+
 def test_rpm_upgrade_is_unknown_until_run_never_ok():
     facts = build_facts("rocky-9.txt", {"kernel": {"running": "5.14.0-362.el9.x86_64", "installed": [],
                                                    "headers": [], "running_headers_present": False}})
@@ -69,7 +79,8 @@ def test_rpm_upgrade_is_unknown_until_run_never_ok():
 def test_a_real_run_learns_the_kernel_from_the_run_not_from_a_guess():
     facts, state = debian_facts(), HostState()
     kernel = build_step("kernel_headers", {"policy": "upgrade"})
-    kernel.plan(ctx_for(facts, {"headers": "(none)\n" + "\n".join(EXISTING), "held": ""}, state, check=False))
+    probe = "(none)\n@@next 6.1.0-27-cloud-amd64\n" + "\n".join(EXISTING)
+    kernel.plan(ctx_for(facts, {"headers": probe, "held": ""}, state, check=False))
     assert not state.reboot_required and not state.target_kernel  # set by kernel_headers.sh's @@target / @@reboot
 
 

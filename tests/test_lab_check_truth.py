@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import pytest
 import yaml
@@ -93,3 +94,36 @@ def test_no_root_and_no_become_fails_in_check_mode_as_in_the_real_run(lab, fresh
         assert "ansible_become: true" in run["fix"]
     assert "Permission denied" not in real["output"]
     assert fresh_host.run_inside("dpkg -s jq").returncode != 0
+
+
+def test_check_of_a_20_mb_file_prints_a_capped_diff_quickly(lab, tmp_path):
+    host = list(lab.hosts.values())[0]
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml")
+    big = "".join(f"line {i:09d} {'x' * 80}\n" for i in range(220_000))  # about 20 MB
+    book = playbook(tmp_path / "big.yml", {"name": "big file", "file": {"path": "/root/big", "content": big}})
+    started = time.monotonic()
+    check = provision(inventory, book, tmp_path / "c.json", "--check")
+    assert check["exit"] == 0, check["output"][-2000:]
+    assert time.monotonic() - started < 60
+    assert len(check["output"]) < 150_000
+    (diff,) = check["steps"][0]["diffs"]
+    assert diff.splitlines()[-1].startswith("... diff cut at 99 KB of 20.")
+    assert "diff cut at" in check["output"]
+    wider = provision(inventory, book, tmp_path / "w.json", "--check", "--max-diff-size", "200K")
+    assert 190_000 < len(wider["steps"][0]["diffs"][0]) < 210_000
+    bad = run_cli("provision", "-i", str(inventory), "--playbook", book, "--check", "--max-diff-size", "lots")
+    assert bad.code == 2 and "--max-diff-size must be a positive size" in bad.output, bad.output
+
+
+def test_a_long_step_prints_a_heartbeat_with_the_host_log_on_a_pipe(lab, tmp_path):
+    host = list(lab.hosts.values())[0]
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml")
+    book = playbook(tmp_path / "slow.yml", {"name": "slow step", "command": {"cmd": "sleep 4"}})
+    result = run_cli("provision", "-i", str(inventory), "--playbook", book, "--log-dir", str(tmp_path / "logs"),
+                     env={"GPUNODE_HEARTBEAT": "1"})
+    assert result.code == 0, result.output
+    beats = [line for line in result.stdout.splitlines() if "slow step: still running (" in line]
+    assert len(beats) >= 2, result.stdout
+    log = tmp_path / "logs" / f"{host.name}.log"
+    assert f"; log: {log})" in beats[0] and log.exists()
+    assert re.search(r"still running \([1-4]s;", beats[0])

@@ -73,7 +73,7 @@ class HostRun:
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
         started = time.monotonic()
-        self.events.host_started(self.host.name)
+        self.events.host_started(self.host.name, self.outcome.log_path)
         try:
             with self._phase("connect"):
                 if self.opening is not None:

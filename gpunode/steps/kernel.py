@@ -13,7 +13,6 @@ from gpunode.gpu.distro import (
     check_supported,
     headers_package,
     headers_packages,
-    kernel_flavour,
     kernel_hold_packages,
     newest_kernel_packages,
 )
@@ -46,6 +45,12 @@ class KernelHeadersStep(Step):
             return held  # nothing to look up: plan() needs no candidate
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
+            meta = newest_kernel_packages(facts.os, facts.kernel.running, facts.kernel.package)[0]
+            # policy upgrade: the kernel the distro's meta package would install (its candidate's dependency), for
+            # check mode to plan the driver build and the reboot for it (backports may list newer ones)
+            nxt = (f"apt-cache $o depends {q(meta)} 2>/dev/null | "
+                   "sed -n 's/^ *Depends: linux-image-\\([0-9][^ ]*\\)$/@@next \\1/p' | head -n 1; "
+                   if self.policy == "upgrade" else "")
             # A host without package lists (a fresh image) is asked with lists fetched into a temporary
             # directory, so check mode sees what the real run sees after its `apt-get update` and changes
             # nothing (no lists, no pkgcache.bin written). A package the lists do not know prints no
@@ -58,7 +63,7 @@ class KernelHeadersStep(Step):
                     f"c=$(apt-cache $o policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
                     "if [ -z \"$c\" ] && "
                     "[ -n \"$(apt-cache $o pkgnames linux-headers- 2>/dev/null | head -n 1)\" ]; then c='(none)'; fi; "
-                    "echo \"$c\"; "
+                    "echo \"$c\"; " + nxt +
                     "apt-cache $o pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
                     "grep -v -- -common | sort -V | tail -n 12; [ -n \"$t\" ] && rm -rf \"$t\""}
         return held
@@ -80,6 +85,8 @@ class KernelHeadersStep(Step):
                 from None
         running = facts.kernel.running
         candidate, *existing = ctx.probe["headers"].splitlines() or [""]
+        following = [line.split()[-1] for line in existing if line.startswith("@@next ")]
+        existing = [line for line in existing if not line.startswith("@@next ")]
         held = ctx.probe["held"]
         if facts.kernel.running_headers_present:
             ctx.state.target_kernel = running
@@ -97,7 +104,7 @@ class KernelHeadersStep(Step):
                              fix=self._missing_fix(running))
         family = "debian" if facts.os.family == "debian" else "rpm"
         if ctx.check and self.policy == "upgrade" and candidate in ("", "(none)"):
-            self._predict_upgrade(ctx, upgrade, existing, known=candidate == "(none)")
+            self._predict_upgrade(ctx, upgrade, following[0] if following and candidate == "(none)" else "")
         what = (f"install {headers}" if candidate not in ("", "(none)") else
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
@@ -107,20 +114,16 @@ class KernelHeadersStep(Step):
                        fix=self._missing_fix(running))]
 
     @staticmethod
-    def _predict_upgrade(ctx: StepContext, upgrade: list[str], existing: list[str], known: bool) -> None:
+    def _predict_upgrade(ctx: StepContext, upgrade: list[str], following: str) -> None:
         """Check mode: what the real run's upgrade will leave behind, so that the steps after this one (the driver's
-        build, the reboot) are planned for it. Debian/Ubuntu: the newest kernel of the meta package's flavour that
-        the package lists know (what `kernel_headers.sh` then boots: the newest /boot/vmlinuz-*); elsewhere the
-        repositories are not asked in check mode: unknown until run."""
+        build, the reboot) are planned for it. Debian/Ubuntu: the kernel the meta package's candidate depends on
+        (what `kernel_headers.sh` installs and then boots); elsewhere the repositories are not asked in check
+        mode: unknown until run."""
         running = ctx.facts.kernel.running
-        flavour = upgrade[0].removeprefix("linux-image-") if known and upgrade else ""
-        kernels = [k for k in (name.removeprefix("linux-headers-") for name in existing)
-                   if flavour and kernel_flavour(k) == flavour]
-        newest = max(kernels, key=version_key) if kernels else ""
-        if newest and newest != running:
-            ctx.state.target_kernel = newest
-            ctx.require_reboot(f"new kernel {newest} will be installed; {running} runs")
-        elif not newest:
+        if following and following != running:
+            ctx.state.target_kernel = following
+            ctx.require_reboot(f"new kernel {following} will be installed; {running} runs")
+        elif not following:
             ctx.state.target_kernel_unknown = True
             ctx.require_reboot(f"would change (unknown until run): the newest kernel ({', '.join(upgrade)}) may be "
                                f"installed; {running} runs")
