@@ -139,3 +139,17 @@ def test_crlf_tabs_and_non_ascii_survive_a_merge(tmp_path: Path):
     path.write_bytes('{\r\n\t"name": "café"\r\n}\r\n'.encode())
     apply(plan(build_step("json", {"path": str(path), "set": {"b": "ü"}})))
     assert path.read_bytes() == '{\r\n\t"name": "café",\r\n\t"b": "ü"\r\n}\r\n'.encode()
+
+
+def test_numbers_the_user_did_not_set_are_written_back_as_they_were(tmp_path: Path):
+    path = tmp_path / "conf.json"
+    path.write_text('{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7\n}\n')
+    apply(plan(build_step("json", {"path": str(path), "set": {"debug": True}})))
+    assert path.read_text() == '{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7,\n  "debug": true\n}\n'
+    assert plan(build_step("json", {"path": str(path), "set": {"limit": 100000.0}})) == []  # equal value: converged
+
+
+def test_a_directory_as_the_path_is_refused_in_the_plan(tmp_path: Path):
+    with pytest.raises(StepFailed, match="is a directory on the host; json.path must name a JSON file") as failed:
+        plan(build_step("json", {"path": str(tmp_path), "set": {"a": 1}}))
+    assert "config.json" in failed.value.fix and "free space" not in failed.value.fix

@@ -15,6 +15,8 @@ from tests.conftest import host_inventory, run_cli
 
 pytestmark = pytest.mark.lab
 UNIT = "mnt-data.mount"
+# (nfs-common's rpc_pipefs / rpc-gssd fail in any lab host: no sunrpc in its kernel; not what is judged here)
+REMOTE_FS_FAILED = "journalctl -b --no-pager | grep -i 'dependency failed for.*remote file systems'"
 
 
 def mount_nfs(inventory, host, server: str, *flags: str):
@@ -49,7 +51,7 @@ def test_the_default_fstab_line_lets_the_host_boot_with_the_share_down(lab, fres
     reboot(inventory, tmp_path, fresh_host)
     assert inside(fresh_host, "systemctl is-active multi-user.target remote-fs.target").split() == ["active", "active"]
     assert inside(fresh_host, f"systemctl is-failed {UNIT}") == "failed"  # the share is down: the mount failed
-    assert "Dependency failed" not in inside(fresh_host, "journalctl -b --no-pager | grep -i 'dependency failed'")
+    assert inside(fresh_host, REMOTE_FS_FAILED) == ""
 
     # a mount that must hold the boot: the same share down gives the failure the default prevents
     mount_nfs(inventory, fresh_host, dead, "--boot-required")
@@ -57,4 +59,4 @@ def test_the_default_fstab_line_lets_the_host_boot_with_the_share_down(lab, fres
     assert "RequiredBy=remote-fs.target" in inside(fresh_host, f"systemctl show {UNIT} -p RequiredBy")
     reboot(inventory, tmp_path, fresh_host)
     assert inside(fresh_host, "systemctl is-active remote-fs.target") != "active"
-    assert "Dependency failed for" in inside(fresh_host, "journalctl -b --no-pager | grep -i 'dependency failed'")
+    assert "Dependency failed for" in inside(fresh_host, REMOTE_FS_FAILED)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import secrets
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
 from gpunode.steps.files import FileStep
@@ -47,9 +50,12 @@ class JsonStep(Step):
             self.mode = Mode(file_mode(self.mode, "json.mode"))
 
     def probe(self, facts: Facts) -> Snippets:
-        return {"file": probe_file(self.path)}
+        return {"file": probe_file(self.path), "directory": f"[ -d {q(self.path)} ] && echo directory"}
 
     def plan(self, ctx: StepContext) -> list[Action]:
+        if ctx.probe["directory"].strip() == "directory":
+            raise StepFailed(f"{self.path} is a directory on the host; json.path must name a JSON file",
+                             fix=f"give the file's path (e.g. {self.path.rstrip('/')}/config.json)")
         state = parse_file_probe(ctx.probe["file"])
         if not state.exists and not self.create:
             raise StepFailed(f"{self.path} does not exist (create is false)",
@@ -109,12 +115,35 @@ def _not_json(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not a JSON value (strict parsers such as dockerd's refuse it)", name, 0)
 
 
+class Number(float):
+    """A number with a fraction or an exponent as the file writes it (1E5, 1.50): written back unchanged."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Number:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
 def _finite(text: str) -> float:
-    value = float(text)
+    value = Number(text)
     if value in (float("inf"), float("-inf")):
         raise json.JSONDecodeError(f"{text} is out of a float's range: it could only be written back as Infinity, "
                                    "which is not JSON", text, 0)
     return value
+
+
+def _marked(data: Any, nonce: str, numbers: list[str]) -> Any:
+    """`data` with each file Number replaced by a placeholder string (json.dumps writes floats in its own way)."""
+    if isinstance(data, dict):
+        return {k: _marked(v, nonce, numbers) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_marked(v, nonce, numbers) for v in data]
+    if isinstance(data, Number):
+        numbers.append(data.text)
+        return f"{nonce}{len(numbers) - 1}"
+    return data
 
 
 def merge(current: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +164,9 @@ def same(a: Any, b: Any) -> bool:
 def dump(data: dict[str, Any], old_text: str) -> str:
     """The file's new text: the old file's indentation (2 for a new or one-line file), non-ASCII kept as written,
     a final newline; CRLF if the old file used it."""
-    text = json.dumps(data, indent=indent_of(old_text), ensure_ascii=False) + "\n"
+    nonce, numbers = f"@@gpunode-number-{secrets.token_hex(6)}-", []
+    text = json.dumps(_marked(data, nonce, numbers), indent=indent_of(old_text), ensure_ascii=False) + "\n"
+    text = re.sub(f'"{nonce}(\\d+)"', lambda m: numbers[int(m.group(1))], text)
     try:
         text.encode()
     except UnicodeEncodeError:
