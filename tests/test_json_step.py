@@ -145,7 +145,8 @@ def test_numbers_the_user_did_not_set_are_written_back_as_they_were(tmp_path: Pa
     path = tmp_path / "conf.json"
     path.write_text('{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7\n}\n')
     apply(plan(build_step("json", {"path": str(path), "set": {"debug": True}})))
-    assert path.read_text() == '{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7,\n  "debug": true\n}\n'
+    assert path.read_text() == ('{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7,\n'
+                                '  "debug": true\n}\n')
     assert plan(build_step("json", {"path": str(path), "set": {"limit": 100000.0}})) == []  # equal value: converged
 
 
