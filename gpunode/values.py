@@ -28,6 +28,17 @@ def as_bool(value: Any) -> bool | None:
     return None
 
 
+def misspelt_bool(text: str) -> bool:
+    """`flase`, `ture`, `Fasle`: not a boolean word but close to true/false (a typo that would count as true)."""
+    import difflib
+
+    word = text.strip().lower()
+    if not word or as_bool(word) is not None:
+        return False
+    swapped = any(sorted(word) == sorted(b) for b in ("true", "false"))  # letters transposed
+    return swapped or bool(difflib.get_close_matches(word, ("true", "false"), 1, 0.8))
+
+
 def truthy(value: Any) -> bool:
     """Ansible's truthiness for a `when:` result: the strings "false", "no", "0", "off" are false."""
     word = as_bool(value) if isinstance(value, str) else None
