@@ -122,7 +122,7 @@ def test_a_converged_file_with_another_mode_gets_only_a_chmod(tmp_path: Path):
 
 @pytest.mark.parametrize(("text", "cause"), [
     ('{"a": 1,\n', "is not valid JSON (line 2, column 1"),
-    ('["a"]\n', "holds a JSON list, not an object"),
+    ('["a"]\n', "holds a JSON array, not an object"),
     ('{"a": 1} trailing\n', "is not valid JSON (line 1, column 10: Extra data)"),
 ])
 def test_a_file_that_is_not_a_json_object_fails_and_is_left_untouched(tmp_path: Path, text, cause):

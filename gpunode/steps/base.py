@@ -18,7 +18,7 @@ from gpunode.inventory import Host
 from gpunode.steps.diffs import FileDiff
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
-from gpunode.values import as_bool, file_mode
+from gpunode.values import as_bool, file_mode, kind_of
 
 if TYPE_CHECKING:
     from gpunode.facts import Facts
@@ -269,11 +269,11 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, str | int):
             value = [value]
         if not isinstance(value, list | tuple):
-            raise ValueError(f"{where} must be a list, got {type(value).__name__}")
+            raise ValueError(f"{where} must be a list, got a {kind_of(value)}")
         return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ValueError(f"{where} must be a mapping, got {type(value).__name__}")
+            raise ValueError(f"{where} must be a mapping, got a {kind_of(value)}")
         return dict(value)
     if hint is bool:
         flag = as_bool(value)
@@ -292,7 +292,7 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
     if hint is str:
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             return str(value)
-        raise ValueError(f"{where} must be a string, got {type(value).__name__}")
+        raise ValueError(f"{where} must be a string, got a {kind_of(value)}")
     return value
 
 

@@ -23,6 +23,7 @@ from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
+from gpunode.values import kind_of
 
 if TYPE_CHECKING:  # tomlkit (containerd_config) is imported only when a plan touches containerd
     from gpunode.steps.containerd_config import Loaded
@@ -195,8 +196,9 @@ class ContainerRuntimeStep(Step):
             raise StepFailed(f"{DAEMON_JSON} is not a JSON object; it was left untouched", fix=f"fix {DAEMON_JSON}")
         runtimes = config.get("runtimes", {})
         if runtimes is not None and not isinstance(runtimes, dict):
-            raise StepFailed(f'{DAEMON_JSON}: "runtimes" is a {type(runtimes).__name__}, Docker wants an object; '
-                             "it was left untouched", fix=f'make "runtimes" an object (or remove it) in {DAEMON_JSON}')
+            raise StepFailed(f'{DAEMON_JSON}: "runtimes" is a JSON {kind_of(runtimes, json=True)}, Docker wants an '
+                             "object; it was left untouched",
+                             fix=f'make "runtimes" an object (or remove it) in {DAEMON_JSON}')
         merged = json.loads(json.dumps(config))
         runtimes = merged.get("runtimes") or {}
         nvidia = runtimes.get("nvidia") if isinstance(runtimes.get("nvidia"), dict) else {}

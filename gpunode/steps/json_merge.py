@@ -19,7 +19,7 @@ from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, regi
 from gpunode.steps.files import FileStep
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file
-from gpunode.values import file_mode
+from gpunode.values import file_mode, kind_of
 
 DEFAULT_INDENT = 2
 
@@ -80,7 +80,7 @@ def json_value(value: Any, where: str) -> Any:
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValueError(f"{where}: key {key!r} ({type(key).__name__}) is not a string, and JSON keys "
+                raise ValueError(f"{where}: key {key!r} (a {kind_of(key)}) is not a string, and JSON keys "
                                  f"are strings; quote it ('{key}')")
             out[key] = json_value(item, f"{where}.{key}")
         return out
@@ -90,7 +90,7 @@ def json_value(value: Any, where: str) -> Any:
         raise ValueError(f"{where}: {value!r} is not a JSON number; quote it to write a string")
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    raise ValueError(f"{where}: a {type(value).__name__} ({value}) is not a JSON value; quote it to write a "
+    raise ValueError(f"{where}: a {kind_of(value)} ({value}) is not a JSON value; quote it to write a "
                      "string")
 
 
@@ -106,8 +106,8 @@ def parse_object(path: str, state: FileState) -> dict[str, Any]:
                          "left untouched", fix=f"fix {path} by hand (or restore a backup, {path}.*.gpunode.bak), "
                          "then run again") from None
     if not isinstance(data, dict):
-        raise StepFailed(f"{path} holds a JSON {type(data).__name__}, not an object: keys cannot be merged into it; "
-                         "it was left untouched", fix=f"make {path} a JSON object ({{...}}), or remove it")
+        raise StepFailed(f"{path} holds a JSON {kind_of(data, json=True)}, not an object: keys cannot be merged "
+                         "into it; it was left untouched", fix=f"make {path} a JSON object ({{...}}), or remove it")
     return data
 
 
