@@ -154,3 +154,14 @@ def test_a_directory_as_the_path_is_refused_in_the_plan(tmp_path: Path):
     with pytest.raises(StepFailed, match="is a directory on the host; json.path must name a JSON file") as failed:
         plan(build_step("json", {"path": str(tmp_path), "set": {"a": 1}}))
     assert "config.json" in failed.value.fix and "free space" not in failed.value.fix
+
+
+def test_a_byte_order_mark_is_refused_with_a_shell_fix_not_a_python_codec(tmp_path: Path):
+    path = tmp_path / "bom file.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n')
+    with pytest.raises(StepFailed, match="byte order mark") as failed:
+        plan(build_step("json", {"path": str(path), "set": {"b": 2}}))
+    assert "utf-8-sig" not in str(failed.value.cause) + failed.value.fix
+    fix = failed.value.fix.split(": ", 1)[1].removesuffix(", then run again")
+    subprocess.run(["sh", "-c", fix], check=True)  # the fix, as given, repairs the file
+    assert path.read_bytes() == b'{"a": 1}\n'

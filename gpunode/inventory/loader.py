@@ -84,6 +84,7 @@ def parse_file(path: Path, raw: RawInventory) -> None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read inventory: {exc}", fix="check the file", source=str(path)) from exc
+    text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors): read past it, as YAML readers do
     if detect_format(path, text) == "yaml":
         parse_yaml_inventory(text, path, raw)
     else:

@@ -186,6 +186,10 @@ class ContainerRuntimeStep(Step):
         return actions
 
     def _docker(self, state: FileState) -> list[Action]:
+        if state.content.startswith("\ufeff"):
+            raise StepFailed(f"{DAEMON_JSON} starts with a UTF-8 byte order mark (BOM): dockerd refuses the file; it "
+                             "was left untouched", fix=f"remove the mark (the first 3 bytes): "
+                             f"sed -i '1s/^\\xEF\\xBB\\xBF//' {DAEMON_JSON}, then run again")
         try:
             config = json.loads(state.content) if state.exists and state.content.strip() else {}
         except json.JSONDecodeError as exc:

@@ -99,6 +99,10 @@ def parse_object(path: str, state: FileState) -> dict[str, Any]:
     and nothing is written."""
     if not state.exists or not state.content.strip():
         return {}
+    if state.content.startswith("\ufeff"):
+        raise StepFailed(f"{path} starts with a UTF-8 byte order mark (BOM), which strict JSON readers (dockerd, Go, "
+                         "jq) refuse; it was left untouched", fix=f"remove the mark (the first 3 bytes): "
+                         f"sed -i '1s/^\\xEF\\xBB\\xBF//' {q(path)}, then run again")
     try:
         data = json.loads(state.content, parse_constant=_not_json, parse_float=_finite)
     except json.JSONDecodeError as exc:
