@@ -165,3 +165,14 @@ def test_a_byte_order_mark_is_refused_with_a_shell_fix_not_a_python_codec(tmp_pa
     fix = failed.value.fix.split(": ", 1)[1].removesuffix(", then run again")
     subprocess.run(["sh", "-c", fix], check=True)  # the fix, as given, repairs the file
     assert path.read_bytes() == b'{"a": 1}\n'
+
+
+def test_an_owner_or_group_the_host_does_not_know_fails_the_plan(tmp_path: Path):
+    path = tmp_path / "c.json"
+    for args, message in (({"owner": "no-such-user-27"}, "the user 'no-such-user-27' does not exist on the host"),
+                          ({"group": "no-such-group-27"}, "the group 'no-such-group-27' does not exist on the host")):
+        with pytest.raises(StepFailed, match=message):
+            plan(build_step("json", {"path": str(path), "set": {"a": 1}, **args}))
+        with pytest.raises(StepFailed, match=message):
+            plan(build_step("file", {"path": str(path), "content": "x", **args}))
+    assert plan(build_step("file", {"path": str(path), "content": "x", "owner": "root", "group": "root"}))

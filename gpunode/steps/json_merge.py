@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
-from gpunode.steps.files import FileStep
+from gpunode.steps.files import FileStep, who_probe
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file
 from gpunode.values import file_mode, kind_of
@@ -50,7 +50,8 @@ class JsonStep(Step):
             self.mode = Mode(file_mode(self.mode, "json.mode"))
 
     def probe(self, facts: Facts) -> Snippets:
-        return {"file": probe_file(self.path), "directory": f"[ -d {q(self.path)} ] && echo directory"}
+        return {"file": probe_file(self.path), "directory": f"[ -d {q(self.path)} ] && echo directory",
+                **who_probe(self.owner, self.group)}
 
     def plan(self, ctx: StepContext) -> list[Action]:
         if ctx.probe["directory"].strip() == "directory":
