@@ -45,6 +45,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     except OSError as exc:
         raise UsageError(f"cannot create the per-host log folder {logs}: {exc.strerror or exc}",
                          fix="run from a folder you can write to, or give --log-dir DIR") from None
+    if not log_dir:
+        prune_run_logs(logs.parent)
     connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs)
     early = EarlyConnections(selected, connect_options, forks)
     try:
@@ -78,6 +80,25 @@ def diff_size(value: str | int | None) -> int | None:
         return parse_size(value)
     except ValueError as exc:
         raise UsageError(str(exc), fix="give bytes, or K/M: --max-diff-size 1M") from None
+
+
+KEEP_RUN_LOGS = 20  # run folders kept under .gpunode/logs (GPUNODE_KEEP_LOGS changes it)
+
+
+def prune_run_logs(folder: Path) -> None:
+    """Keep the newest run folders of .gpunode/logs (named <date>-<time>-<pid>: they sort by time); a --log-dir
+    folder is the user's and never pruned."""
+    import os
+    import re
+    import shutil
+
+    try:
+        keep = max(1, int(os.environ.get("GPUNODE_KEEP_LOGS", KEEP_RUN_LOGS)))
+    except ValueError:
+        keep = KEEP_RUN_LOGS
+    runs = sorted(p for p in folder.iterdir() if p.is_dir() and re.fullmatch(r"\d{8}-\d{6}-\d+", p.name))
+    for old in runs[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def default_log_path() -> Path:

@@ -295,7 +295,7 @@ class HostRun:
             outcome.message = "; ".join(ctx.notes)
             self.outcome.notes += ctx.notes
         except GpunodeError as exc:
-            outcome.status = "failed"
+            outcome.status = "cancelled" if self.cancel.is_set() else "failed"  # Ctrl-C closed its connection
             if spec.sensitive:  # its output could hold what the step keeps secret
                 exc.cause = exc.cause.splitlines()[0] + " (output hidden: sensitive step)"
             outcome.message = str(exc.cause)
