@@ -127,3 +127,16 @@ def test_a_long_step_prints_a_heartbeat_with_the_host_log_on_a_pipe(lab, tmp_pat
     log = tmp_path / "logs" / f"{host.name}.log"
     assert f"; log: {log})" in beats[0] and log.exists()
     assert re.search(r"still running \([1-4]s;", beats[0])
+
+
+def test_an_unknown_owner_fails_in_check_mode_as_in_the_real_run(lab, tmp_path):
+    host = list(lab.hosts.values())[0]
+    inventory = host_inventory(lab, [host], tmp_path / "inv.yml")
+    book = playbook(tmp_path / "o.yml", {"name": "owned", "file": {"path": "/root/owned-27", "content": "x\n",
+                                                                    "owner": "nobody-27"}})
+    check = provision(inventory, book, tmp_path / "c.json", "--check")
+    real = provision(inventory, book, tmp_path / "r.json")
+    assert check["exit"] == real["exit"] == 1
+    assert statuses(check) == statuses(real) == {"owned": "failed"}
+    assert check["error"] == real["error"] and "the user 'nobody-27' does not exist on the host" in real["error"]
+    assert host.run_inside("test -e /root/owned-27").returncode != 0
