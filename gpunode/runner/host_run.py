@@ -284,8 +284,7 @@ class HostRun:
             outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
             outcome.diffs = [render_diff(a.diff, self.max_diff_size) for a in actions if a.diff]
             changes = [a for a in actions if a.changes]
-            if changes and item.step.needs_root:
-                _require_root(facts, self.host.name, changes[0])
+            _require_root(facts, self.host.name, item.step, changes)
             if self.check:
                 outcome.status = "would-change" if changes else "ok"
             elif actions:
@@ -361,13 +360,14 @@ class HostRun:
         return facts
 
 
-def _require_root(facts: Facts, host: str, action: Action) -> None:
+def _require_root(facts: Facts, host: str, step: Step, changes: list[Action]) -> None:
     """A change made as root, by a login that is not root and has no become: the run would fail at it (apt's
     "Permission denied"). Said so, in check mode too, with the fix."""
-    if facts.uid in (0, None):
+    if not changes or not step.needs_root or facts.uid in (0, None):
         return
     user = facts.user or f"uid {facts.uid}"
-    raise StepFailed(f"{host} logs in as {user}, not root, and become is off: \"{action.summary}\" must run as root",
+    raise StepFailed(f"{host} logs in as {user}, not root, and become is off: \"{changes[0].summary}\" must run as "
+                     "root",
                      fix="set ansible_become: true (become: true) for this host (and become_password if its sudo asks "
                      "for one), or log in as root (ansible_user: root)")
 

@@ -42,8 +42,7 @@ class FileStep(Step):
 
     def plan(self, ctx: StepContext) -> list[Action]:
         state = parse_file_probe(ctx.probe["file"])
-        if self.state == "present":
-            check_who(ctx, self.path, self.owner, self.group)
+        check_who(ctx, self.path, self.owner, self.group)
         if self.state == "absent":
             if not state.exists:
                 return []

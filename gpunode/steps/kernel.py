@@ -84,9 +84,7 @@ class KernelHeadersStep(Step):
             raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
                 from None
         running = facts.kernel.running
-        candidate, *existing = ctx.probe["headers"].splitlines() or [""]
-        following = [line.split()[-1] for line in existing if line.startswith("@@next ")]
-        existing = [line for line in existing if not line.startswith("@@next ")]
+        candidate, existing, following = _headers_probe(ctx.probe["headers"])
         held = ctx.probe["held"]
         if facts.kernel.running_headers_present:
             ctx.state.target_kernel = running
@@ -98,13 +96,12 @@ class KernelHeadersStep(Step):
             return self._hold_actions(facts, pending, held)
         headers = headers_package(facts.os, running, facts.kernel.package)
         upgrade = newest_kernel_packages(facts.os, running, facts.kernel.package)
-        candidate = candidate.strip()
         if facts.os.family == "debian" and candidate == "(none)" and self.policy != "upgrade":
             raise StepFailed(self._missing_message(running, headers, existing),
                              fix=self._missing_fix(running))
         family = "debian" if facts.os.family == "debian" else "rpm"
         if ctx.check and self.policy == "upgrade" and candidate in ("", "(none)"):
-            self._predict_upgrade(ctx, upgrade, following[0] if following and candidate == "(none)" else "")
+            self._predict_upgrade(ctx, upgrade, following)
         what = (f"install {headers}" if candidate not in ("", "(none)") else
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
@@ -172,3 +169,13 @@ class KernelHeadersStep(Step):
         return (f"set kernel_policy: upgrade to install the newest distro kernel with its headers and reboot into "
                 f"it, or boot a kernel whose headers exist (a vendor or self-built kernel {running} needs its "
                 f"own headers)")
+
+
+def _headers_probe(text: str) -> tuple[str, list[str], str]:
+    """The `headers` probe's answer: the running kernel's headers candidate ("(none)": no such package), the headers
+    packages that exist, and (policy upgrade, only when that candidate is "(none)") the kernel the meta package
+    would install."""
+    candidate, *lines = text.splitlines() or [""]
+    following = next((line.split()[-1] for line in lines if line.startswith("@@next ")), "")
+    existing = [line for line in lines if not line.startswith("@@next ")]
+    return candidate.strip(), existing, following if candidate.strip() == "(none)" else ""

@@ -122,8 +122,7 @@ class NvidiaDriverStep(Step):
                              "fabricmanager: no if the fabric manager is installed by other means")
         sections = ctx.probe
         target = ctx.target_kernel
-        shown = ("the kernel that will run (unknown until run: an earlier step may install a new one)"
-                 if ctx.state.target_kernel_unknown else target)
+        shown = _kernel_to_run(ctx)
         actions: list[Action] = []
         nouveau = parse_file_probe(sections["nouveau"])
         if nouveau.content != NOUVEAU_CONTENT:
@@ -220,6 +219,13 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+def _kernel_to_run(ctx: StepContext) -> str:
+    """The kernel the driver is built for, as a reason names it (check mode: it may be known only in the run)."""
+    if ctx.state.target_kernel_unknown:
+        return "the kernel that will run (unknown until run: an earlier step may install a new one)"
+    return ctx.target_kernel
 
 
 def _with_build_errors(command: str) -> str:
