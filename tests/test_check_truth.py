@@ -7,8 +7,10 @@ hosts, check against the real run, are in tests/test_lab_check_truth.py.
 
 from __future__ import annotations
 
+import pytest
+
 from gpunode.inventory import Host
-from gpunode.steps import build_step
+from gpunode.steps import StepFailed, build_step
 from gpunode.steps.base import StepContext
 from gpunode.steps.probe import ProbeOutput
 from gpunode.steps.state import HostState
@@ -125,3 +127,19 @@ def test_diffs_are_capped_fast_and_say_what_was_cut():
             assert "--max-diff-size must be a positive size" in str(exc)
         else:
             raise AssertionError(bad)
+
+
+def test_a_service_that_an_earlier_step_installs_is_unknown_until_run_not_a_failure():
+    facts, state = debian_facts(), HostState()
+    build_step("packages", {"names": ["at"]}).plan(
+        ctx_for(facts, {"installed": "", "lists": "9\n1795316241\n1795316250\n"}, state))
+    service = build_step("service", {"name": "atd", "state": "started", "enabled": True})
+    missing = {"unit": "LoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\n"}
+    actions = service.plan(ctx_for(facts, missing, state))
+    assert [a.summary for a in actions] == ["enable atd", "start atd"]
+    assert all(a.reason == "would change (unknown until run): atd is not installed yet, an earlier step installs at"
+               for a in actions)
+    with pytest.raises(StepFailed, match="unit atd not found"):  # nothing installs it: the run would fail too
+        service.plan(ctx_for(facts, missing, HostState()))
+    with pytest.raises(StepFailed, match="unit atd not found"):  # and a real run never guesses
+        service.plan(ctx_for(facts, missing, state, check=False))

@@ -286,7 +286,7 @@ class HostRun:
             changes = [a for a in actions if a.changes]
             _require_root(facts, self.host.name, item.step, changes)
             if self.check:
-                outcome.status = "would-change" if changes else "ok"
+                outcome.status = _predicted(ctx, changes)
             elif actions:
                 facts = self._apply(item.step, ctx, actions, facts)
                 outcome.status = "changed" if changes else "ok"
@@ -358,6 +358,15 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def _predicted(ctx: StepContext, changes: list[Action]) -> str:
+    """Check mode: a step's status, and its planned writes recorded as made, so that later steps plan for them
+    (a unit file written: daemon-reload; a package source: refresh the lists), as they would in the run."""
+    for action in changes:
+        if action.writes:
+            ctx.wrote(action.writes)
+    return "would-change" if changes else "ok"
 
 
 def _require_root(facts: Facts, host: str, step: Step, changes: list[Action]) -> None:

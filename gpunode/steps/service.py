@@ -59,11 +59,10 @@ class ServiceStep(Step):
                                   "unit files changed on disk" if pending else "daemon_reload requested",
                                   "systemctl daemon-reload", changes=bool(pending)))
         if props.get("LoadState") == "not-found" and not pending:
-            if self.enabled is True or self.state in ("started", "restarted", "reloaded"):
-                raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
-                                 fix=f"install the package that provides {self.name}, or fix the unit name")
-            ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
-            return actions
+            coming = self._not_found(ctx)
+            if coming is None:
+                return actions
+            props = coming
         auto_restart = props.get("SubState") == "auto-restart"  # dying and being restarted: not running
         active = props.get("ActiveState") in ("active", "activating", "reloading") and not auto_restart
         enabled = props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias", "indirect")
@@ -83,7 +82,22 @@ class ServiceStep(Step):
         elif self.state == "reloaded":
             actions.append(Action(f"reload-or-restart {self.name}", "requested",
                                   verified("reload-or-restart", self.name), fix=journal))
+        for action in actions if "installing" in props else ():
+            action.reason = (f"would change (unknown until run): {self.name} is not installed yet, an earlier step "
+                             f"installs {props['installing']}")
         return actions
+
+    def _not_found(self, ctx: StepContext) -> dict[str, str] | None:
+        """A unit that does not exist: nothing to do when it is to be stopped or disabled (None); in check mode, one
+        that a package an earlier step installs may bring is planned as a new, stopped unit; else a failure."""
+        if not (self.enabled is True or self.state in ("started", "restarted", "reloaded")):
+            ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
+            return None
+        if ctx.check and ctx.state.installing:
+            return {"LoadState": "loaded", "ActiveState": "inactive", "UnitFileState": "disabled",
+                    "installing": ", ".join(ctx.state.installing)}
+        raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
+                         fix=f"install the package that provides {self.name}, or fix the unit name")
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
         if action.command == "systemctl daemon-reload":
