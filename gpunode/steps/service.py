@@ -52,12 +52,8 @@ class ServiceStep(Step):
     def plan(self, ctx: StepContext) -> list[Action]:
         props = dict(line.split("=", 1) for line in ctx.probe["unit"].splitlines() if "=" in line)
         unit = q(self.name)
-        actions = []
         pending = props.get("NeedDaemonReload") == "yes" or ctx.state.daemon_reload_pending
-        if pending or self.daemon_reload:
-            actions.append(Action("systemctl daemon-reload",
-                                  "unit files changed on disk" if pending else "daemon_reload requested",
-                                  "systemctl daemon-reload", changes=bool(pending)))
+        actions = self._reload(ctx, pending)
         if props.get("LoadState") == "not-found" and not pending:
             coming = self._not_found(ctx)
             if coming is None:
@@ -86,6 +82,16 @@ class ServiceStep(Step):
             action.reason = (f"would change (unknown until run): {self.name} is not installed yet, an earlier step "
                              f"installs {props['installing']}")
         return actions
+
+    def _reload(self, ctx: StepContext, pending: bool) -> list[Action]:
+        """`systemctl daemon-reload` first when unit files changed (or asked for); in check mode the later steps
+        then see it done, as after_action makes them see it in the run."""
+        if not (pending or self.daemon_reload):
+            return []
+        if ctx.check:
+            ctx.state.daemon_reload_pending = False
+        why = "unit files changed on disk" if pending else "daemon_reload requested"
+        return [Action("systemctl daemon-reload", why, "systemctl daemon-reload", changes=bool(pending))]
 
     def _not_found(self, ctx: StepContext) -> dict[str, str] | None:
         """A unit that does not exist: nothing to do when it is to be stopped or disabled (None); in check mode, one
