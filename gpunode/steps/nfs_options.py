@@ -40,6 +40,27 @@ _OPTION = re.compile(r"^[A-Za-z0-9_.\-]+(=[^,\s#]*)?\Z")
 Options = list[tuple[str, str | None]]
 
 
+# A data share never holds the boot (unless boot_required): systemd.mount(5): with `nofail` the mount is only wanted,
+# not required, by remote-fs.target and not ordered before it, so "the boot will continue without waiting for the
+# mount unit and regardless whether the mount point can be mounted successfully"; `x-systemd.mount-timeout` bounds
+# the mount attempt itself (a hard NFS mount of an absent server retries for minutes). The vendors' fstab lines
+# (AWS EFS nfs-automount-efs, Alibaba NAS, Tencent CFS) carry `_netdev` only; without `nofail` a NAS that is down at
+# boot gives "Dependency failed for remote-fs.target" and a degraded node (issue 27).
+BOOT_OPTIONS: Options = [("nofail", None), ("x-systemd.mount-timeout", "30")]
+
+
+def boot_options(options: Options, required: bool) -> Options:
+    """The options with `nofail` and a mount timeout added (unless the user set them), or, for a mount the boot
+    must wait for, checked to hold no `nofail`."""
+    keys = dict(options)
+    if required:
+        if "nofail" in keys:
+            raise ValueError("nfs_mount: boot_required: true and the option nofail contradict each other; "
+                             "drop one of them")
+        return options
+    return [*options, *((k, v) for k, v in BOOT_OPTIONS if k not in keys)]
+
+
 def preset(vendor: str, version: str) -> Options:
     """The vendor's documented options for this NFS version; ValueError when the vendor does not offer it."""
     if vendor not in SUPPORTED:

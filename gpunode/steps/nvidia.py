@@ -227,7 +227,7 @@ class NvidiaDriverStep(Step):
         steps = [manager.unhold(stale) if stale else "", _dkms_repos(facts, manager), setup]
         setup = " && ".join(x for x in steps if x)
         install = manager.install(missing, refresh=True, recommends=False)
-        reason = f"{why}; building for kernel {target}"
+        reason = f"{why}; building for kernel {_kernel_to_run(ctx)}"
         if switch or stale:
             reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
                 f"{reason}"
@@ -335,6 +335,11 @@ def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
 def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
     """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
     return "" if "dkms" in facts.installed_packages else manager.extra_repos(facts.os, facts.pkg)
+def _kernel_to_run(ctx: StepContext) -> str:
+    """The kernel the driver is built for, as a reason names it (check mode: it may be known only in the run)."""
+    if ctx.state.target_kernel_unknown:
+        return "the kernel that will run (unknown until run: an earlier step may install a new one)"
+    return ctx.target_kernel
 
 
 def _with_build_errors(command: str) -> str:
