@@ -11,6 +11,8 @@ from gpunode.vendor_facts import Fact, Source, fact_table
 _UBUNTU_PKG = "canonical/nvidia-graphics-drivers"
 _UBUNTU_570 = "85e3f828ccae56e6b09e5f37a3758d1b5597393b"  # branch 570-server
 _UBUNTU_580 = "a65eb85c09dca2638ea471320345b201c5a7032c"  # branch 580-server
+_UBUNTU_570_JAMMY = "f57ac99f954ec75060c041ccf50e2999081af4c4"  # branch 570-server-jammy
+_UBUNTU_580_JAMMY = "fa6a075f873691b0f055ee43e5501aa826b512a8"  # branch 580-server-jammy
 _ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
 _DEEPOPS = "3957a42fb9af0b09c91b6d2ac9dc7925daf00523"
 _DRIVER_CONTAINER = "06a208ca9747c82b1ba99b76ecdcf2469b0a0207"
@@ -59,6 +61,21 @@ UBUNTU = fact_table("ubuntu", {
                                                   "8-9"),
                            "Canonical's DKMS packages already build with all the processors DKMS counts (the -open "
                            "template has the same line): nothing to change on Ubuntu"),
+    # Server branches Canonical ended: every package of the branch is a transitional (oldlibs) package that depends
+    # on the next branch's, so installing `nvidia-headless-<old>-server` installs the next branch. Same on focal and
+    # noble (550-server-focal@99cce95, 550-server-noble@4738992, 570-server-focal@3ce9590, 570-server-noble@d27e751).
+    "server_transitional": Fact({550: 570, 570: 580}, Source(_UBUNTU_PKG, "debian/control", _UBUNTU_570_JAMMY, "84-89"),
+                                "nvidia-headless-570-server: Section non-free/oldlibs, Depends nvidia-headless-580-"
+                                "server, 'Transitional package for upgrades' (changelog 570.211.01-0ubuntu1.22.04.1: "
+                                "Transition EOL 570 drivers to 580, LP: #2147038); 550-server-jammy@8390362 "
+                                "debian/control:84-89 makes nvidia-headless-550-server depend on the 570 one "
+                                "(LP: #2114726)"),
+    "server_live": Fact((535, 580), Source(_UBUNTU_PKG, "debian/control", _UBUNTU_580_JAMMY, "204-214"),
+                        "nvidia-headless-580-server is a real metapackage (Depends no-dkms + dkms of 580); so is "
+                        "nvidia-headless-535-server (535-server-jammy@f9c1433 debian/control:200-209); Canonical's own "
+                        "AWS guide installs nvidia-headless-580-server nvidia-utils-580-server "
+                        "(canonical/ubuntu-cloud-docs "
+                        "docs/aws/aws-how-to/instances/install-nvidia-drivers.rst@9a500e6:85)"),
 })
 
 EL = fact_table("el", {
@@ -139,4 +156,16 @@ ALINUX = fact_table("alinux", {
     "adapter_repo": Fact("alinux3-plus", Source(
         url="https://help.aliyun.com/zh/ecs/use-cases/install-and-use-docker-on-a-linux-ecs-instance"),
         "dnf -y install dnf-plugin-releasever-adapter --repo alinux3-plus"),
+})
+
+AL2023 = fact_table("al2023", {
+    "kernel_lines": Fact({"6.12": "kernel6.12", "6.18": "kernel6.18"}, Source(
+        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "99-106"),
+        "the kernel package line of the running kernel: kernel, or kernel6.12/kernel6.18 for those releases "
+        "(gpunode reads the line from the RPM owning /lib/modules/<running>, scripts/facts.sh: the same answer "
+        "without matching release numbers)"),
+    "build_suffixes": Fact(("-devel", "-modules-extra"), Source(
+        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "108-112"),
+        "installed for the driver build: <line>-devel and <line>-modules-extra (with -headers and "
+        "-modules-extra-common, which the first two do not need for a DKMS build: gpunode leaves them to dnf)"),
 })

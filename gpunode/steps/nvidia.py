@@ -19,6 +19,7 @@ from gpunode.gpu.distro import (
     el_precompiled_packages,
     fabricmanager_packages,
     other_driver_packages,
+    ubuntu_live_server_branch,
     ubuntu_precompiled_packages,
 )
 from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
@@ -97,10 +98,24 @@ class NvidiaDriverStep(Step):
             if shipped != self.branch:
                 raise StepFailed(f"Debian {facts.os.version_id} ships driver branch {shipped}, not {self.branch}",
                                  fix=f"set driver_branch: {shipped}, or method: cuda-repo for other branches")
+        if self.method == "distro" and facts.os.id == "ubuntu":
+            self._refuse_transitional_branch()
         try:
             return driver_packages(facts.os, self.method, self.branch, flavor), flavor, why
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="choose another method (cuda-repo or runfile)") from None
+
+    def _refuse_transitional_branch(self) -> None:
+        """Canonical ended some server branches: their packages only pull in a later branch (and, on NVSwitch hosts,
+        a fabric manager of the asked branch that no longer matches the driver). Refuse before anything installs."""
+        live = ubuntu_live_server_branch(self.branch)
+        if live is None:
+            return
+        raise StepFailed(f"Ubuntu's nvidia-headless-{self.branch}-server is a transitional package: Canonical "
+                         f"ended the {self.branch}-server branch and its packages install the {live}-server driver "
+                         "instead",
+                         fix=f"set driver_branch: {live} (Canonical's live server branch), or method: cuda-repo or "
+                         f"runfile to stay on {self.branch}")
 
     def _wants_fabricmanager(self, facts: Facts) -> bool:
         return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
@@ -348,7 +363,8 @@ class NvidiaDriverStep(Step):
         steps = [manager.unhold(stale) if stale else "", repos, setup]
         setup = " && ".join(x for x in steps if x)
         install = manager.install(missing, refresh=True, recommends=False)
-        reason = f"{why}; building for kernel {target}" if pkgs.dkms_module else f"{why}; for kernel {target}"
+        reason = f"{why}; building for kernel {_kernel_to_run(ctx)}" if pkgs.dkms_module else \
+            f"{why}; for kernel {_kernel_to_run(ctx)}"
         if switch or stale:
             reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
                 f"{reason}"
@@ -473,6 +489,11 @@ def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
 def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
     """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
     return "" if "dkms" in facts.installed_packages else manager.extra_repos(facts.os, facts.pkg)
+def _kernel_to_run(ctx: StepContext) -> str:
+    """The kernel the driver is built for, as a reason names it (check mode: it may be known only in the run)."""
+    if ctx.state.target_kernel_unknown:
+        return "the kernel that will run (unknown until run: an earlier step may install a new one)"
+    return ctx.target_kernel
 
 
 def _with_build_errors(command: str) -> str:
