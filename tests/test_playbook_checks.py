@@ -30,6 +30,18 @@ def load(tmp_path, text: str | bytes):
     ("steps:\n  - packages: {names: 5}\n", 2, "packages.names must be a list, got a number 5"),
     ("steps:\n  - packages: {names: {a: 1}}\n", 2, "packages.names must be a list, got a mapping"),
     (b"steps:\n  - command: {cmd: x}\n  # caf\xe9\n", 3, "not UTF-8 text: byte 0xe9 at column 8"),
+    # trial of issues 26-28: an unknown filter or test in a step's template is found when the template is compiled,
+    # before any host is contacted (it was a per-host failure after connecting, unlike the same filter in when:)
+    ("steps:\n  - name: n\n    command: {cmd: \"echo {{ 'a' | shellquote }}\"}\n", 3, "No filter named 'shellquote'"),
+    ("steps:\n  - name: n\n    file: {path: /x, content: '{{ facts.os.id | upcase }}'}\n", 3,
+     "No filter named 'upcase'"),
+    ("steps:\n  - name: n\n    line: {path: /x, line: '{{ x is versio(\"1\") }}'}\n", 3, "No test named 'versio'"),
+    # a misspelt step keyword was "unknown step 'regster'" with the list of step types; Ansible keywords gpunode has
+    # no key for were unknown "steps" too
+    ("steps:\n  - command: {cmd: x}\n    regster: r\n", 3, "unknown step key 'regster' (did you mean 'register'?)"),
+    ("steps:\n  - command: {cmd: x}\n    notfy: h\n", 3, "unknown step key 'notfy' (did you mean 'notify'?)"),
+    ("steps:\n  - command: {cmd: x}\n    loop: [a, b]\n", 3, "Ansible's 'loop' is not a gpunode step key"),
+    ("steps:\n  - shell: echo hi\n", 2, "Ansible's 'shell' is not a gpunode step key"),
 ])
 def test_refused_at_load_with_file_and_line(tmp_path, text, line, message):
     with pytest.raises(UsageError) as caught:

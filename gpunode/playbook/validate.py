@@ -36,7 +36,7 @@ def _syntax_error(text: str, expression: bool) -> str | None:
         if expression:
             _env().compile_expression(text)
         else:
-            _env().parse(text)
+            _env().compile(text)  # compiling (not only parsing) also finds an unknown filter or test
     except jinja2.TemplateSyntaxError as exc:
         return f"{exc.message} (template line {exc.lineno})" if "\n" in text else str(exc.message)
     return None
@@ -47,9 +47,12 @@ def check_syntax(value: Any, source: str, line: int, what: str) -> None:
     for text in _templates(value):
         problem = _syntax_error(text, expression=False)
         if problem:
-            raise UsageError(f"Jinja syntax error in {what} {text!r}: {problem}", source=source, line=line,
-                             fix="close every `{{` with `}}` and every `{%` with `%}`; quote a string that holds "
-                             "them; filters are written `{{ x | name }}`")
+            unknown = problem.startswith(("No filter named", "No test named"))
+            raise UsageError(f"{'Jinja error' if unknown else 'Jinja syntax error'} in {what} {text!r}: {problem}",
+                             source=source, line=line,
+                             fix="the filters and tests are Ansible's (README, Playbooks: Filters and tests)"
+                             if unknown else "close every `{{` with `}}` and every `{%` with `%}`; quote a string "
+                             "that holds them; filters are written `{{ x | name }}`")
 
 
 def check_conditions(conditions: Iterable[str], source: str, line: int, key: str) -> None:
