@@ -29,13 +29,14 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
                 for diff in step.diffs:
                     console.print(literal(diff.rstrip("\n")))
     table = Table(title=literal(f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}"))
-    for column in ("host", "status", "ok", "changed", "skipped", "failed", "remote execs", "time"):
+    for column in ("host", "status", "ok", "changed", "skipped", "failed", "ignored", "remote execs", "time"):
         table.add_column(column, justify="right" if column not in ("host", "status") else "left")
     for host in result.hosts:
         counts = {s: _count(host, s) for s in ("ok", "skipped", "failed")}
+        ignored = sum(1 for step in host.steps if step.ignored)  # Ansible's recap: ignored=N
         table.add_row(literal(host.host), literal(host.status, STATUS_STYLE.get(host.status, "")),
                       str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
-                      str(host.exec_count), f"{host.seconds:.1f}s")
+                      str(ignored), str(host.exec_count), f"{host.seconds:.1f}s")
     console.print(table)
     for host in result.hosts:
         if host.error:
