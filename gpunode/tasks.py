@@ -412,6 +412,7 @@ ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diag
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
+ns.add_task(lab_base_image)
 
 
 IMAGE_HELP = {
