@@ -212,7 +212,8 @@ def _whole(option: str, value: object) -> int | None:
         return None
     text = str(value).strip()
     if not text.isdigit():
-        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} 8")
+        example = {"--driver-branch": 550, "--port": 22}.get(option, 8)
+        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} {example}")
     return int(text)
 
 
