@@ -36,3 +36,15 @@ def test_the_summary_counts_ignored_failures():
     names, values = [c.strip() for c in header.split("┃")[1:-1]], [c.strip() for c in row.split("│")[1:-1]]
     cells = dict(zip(names, values, strict=True))
     assert cells["ok"] == "1" and cells["failed"] == "0" and cells["ignored"] == "1", cells
+
+
+def test_a_real_runs_diff_says_before_and_after():
+    # Trial of issues 26-28: `provision --diff` printed what a real run changed under `(now)` / `(planned)` headers
+    diff = "--- /etc/x (now)\n+++ /etc/x (planned)\n@@ -1 +1 @@\n-a\n+b\n"
+    for status, old, new in (("changed", "(before)", "(after)"), ("would-change", "(now)", "(planned)")):
+        host = HostOutcome(host="h1", status="changed", steps=[
+            StepOutcome("write", "file", status, actions=[{"summary": "update /etc/x", "reason": ""}], diffs=[diff])])
+        out = io.StringIO()
+        print_summary(RunResult("p.yml", status != "changed", [host]), Console(file=out, width=200, color_system=None),
+                      show_diffs=True)
+        assert f"--- /etc/x {old}" in out.getvalue() and f"+++ /etc/x {new}" in out.getvalue(), out.getvalue()
