@@ -85,3 +85,20 @@ def test_a_non_utf8_inventory_is_a_file_line_error(tmp_path):
     with pytest.raises(UsageError) as caught:
         load_inventory([str(path)])
     assert "hosts.ini:2: not UTF-8 text: byte 0xe9 at column 34" in str(caught.value) and "iconv" in caught.value.fix
+
+
+def test_a_variable_set_nowhere_is_refused_before_connecting(tmp_path):
+    """Trial of issues 26-28: `--playbook nfs` without nfs_server failed on every host after connecting ("'nfs_server'
+    is undefined", fix "fix the playbook or the variable it uses"), though no inventory, playbook or -e value set it."""
+    book = load(tmp_path, "steps:\n  - name: share\n"
+                          "    line: {path: /etc/x, line: '{{ server }}:/data', create: true}\n"
+                          "  - name: from facts\n    file: {path: /y, content: '{{ facts.os.id }}'}\n"
+                          "  - command: {cmd: 'true'}\n    register: r\n"
+                          "  - file: {path: /z, content: '{{ r.stdout }} {{ other | default(1) }}'}\n")
+    host = Host(name="a", address="10.0.0.1")
+    with pytest.raises(UsageError) as caught:
+        check_arguments(book, [host], {})
+    assert "p.yml:3: " in str(caught.value) and "'server' is undefined" in str(caught.value)
+    assert "-e server=" in caught.value.fix
+    check_arguments(book, [host], {"server": "nas"})  # facts and registered results are left for the host
+    check_arguments(book, [Host(name="b", address="10.0.0.2", vars={"server": "nas"})], {})
