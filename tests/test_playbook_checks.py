@@ -102,3 +102,15 @@ def test_a_variable_set_nowhere_is_refused_before_connecting(tmp_path):
     assert "-e server=" in caught.value.fix
     check_arguments(book, [host], {"server": "nas"})  # facts and registered results are left for the host
     check_arguments(book, [Host(name="b", address="10.0.0.2", vars={"server": "nas"})], {})
+
+
+def test_a_missing_fact_is_named_without_internal_type_names():
+    """Trial of issues 26-28: `{{ facts.nope }}` failed with "'gpunode.facts.model.Facts object' has no attribute"."""
+    from gpunode.facts import Facts
+    from gpunode.playbook.template import TemplateError, render
+
+    facts = Facts()
+    for text, owner in (("{{ facts.nope }}", "facts has no"), ("{{ facts.os.nope }}", "this part of facts has no")):
+        with pytest.raises(TemplateError) as caught:
+            render(text, {"facts": facts})
+        assert owner in str(caught.value) and "gpunode." not in str(caught.value), caught.value
