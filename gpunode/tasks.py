@@ -215,7 +215,8 @@ def _whole(option: str, value: object) -> int | None:
         return None
     text = str(value).strip()
     if not text.isdigit():
-        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} 8")
+        example = {"--driver-branch": 550, "--port": 22}.get(option, 8)
+        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} {example}")
     return int(text)
 
 
@@ -418,6 +419,7 @@ ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diag
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
+ns.add_task(lab_base_image)
 
 
 IMAGE_HELP = {

@@ -417,6 +417,11 @@ def toolkit_cases(w: Writer, d: Distro) -> None:
     conv = {"repo": file_probe(repo_text), "extra": extra, **nested("pkgs", pkgs_out(d, dict.fromkeys(TOOLKIT, ver)))}
     w.case("container_toolkit", "converged", d, description="repository and packages in place: nothing",
            args=args, probe_output=conv, anchor_key="toolkit")
+    if d.apt:  # a minimal image (Debian's genericcloud, a bare container): no curl, gpg nor CA certificates yet
+        minimal = {**fresh, "extra": "no-curl\nno-gpg\nno-ca-certificates\n"}
+        w.case("container_toolkit", "minimal-image", d, description="curl, gnupg and ca-certificates installed first, "
+               "as NVIDIA's install guide does (its `apt-get install -y --no-install-recommends curl gnupg2`)",
+               args=args, probe_output=minimal, anchor_key="toolkit")
     mixed = {**dict.fromkeys(TOOLKIT, ver), "nvidia-container-toolkit": "1.17.9-1"}
     w.case("container_toolkit", "half-converged", d, description="packages on mixed versions after a partial "
            "upgrade: all four again", args=args, anchor_key="toolkit",

@@ -177,3 +177,21 @@ def test_one_lost_gpu_named_two_ways_counts_once(tmp_path: Path):
                    "[  100.3] NVRM: Xid (PCI:0000:86:00): 79, pid=1, GPU has fallen off the bus.\n")
     (lost,) = [f for f in diagnose_files([log], Expectations()).findings if f.id == "gpu-lost"]
     assert lost.summary.startswith("2 GPU(s)"), lost
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_powershell_utf16_capture_is_read(tmp_path: Path, encoding: str):
+    # Trial of issues 26-28: Windows PowerShell 5's `nvidia-smi > smi.txt` (and Out-File) writes UTF-16 with a byte
+    # order mark; diagnose called it a "binary file" (exit 2) although it reads Windows WDDM/TCC tables.
+    capture = sorted((Path(__file__).resolve().parent / "data" / "captures" / "table").glob("*wddm*"))[0]
+    clean = diagnose_files([capture])
+    text = capture.read_text()
+    saved = tmp_path / "smi.txt"
+    saved.write_bytes((b"\xfe\xff" if encoding == "utf-16-be" else b"") + text.encode(encoding))
+    result = diagnose_files([saved])
+    assert result.files[0].kind == clean.files[0].kind == "smi-table"
+    assert [f.id for f in result.findings] == [f.id for f in clean.findings] and result.verdict == clean.verdict
+    assert len(result.combined.gpus) == len(clean.combined.gpus) == 1
+    binary = tmp_path / "core.bin"  # a binary with NUL bytes everywhere is still no capture
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    assert diagnose_files([binary]).files[0].message.startswith("binary file")

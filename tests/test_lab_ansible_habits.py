@@ -126,8 +126,13 @@ def test_remote_text_is_shown_verbatim_and_junit_is_well_formed(lab, tmp_path):
 def test_undefined_variable_is_a_failed_step_everywhere(lab, tmp_path):
     host = lab.hosts[sorted(lab.hosts)[0]]
     junit = tmp_path / "junit.xml"
+    # a variable that nothing sets is refused before any host is contacted (trial of issues 26-28: it failed on every
+    # host after connecting); what is undefined only on the host (an attribute the facts lack) fails the step there
+    refused, _ = provision(lab, [host], tmp_path, "steps:\n  - name: render\n"
+                           "    file: {path: /etc/t15-tpl, content: '{{ nope }}'}\n")
+    assert refused.code == 2 and "play.yml:3" in refused.output and "-e nope=" in refused.output, refused.output
     result, report = provision(lab, [host], tmp_path, "steps:\n  - name: render\n"
-                               "    file: {path: /etc/t15-tpl, content: '{{ nope }}'}\n", "--junit", str(junit))
+                               "    file: {path: /etc/t15-tpl, content: '{{ facts.nope }}'}\n", "--junit", str(junit))
     assert result.code == 1
     steps = host_of(report, host.name)["steps"]
     assert [(s["name"], s["status"]) for s in steps] == [("render", "failed")]

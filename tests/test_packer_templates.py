@@ -245,3 +245,17 @@ def test_bad_input_is_refused_before_anything_is_created(tmp_path: Path) -> None
     result = run_cli("build-ami", "--playbook", "playbooks/missing.yml", env=env)
     assert result.code == 2
     assert not (tmp_path / "builds").exists()
+
+
+def test_a_wrong_playbook_value_is_refused_before_a_build(tmp_path: Path) -> None:
+    """Trial of issues 26-28: `provision --var kernel_policy=sometimes` is refused before any host is contacted, but
+    `build-ami` (even --validate-only) and `user-data` accepted it: the build instance or the new node would fail."""
+    env = {**NO_CREDENTIALS, "GPUNODE_BUILDS": str(tmp_path / "builds"), "HOME": str(tmp_path)}
+    result = run_cli("build-ami", "--validate-only", "--var", "kernel_policy=sometimes", env=env)
+    assert result.code == 2 and "kernel_policy" in result.output and "sometimes" in result.output, result.output
+    assert "build-instance" in result.output and not (tmp_path / "builds").exists()
+    data = run_cli("user-data", "--playbook", "gpu-node", "-e", "kernel_policy=sometimes", "--output",
+                   str(tmp_path / "ud.sh"), env=env)
+    assert data.code == 2 and "kernel_policy" in data.output and not (tmp_path / "ud.sh").exists(), data.output
+    branch = run_cli("build-ami", "--validate-only", "--driver-branch", "55O", env=env)
+    assert branch.code == 2 and "e.g. --driver-branch 550" in branch.output, branch.output

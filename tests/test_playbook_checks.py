@@ -30,6 +30,18 @@ def load(tmp_path, text: str | bytes):
     ("steps:\n  - packages: {names: 5}\n", 2, "packages.names must be a list, got a number 5"),
     ("steps:\n  - packages: {names: {a: 1}}\n", 2, "packages.names must be a list, got a mapping"),
     (b"steps:\n  - command: {cmd: x}\n  # caf\xe9\n", 3, "not UTF-8 text: byte 0xe9 at column 8"),
+    # trial of issues 26-28: an unknown filter or test in a step's template is found when the template is compiled,
+    # before any host is contacted (it was a per-host failure after connecting, unlike the same filter in when:)
+    ("steps:\n  - name: n\n    command: {cmd: \"echo {{ 'a' | shellquote }}\"}\n", 3, "No filter named 'shellquote'"),
+    ("steps:\n  - name: n\n    file: {path: /x, content: '{{ facts.os.id | upcase }}'}\n", 3,
+     "No filter named 'upcase'"),
+    ("steps:\n  - name: n\n    line: {path: /x, line: '{{ x is versio(\"1\") }}'}\n", 3, "No test named 'versio'"),
+    # a misspelt step keyword was "unknown step 'regster'" with the list of step types; Ansible keywords gpunode has
+    # no key for were unknown "steps" too
+    ("steps:\n  - command: {cmd: x}\n    regster: r\n", 3, "unknown step key 'regster' (did you mean 'register'?)"),
+    ("steps:\n  - command: {cmd: x}\n    notfy: h\n", 3, "unknown step key 'notfy' (did you mean 'notify'?)"),
+    ("steps:\n  - command: {cmd: x}\n    loop: [a, b]\n", 3, "Ansible's 'loop' is not a gpunode step key"),
+    ("steps:\n  - shell: echo hi\n", 2, "Ansible's 'shell' is not a gpunode step key"),
 ])
 def test_refused_at_load_with_file_and_line(tmp_path, text, line, message):
     with pytest.raises(UsageError) as caught:
@@ -73,3 +85,32 @@ def test_a_non_utf8_inventory_is_a_file_line_error(tmp_path):
     with pytest.raises(UsageError) as caught:
         load_inventory([str(path)])
     assert "hosts.ini:2: not UTF-8 text: byte 0xe9 at column 34" in str(caught.value) and "iconv" in caught.value.fix
+
+
+def test_a_variable_set_nowhere_is_refused_before_connecting(tmp_path):
+    """Trial of issues 26-28: `--playbook nfs` without nfs_server failed on every host after connecting ("'nfs_server'
+    is undefined", fix "fix the playbook or the variable it uses"), though no inventory, playbook or -e value set it."""
+    book = load(tmp_path, "steps:\n  - name: share\n"
+                          "    line: {path: /etc/x, line: '{{ server }}:/data', create: true}\n"
+                          "  - name: from facts\n    file: {path: /y, content: '{{ facts.os.id }}'}\n"
+                          "  - command: {cmd: 'true'}\n    register: r\n"
+                          "  - file: {path: /z, content: '{{ r.stdout }} {{ other | default(1) }}'}\n")
+    host = Host(name="a", address="10.0.0.1")
+    with pytest.raises(UsageError) as caught:
+        check_arguments(book, [host], {})
+    assert "p.yml:3: " in str(caught.value) and "'server' is undefined" in str(caught.value)
+    assert "-e server=" in caught.value.fix
+    check_arguments(book, [host], {"server": "nas"})  # facts and registered results are left for the host
+    check_arguments(book, [Host(name="b", address="10.0.0.2", vars={"server": "nas"})], {})
+
+
+def test_a_missing_fact_is_named_without_internal_type_names():
+    """Trial of issues 26-28: `{{ facts.nope }}` failed with "'gpunode.facts.model.Facts object' has no attribute"."""
+    from gpunode.facts import Facts
+    from gpunode.playbook.template import TemplateError, render
+
+    facts = Facts()
+    for text, owner in (("{{ facts.nope }}", "facts has no"), ("{{ facts.os.nope }}", "this part of facts has no")):
+        with pytest.raises(TemplateError) as caught:
+            render(text, {"facts": facts})
+        assert owner in str(caught.value) and "gpunode." not in str(caught.value), caught.value

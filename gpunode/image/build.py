@@ -24,7 +24,9 @@ from gpunode.image.outputs import JobSpec
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import static_tags, version_tags
+from gpunode.inventory import Host
 from gpunode.playbook import Playbook, load_playbook
+from gpunode.playbook.validate import check_arguments
 from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
@@ -196,6 +198,9 @@ def _prepare(request: BuildRequest) -> _Build:
     book = load_playbook(request.playbook)
     variables = parse_vars(request.variables)
     check_var_types(book, variables)
+    # every templated argument the controller can render is checked now, as provision does, not on the build instance
+    branch = {"driver_branch": int(request.driver_branch)} if request.driver_branch else {}
+    check_arguments(book, [Host(name="build-instance", address="127.0.0.1")], {**variables, **branch})
     parse_vars(request.packer_vars)  # refused now, not after a build folder exists
     if request.ssh_key and not Path(request.ssh_key).expanduser().is_file():
         raise UsageError(f"no such key file: {request.ssh_key}", source="--ssh-key",

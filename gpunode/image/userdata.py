@@ -209,11 +209,14 @@ def user_data(playbook: str, variables: list[str], fmt: str = "shell", bundle_ur
         raise UsageError("--bundle-url needs --bundle-out FILE (the bundle to upload there)",
                          fix="add --bundle-out gpunode-bundle.tar.xz")
     from gpunode.commands.common import parse_vars
+    from gpunode.inventory import Host
+    from gpunode.playbook.validate import check_arguments
     from gpunode.playbook.vartypes import check_var_types
 
     extra = parse_vars(variables)  # refused now (exit 2), not at boot
     book = load_playbook(playbook)
     check_var_types(book, extra)
+    check_arguments(book, [Host(name="localhost", address="127.0.0.1")], extra)  # as provision: not at first boot
     bundle = build_bundle(Path(book.path))
     script = render_script(bundle, book.name, book.sha256, variables, bundle_url)
     if bundle_out:

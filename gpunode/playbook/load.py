@@ -25,6 +25,15 @@ TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_
 STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
+# Ansible task keywords and modules gpunode has no key for: what to write instead (README, "Coming from Ansible")
+ANSIBLE_INSTEAD = {
+    "loop": "loops are not supported: give the list to the step, e.g. `packages: {names: [...]}`",
+    "with_items": "loops are not supported: give the list to the step, e.g. `packages: {names: [...]}`",
+    "become": "steps always run as root through become: set `ansible_become` in the inventory",
+    "become_user": "steps always run as root through become: set `ansible_become` in the inventory",
+    "shell": "write `command: {cmd: ...}` (its cmd is shell text, as Ansible's shell)",
+    "environment": "set variables in the command itself: `cmd: FOO=bar program`",
+}
 
 
 @dataclass
@@ -213,14 +222,31 @@ def _item_line(items: Any, index: int, default: int) -> int:
     return items.item_lines[index] if isinstance(items, LineList) else default
 
 
+def _unknown_key(key: str, has_kind: bool, source: str, line: int) -> UsageError:
+    """An unknown key on a step: a misspelt step keyword (`regster`), an Ansible keyword gpunode has no key for
+    (`loop`, `become`), or an unknown step type; the message says which, and what to write instead."""
+    import difflib
+
+    steps = f"known steps: {', '.join(sorted(STEP_TYPES))}"
+    keywords = f"step keys: {', '.join(sorted(STEP_KEYWORDS))}"
+    if key in ANSIBLE_INSTEAD:
+        return UsageError(f"Ansible's {key!r} is not a gpunode step key", source=source, line=line,
+                          fix=ANSIBLE_INSTEAD[key])
+    close = difflib.get_close_matches(key, [*STEP_KEYWORDS, *STEP_TYPES], n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    if has_kind or (close and close[0] in STEP_KEYWORDS):
+        return UsageError(f"unknown step key {key!r}{hint}", source=source, line=line, fix=f"{keywords}; {steps}")
+    return UsageError(f"unknown step {key!r}{hint}", source=source, line=line, fix=steps)
+
+
 def _step(item: Any, source: str, line: int) -> StepSpec:
     if not isinstance(item, dict):
         raise UsageError("each step must be a mapping like `- packages: {...}`", source=source, line=line)
     kinds = [k for k in item if k not in STEP_KEYWORDS]
     unknown = [k for k in kinds if k not in STEP_TYPES]
     if unknown:
-        raise UsageError(f"unknown step {unknown[0]!r}", source=source, line=_line(item, unknown[0], line),
-                         fix=f"known steps: {', '.join(sorted(STEP_TYPES))}")
+        raise _unknown_key(unknown[0], has_kind=any(k in STEP_TYPES for k in kinds), source=source,
+                           line=_line(item, unknown[0], line))
     if len(kinds) != 1:
         raise UsageError(f"a step needs exactly one step type, found {len(kinds)}: {', '.join(kinds) or 'none'}",
                          source=source, line=line, fix=f"known steps: {', '.join(sorted(STEP_TYPES))}")

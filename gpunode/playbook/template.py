@@ -111,7 +111,7 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
                 return result
             return _template(value).render(**variables)
         except jinja2.TemplateError as exc:
-            raise TemplateError(f"cannot render {value!r}: {exc.message or exc}") from None
+            raise TemplateError(f"cannot render {value!r}: {_plain(exc.message or str(exc))}") from None
         except GpunodeError:
             raise  # e.g. the lock's session lost while a facts section was being gathered
         except Exception as exc:  # noqa: BLE001 - a filter's own error (`1.0e+400`, tojson of a set): the template's
@@ -160,7 +160,7 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
     try:
         result = _expression(expression)(**variables)
     except jinja2.TemplateError as exc:
-        raise TemplateError(f"cannot evaluate when: {expression!r}: {exc.message or exc}") from None
+        raise TemplateError(f"cannot evaluate when: {expression!r}: {_plain(exc.message or str(exc))}") from None
     except GpunodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - a filter's own error is the condition's
@@ -171,6 +171,21 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
         raise TemplateError(f"when: {expression!r} gave {result!r}, which looks like a misspelt true or false and "
                             "would count as true: write true or false (yes/no, 1/0)")
     return truthy(result)  # Ansible's truthiness: an INI "false" is false
+
+
+_INTERNAL = re.compile(r"'gpunode\.([\w.]+)\.(\w+) object'")
+
+
+def _plain(message: str) -> str:
+    """Jinja's message without gpunode's internal type names: `'gpunode.facts.model.Facts object' has no attribute
+    'x'` reads `facts has no attribute 'x' (...)`: `gpunode facts HOST` lists what there is."""
+    def name(match: re.Match[str]) -> str:
+        if match.group(2) == "Facts":
+            return "facts"
+        return "this part of facts" if match.group(1).startswith("facts") else "this value"
+
+    plain = _INTERNAL.sub(name, message)
+    return plain + " (`gpunode facts HOST` lists the facts)" if plain != message and "facts" in plain else plain
 
 
 def _why(exc: Exception) -> str:

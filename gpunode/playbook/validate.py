@@ -12,6 +12,7 @@ from gpunode.errors import UsageError
 from gpunode.playbook.template import TemplateError, evaluate, has_template, render, resolve_variables
 
 _NAMES = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
+_UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
 
 
 def _templates(value: Any) -> Iterable[str]:
@@ -36,7 +37,7 @@ def _syntax_error(text: str, expression: bool) -> str | None:
         if expression:
             _env().compile_expression(text)
         else:
-            _env().parse(text)
+            _env().compile(text)  # compiling (not only parsing) also finds an unknown filter or test
     except jinja2.TemplateSyntaxError as exc:
         return f"{exc.message} (template line {exc.lineno})" if "\n" in text else str(exc.message)
     return None
@@ -47,9 +48,12 @@ def check_syntax(value: Any, source: str, line: int, what: str) -> None:
     for text in _templates(value):
         problem = _syntax_error(text, expression=False)
         if problem:
-            raise UsageError(f"Jinja syntax error in {what} {text!r}: {problem}", source=source, line=line,
-                             fix="close every `{{` with `}}` and every `{%` with `%}`; quote a string that holds "
-                             "them; filters are written `{{ x | name }}`")
+            unknown = problem.startswith(("No filter named", "No test named"))
+            raise UsageError(f"{'Jinja error' if unknown else 'Jinja syntax error'} in {what} {text!r}: {problem}",
+                             source=source, line=line,
+                             fix="the filters and tests are Ansible's (README, Playbooks: Filters and tests)"
+                             if unknown else "close every `{{` with `}}` and every `{%` with `%}`; quote a string "
+                             "that holds them; filters are written `{{ x | name }}`")
 
 
 def check_conditions(conditions: Iterable[str], source: str, line: int, key: str) -> None:
@@ -70,6 +74,7 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
 
     seen: set[tuple[int, str]] = set()
     specs = [*book.steps, *book.handlers.values()]
+    registered = {spec.register for spec in specs if spec.register}
     for host in hosts:
         for index, spec in enumerate(specs):
             if not has_template(spec.args):
@@ -80,7 +85,16 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
                 if spec.when is not None and not evaluate(str(spec.when), variables):
                     continue
                 args = render(spec.args, variables)
-            except TemplateError:
+            except TemplateError as exc:
+                # a variable set nowhere (not the facts, not a registered result) is undefined on the host too: the
+                # step would fail there for sure (a handler only if notified: left alone)
+                missing = _UNDEFINED.search(str(exc))
+                if missing and index < len(book.steps) and missing.group(1) not in {"facts", *registered}:
+                    name = missing.group(1)
+                    raise UsageError(f"{exc} (for host {host.name}: no playbook var, inventory var or -e sets it)",
+                                     source=spec.source, line=spec.line,
+                                     fix=f"give {name} a value: -e {name}=..., the inventory (group_vars, host_vars) "
+                                     "or the playbook's vars; or `| default(...)` in the template") from None
                 continue  # facts, a registered result, a lookup...: known on the host only
             key = (index, repr(args))
             if key in seen:

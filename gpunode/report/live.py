@@ -59,7 +59,8 @@ class PlainEvents:
             self.running.pop(host, None)
         detail = "; ".join(a["summary"] for a in outcome.actions) if outcome.status != "ok" else ""
         detail = detail or outcome.message
-        self._line(f"[{host}] {outcome.name}: {outcome.status}{' - ' + detail if detail else ''}")
+        status = f"{outcome.status} (ignored: ignore_errors)" if outcome.ignored else outcome.status
+        self._line(f"[{host}] {outcome.name}: {status}{' - ' + detail if detail else ''}")
 
     def output(self, host: str, line: str) -> None:
         if self.verbose:

@@ -27,15 +27,16 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
                     reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
                     console.print(line(f"    - {action['summary']}", reason))
                 for diff in step.diffs:
-                    console.print(literal(diff.rstrip("\n")))
+                    console.print(literal(_labels(diff, step.status).rstrip("\n")))
     table = Table(title=literal(f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}"))
-    for column in ("host", "status", "ok", "changed", "skipped", "failed", "remote execs", "time"):
+    for column in ("host", "status", "ok", "changed", "skipped", "failed", "ignored", "remote execs", "time"):
         table.add_column(column, justify="right" if column not in ("host", "status") else "left")
     for host in result.hosts:
         counts = {s: _count(host, s) for s in ("ok", "skipped", "failed")}
+        ignored = sum(1 for step in host.steps if step.ignored)  # Ansible's recap: ignored=N
         table.add_row(literal(host.host), literal(host.status, STATUS_STYLE.get(host.status, "")),
                       str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
-                      str(host.exec_count), f"{host.seconds:.1f}s")
+                      str(ignored), str(host.exec_count), f"{host.seconds:.1f}s")
     console.print(table)
     for host in result.hosts:
         if host.error:
@@ -51,6 +52,20 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
     failed = [h.host for h in result.hosts if h.failed]
     console.print(literal(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
                           + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s"))
+
+
+def _labels(diff: str, status: str) -> str:
+    """A diff is made when the step is planned (`(now)` / `(planned)`); after a real run (`--diff`) it shows what
+    changed: `(before)` / `(after)`."""
+    if status != "changed":
+        return diff
+    lines = diff.split("\n")
+    for index, text in enumerate(lines[:2]):
+        if text.startswith("--- ") and text.endswith(" (now)"):
+            lines[index] = text.removesuffix(" (now)") + " (before)"
+        elif text.startswith("+++ ") and text.endswith(" (planned)"):
+            lines[index] = text.removesuffix(" (planned)") + " (after)"
+    return "\n".join(lines)
 
 
 def _count(host: HostOutcome, status: str) -> int:

@@ -322,7 +322,9 @@ class HostRun:
         if (self.changed_something or fresh) and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
         ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.state,
-                          on_output=lambda line: self.events.output(self.host.name, line))
+                          # -v shows each output line: a secret (a sensitive step's registered output) masked
+                          on_output=lambda line: self.events.output(self.host.name,
+                                                                    self.conn.transcript.redact(line)))
         error: GpunodeError | None = None
         try:
             facts = self._plan_and_apply(item.step, ctx, outcome, facts)

@@ -70,6 +70,9 @@ def _changed_when(spec: StepSpec, outcome: StepOutcome, results: list[ExecResult
     scope[spec.register or "_"] = registered(outcome, results, check)
     changed = _holds(conditions, scope)
     outcome.status = ("would-change" if check else "changed") if changed else "ok"
+    unknown = "would change (unknown until run): "
+    if not changed and outcome.message.startswith(unknown):  # ok: the prediction must not say "would change"
+        outcome.message = "changes nothing (changed_when); it " + outcome.message.removeprefix(unknown)
 
 
 def _failed_when(spec: StepSpec, outcome: StepOutcome, results: list[ExecResult], error: GpunodeError | None,

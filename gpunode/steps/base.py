@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -315,10 +316,26 @@ def killed_fix(exit_code: int | None) -> str:
             "failure of its own; find what stopped it (the host's journal), then run again")
 
 
+# the shell's own words for a program it cannot find: dash `sh: 1: gpg: not found`, bash `bash: line 1: gpg: command
+# not found` or `bash: gpg: command not found`
+_NOT_FOUND = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|da)?sh: (?:line )?(?:\d+: )?([^\s:]+): (?:command )?not found\s*$",
+                        re.MULTILINE)
+
+
+def missing_program_fix(output: str) -> str:
+    """A fix for a command that failed because the shell found no such program; "" otherwise."""
+    names = list(dict.fromkeys(_NOT_FOUND.findall(output)))
+    if not names:
+        return ""
+    return (f"the host has no {', '.join(names)}: the shell found no such program; install the package "
+            "that provides it first (a `packages` step before this one, or the built-in `base` playbook)")
+
+
 def _fix(action: Action, result: ExecResult) -> str:
-    """What to tell the user: a kill by a signal (OOM) or what the output points at (a full disk) first; for a file
-    write, that the old file was kept; else the action's own fix."""
-    pointed = killed_fix(result.exit_code) or failure_fix(result.stdout + result.stderr)
+    """What to tell the user: a kill by a signal (OOM), a program the host lacks or what the output points at (a
+    full disk) first; for a file write, that the old file was kept; else the action's own fix."""
+    output = result.stdout + result.stderr
+    pointed = killed_fix(result.exit_code) or missing_program_fix(output) or failure_fix(output)
     if pointed:
         return f"{pointed}; {action.fix}" if action.writes and action.fix else pointed
     return action.fix or "read the output above and the host's log; fix the cause and run again"

@@ -105,7 +105,11 @@ class ContainerToolkitStep(Step):
         path, _ = toolkit_repo_file(facts.os, self.repo_url)
         stale = " ".join(f"[ -e {q(p)} ] && echo stale {q(p)};" for p in STALE_TOOLKIT_LISTS)
         manager = manager_for(facts.os.package_manager)
-        return {"repo": probe_file(path), "extra": f"{stale} [ -s {TOOLKIT_KEYRING} ] && echo keyring",
+        # the key is fetched with curl (https: CA certificates) and dearmored with gpg, which minimal images lack
+        tools = ("command -v curl >/dev/null || echo no-curl; command -v gpg >/dev/null || echo no-gpg; "
+                 "[ -s /etc/ssl/certs/ca-certificates.crt ] || echo no-ca-certificates; "
+                 if facts.os.family == "debian" else "")
+        return {"repo": probe_file(path), "extra": f"{stale} {tools}[ -s {TOOLKIT_KEYRING} ] && echo keyring",
                 **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
 
     def plan(self, ctx: StepContext) -> list[Action]:
@@ -119,6 +123,17 @@ class ContainerToolkitStep(Step):
                                   'left by old nvidia-docker installs: apt fails with "Conflicting values set for '
                                   'option Signed-By"', f"rm -f -- {join(stale)}"))
         if facts.os.family == "debian" and "keyring" not in extra.split():
+            # NVIDIA's install guide installs these first (`apt-get install -y --no-install-recommends curl gnupg2`,
+            # docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html, "With apt")
+            tools = [package for marker, package in (("no-curl", "curl"), ("no-gpg", "gnupg"),
+                                                     ("no-ca-certificates", "ca-certificates"))
+                     if marker in extra.split()]
+            if tools:
+                manager = manager_for(facts.os.package_manager)
+                actions.append(Action(f"install {', '.join(tools)} (to fetch NVIDIA's signing key)",
+                                      "not on the host", manager.install([Wanted(t) for t in tools], refresh=True,
+                                                                         recommends=False),
+                                      timeout=self.timeout, fix="check the host's apt sources and network"))
             key_url = q(f"{self.repo_url.rstrip('/')}/gpgkey")
             actions.append(Action(f"add NVIDIA's signing key as {TOOLKIT_KEYRING}", "repository key missing",
                                   f"curl -fsSL {key_url} | gpg --batch --yes --dearmor -o {TOOLKIT_KEYRING}",

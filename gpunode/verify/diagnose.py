@@ -231,10 +231,27 @@ def _tar_members(raw: bytes) -> list[tuple[str, bytes]] | None:
         return None
 
 
+def _from_utf16(raw: bytes) -> bytes:
+    """UTF-16 text as UTF-8: what Windows PowerShell 5's `nvidia-smi > out.txt` (and Out-File) writes, with a byte
+    order mark, or without one (every other byte NUL in ASCII text). Anything else is returned unchanged."""
+    head = raw[:512]
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encoding = "utf-16"
+    elif len(head) >= 8 and head[1::2].count(0) >= len(head) // 2 * 0.9 and head[0::2].count(0) == 0:
+        encoding = "utf-16-le"
+    else:
+        return raw
+    try:
+        return raw.decode(encoding).encode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def _one_file(path: str, raw: bytes | OSError, expectations: Expectations) -> tuple[FileResult, Evidence | None]:
     if isinstance(raw, OSError):
         kind = "missing" if isinstance(raw, FileNotFoundError) else "unreadable"
         return FileResult(path, kind, False, f"cannot read file: {raw.strerror or raw}"), None
+    raw = _from_utf16(raw)
     if not raw.strip():
         return FileResult(path, "empty", False, "empty file; " + _UNKNOWN), None
     if b"\x00" in raw[:4096]:
