@@ -408,10 +408,27 @@ def init(c, directory, force=False):
         print(init_project(directory, force), end="")
 
 
+
+@gtask(positional=["action"], help={
+    "action": "list (every entry with its key, size, builder and whether it is intact) or prune",
+    "dir": "the cache folder (default $XDG_CACHE_HOME/gpunode/modules, what provision uses)",
+    "kernel": "only entries for this kernel release", "older_than": "prune: entries older than this many days",
+    "invalid": "prune: entries whose package or vermagic fails the check", "json": "print JSON",
+})
+def cache(c, action, dir=None, kernel=None, older_than=None, invalid=False, json=False):  # noqa: A002
+    """The module cache: DKMS modules built once per kernel and installed on the other hosts (`module_cache`)."""
+    from gpunode.commands.cache_cmd import cache_command
+
+    with cli_errors():
+        days = _amount("--older-than", older_than, 0.0) if older_than is not None else None
+        print(cache_command(action, dir, kernel, days, invalid, json), end="")
+
+
 ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, init)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
+ns.add_task(cache)
 
 
 IMAGE_HELP = {
