@@ -1,0 +1,108 @@
+"""The module cache on real lab hosts: a real DKMS module (tests/data/dkms-hello) built by real dkms against the lab's
+Debian 12 cloud kernel headers once for three hosts of one group; the others install the cached package without a
+compiler run; a tampered entry is refused and rebuilt. Builds are counted on the hosts by the module's own PRE_BUILD
+script (it runs before every real DKMS build)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import host_inventory, run_cli
+
+pytestmark = pytest.mark.lab
+SOURCE = Path(__file__).parent / "data" / "dkms-hello"
+MODULE, VERSION = "gpunode-hello", "1.0"
+PLAYBOOK = """steps:
+  - name: hello module
+    dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
+"""
+SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms linux-headers-cloud-amd64 "
+         ">/tmp/setup.log 2>&1 || { tail -20 /tmp/setup.log; exit 1; }; "
+         "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")
+
+
+def _prepare(host) -> str:
+    """dkms and the cloud kernel's headers from Debian's mirror, the module's source in /usr/src; the kernel."""
+    shutil.copytree(SOURCE, host.root / f"usr/src/{MODULE}-{VERSION}", dirs_exist_ok=True)
+    result = host.run_inside(SETUP, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip()
+
+
+def _builds(host) -> int:
+    log = host.root / "var/log/gpunode-hello-builds"
+    return len(log.read_text().split()) if log.exists() else 0
+
+
+def _provision(inventory, playbook, kernel, cache, *args, report=None):
+    extra = ("--json-report", str(report)) if report else ()
+    return run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--var", f"hello_kernel={kernel}",
+                   "--var", f"module_cache={cache}", *args, *extra, timeout=900)
+
+
+def _installed(host, kernel: str) -> None:
+    """What dkms, modinfo and dpkg say on the host: installed for the kernel, vermagic of the kernel."""
+    status = host.run_inside(f"dkms status -m {MODULE} -v {VERSION} -k {kernel}")
+    assert f"{MODULE}/{VERSION}, {kernel}, x86_64: installed" in status.stdout, status.stdout + status.stderr
+    vermagic = host.run_inside(f"modinfo -F vermagic /lib/modules/{kernel}/updates/dkms/gpunode_hello.ko")
+    assert vermagic.stdout.startswith(f"{kernel} "), vermagic.stdout + vermagic.stderr
+
+
+def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio, tmp_path):
+    with ThreadPoolExecutor(3) as pool:
+        kernels = set(pool.map(_prepare, fresh_trio))
+    assert len(kernels) == 1, kernels
+    kernel = kernels.pop()
+    playbook = tmp_path / "hello.yml"
+    playbook.write_text(PLAYBOOK)
+    cache = tmp_path / "cache"
+    inventory = host_inventory(lab, fresh_trio, tmp_path / "inv.yml")
+
+    check = _provision(inventory, playbook, kernel, cache, "--check")
+    assert check.code == 0, check.output
+    assert check.stdout.count("with DKMS and add it to the module cache") == 1, check.stdout
+    assert check.stdout.count("DKMS build of gpunode-hello/1.0") == 2, check.stdout
+    assert not cache.exists() or not list(cache.glob("*/*/*/manifest.json"))
+
+    first = _provision(inventory, playbook, kernel, cache, report=tmp_path / "r1.json")
+    assert first.code == 0, first.output
+    assert sum(_builds(h) for h in fresh_trio) == 1, [_builds(h) for h in fresh_trio]
+    notes = {h["host"]: " ".join(h.get("notes") or []) for h in json.loads((tmp_path / "r1.json").read_text())["hosts"]}
+    assert sum("installed from the cache" in n for n in notes.values()) == 2, notes
+    for host in fresh_trio:
+        _installed(host, kernel)
+        if not _builds(host):
+            pkg = host.run_inside(f"dpkg -s gpunode-dkms-{MODULE}-{kernel}")
+            assert "Status: install ok installed" in pkg.stdout, pkg.stdout + pkg.stderr
+            assert not (host.root / f"var/lib/dkms/{MODULE}/{VERSION}/build").exists()  # no build ran here
+
+    listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)
+    (entry,) = listed["entries"]
+    assert entry["kernel"] == kernel and entry["problem"] == "" and entry["vermagic"].startswith(f"{kernel} ")
+
+    again = _provision(inventory, playbook, kernel, cache, report=tmp_path / "r2.json")
+    assert again.code == 0, again.output
+    assert all(s["status"] == "ok" for h in json.loads((tmp_path / "r2.json").read_text())["hosts"]
+               for s in h["steps"]), again.output
+
+    # A tampered entry: its package changed after the manifest was written. Refused, rebuilt, replaced.
+    builder = next(h for h in fresh_trio if _builds(h))
+    other = next(h for h in fresh_trio if not _builds(h))
+    other.run_inside(f"dkms remove {MODULE}/{VERSION} -k {kernel}; dpkg -r gpunode-dkms-{MODULE}-{kernel}")
+    package = Path(entry["folder"]) / entry["file"]
+    package.write_bytes(package.read_bytes() + b"tampered")
+    only = host_inventory(lab, [other], tmp_path / "inv-one.yml")
+    third = _provision(only, playbook, kernel, cache, report=tmp_path / "r3.json")
+    assert third.code == 0, third.output
+    (host_report,) = json.loads((tmp_path / "r3.json").read_text())["hosts"]
+    assert "refused the cached" in " ".join(host_report["notes"]) and "sha256" in " ".join(host_report["notes"])
+    assert _builds(other) == 1 and _builds(builder) == 1
+    _installed(other, kernel)
+    (fresh,) = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
+    assert fresh["problem"] == "" and fresh["sha256"] != entry["sha256"] or fresh["built_on"] == other.name
