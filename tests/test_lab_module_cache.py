@@ -81,7 +81,7 @@ def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio,
         if not _builds(host):
             pkg = host.run_inside(f"dpkg -s gpunode-dkms-{MODULE}-{kernel}")
             assert "Status: install ok installed" in pkg.stdout, pkg.stdout + pkg.stderr
-            assert not (host.root / f"var/lib/dkms/{MODULE}/{VERSION}/build").exists()  # no build ran here
+            assert not (host.root / f"var/lib/dkms/{MODULE}/{VERSION}/build/make.log").exists()  # no make ran
 
     listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)
     (entry,) = listed["entries"]
