@@ -22,15 +22,15 @@ PLAYBOOK = """steps:
     dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
 """
 SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
-         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms linux-headers-cloud-amd64 "
-         ">/tmp/setup.log 2>&1 || { tail -20 /tmp/setup.log; exit 1; }; "
+         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms {headers} "
+         ">/tmp/setup.log 2>&1 || {{ tail -20 /tmp/setup.log; exit 1; }}; "
          "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")
 
 
-def _prepare(host) -> str:
-    """dkms and the cloud kernel's headers from Debian's mirror, the module's source in /usr/src; the kernel."""
+def _prepare(host, headers: str = "linux-headers-cloud-amd64") -> str:
+    """dkms and a cloud kernel's headers from Debian's mirror, the module's source in /usr/src; the kernel."""
     shutil.copytree(SOURCE, host.root / f"usr/src/{MODULE}-{VERSION}", dirs_exist_ok=True)
-    result = host.run_inside(SETUP, timeout=900)
+    result = host.run_inside(SETUP.format(headers=headers), timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout.strip()
 
@@ -107,3 +107,31 @@ def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio,
     _installed(other, kernel)
     (fresh,) = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
     assert fresh["problem"] == "" and fresh["sha256"] != entry["sha256"] or fresh["built_on"] == other.name
+
+
+def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host, tmp_path):
+    """Two hosts on the newest cloud kernel's headers and one on an older one (6.1.0-55): two groups, two builds,
+    two entries; the second host of the first group installs from the cache."""
+    import yaml
+
+    hosts = [new_host(), new_host(), new_host()]
+    older = "linux-headers-6.1.0-55-cloud-amd64"
+    with ThreadPoolExecutor(3) as pool:
+        kernels = list(pool.map(_prepare, hosts, ["linux-headers-cloud-amd64"] * 2 + [older]))
+    assert kernels[0] == kernels[1] != kernels[2] == "6.1.0-55-cloud-amd64", kernels
+    inventory = host_inventory(lab, hosts, tmp_path / "inv.yml")
+    data = yaml.safe_load(inventory.read_text())
+    for host, kernel in zip(hosts, kernels, strict=True):
+        data["all"]["children"]["lab"]["hosts"][host.name]["hello_kernel"] = kernel
+    inventory.write_text(yaml.safe_dump(data))
+    playbook = tmp_path / "hello.yml"
+    playbook.write_text(PLAYBOOK)
+    cache = tmp_path / "cache"
+    result = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--var",
+                     f"module_cache={cache}", timeout=900)
+    assert result.code == 0, result.output
+    assert _builds(hosts[0]) + _builds(hosts[1]) == 1 and _builds(hosts[2]) == 1
+    for host, kernel in zip(hosts, kernels, strict=True):
+        _installed(host, kernel)
+    listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
+    assert sorted(e["kernel"] for e in listed) == sorted({kernels[0], kernels[2]})

@@ -87,3 +87,20 @@ def test_package_name_and_version_are_debian_ones():
     out = subprocess.run(["sh", "-c", f"echo VERMAGIC='{VERMAGIC}'; echo FILE=a.deb; echo '{BEGIN}'; "
                           "printf abc | base64 -w0"], capture_output=True, text=True).stdout
     assert parse_pack(out) == (VERMAGIC, "a.deb", b"abc")
+
+
+def test_user_data_refuses_a_module_cache_url():
+    from tests.conftest import run_cli
+
+    result = run_cli("user-data", "--module-cache", "https://example.com/modules")
+    assert result.code == 2 and "--module-cache" in result.stderr and "mounted share" in result.stderr
+
+
+@pytest.mark.extended  # builds a whole bundle (15-45 s)
+def test_user_data_module_cache_becomes_the_playbook_variable(tmp_path):
+    from tests.conftest import run_cli
+
+    result = run_cli("user-data", "--playbook", "gpu-node", "--module-cache", "/mnt/share/modules", "--bundle-url",
+                     "https://example.com/b.tar.xz", "--bundle-out", str(tmp_path / "b.tar.xz"))
+    assert result.code == 0, result.output
+    assert "module_cache=/mnt/share/modules" in result.stdout
