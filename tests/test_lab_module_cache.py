@@ -109,6 +109,7 @@ def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio,
     assert fresh["problem"] == "" and fresh["sha256"] != entry["sha256"] or fresh["built_on"] == other.name
 
 
+@pytest.mark.extended  # 2.5-4 minutes on the shared 2 cores (three hosts' apt installs of dkms and headers)
 def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host, tmp_path):
     """Two hosts on the newest cloud kernel's headers and one on an older one (6.1.0-55): two groups, two builds,
     two entries; the second host of the first group installs from the cache."""
