@@ -13,6 +13,16 @@ from gpunode.modcache.store import Entry, Store
 def cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
                   invalid: bool, as_json: bool) -> str:
     """List or prune the entries; prune removes those matching every filter given (and needs one)."""
+    try:
+        return _cache_command(action, directory, kernel, older_than, invalid, as_json)
+    except (OSError, ValueError) as exc:
+        raise GpunodeError(f"the module cache {directory or 'folder'} cannot be read: {exc}",
+                           fix="name an existing folder you may read with --dir (default "
+                           "$XDG_CACHE_HOME/gpunode/modules)") from None
+
+
+def _cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
+                   invalid: bool, as_json: bool) -> str:
     store = Store(directory or None)
     entries = [e for e in store.entries() if not kernel or e.key.kernel == kernel]
     if action == "list":

@@ -103,6 +103,9 @@ def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: C
         problem = entry.problem() if entry is not None else ""
         if entry is not None and not problem:
             return entry
+        if (failed := coord.failure(action.root, key.path)) is not None:  # the builder we waited for failed
+            raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
+                             fix=action.fix)
         if problem:
             ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
             store.remove(key)
