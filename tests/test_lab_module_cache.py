@@ -106,7 +106,37 @@ def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio,
     assert _builds(other) == 1 and _builds(builder) == 1
     _installed(other, kernel)
     (fresh,) = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
-    assert fresh["problem"] == "" and fresh["sha256"] != entry["sha256"] or fresh["built_on"] == other.name
+    assert fresh["problem"] == "" and fresh["built_on"] == other.name
+
+    # A consistent manifest around a module of another kernel (its vermagic rewritten, the package rebuilt and its
+    # sha256 and the manifest's vermagic made to match): the controller's checks pass, the host refuses it.
+    other.run_inside(f"dkms remove {MODULE}/{VERSION} -k {kernel}; dpkg -r gpunode-dkms-{MODULE}-{kernel}")
+    _wrong_kernel_entry(Path(fresh["folder"]), kernel)
+    fourth = _provision(only, playbook, kernel, cache, report=tmp_path / "r4.json")
+    assert fourth.code == 0, fourth.output
+    (host_report,) = json.loads((tmp_path / "r4.json").read_text())["hosts"]
+    assert "not for this kernel (vermagic)" in " ".join(host_report["notes"]), host_report["notes"]
+    assert _builds(other) == 2
+    _installed(other, kernel)
+
+
+def _wrong_kernel_entry(folder: Path, kernel: str) -> None:
+    """Rewrite the entry's module as one for another kernel release of the same length, consistently."""
+    import hashlib
+    import subprocess
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    package, tree = folder / manifest["file"], folder / "tree"
+    subprocess.run(["dpkg-deb", "-R", str(package), str(tree)], check=True)
+    wrong = kernel.replace(kernel.split("-")[2], "99", 1) if kernel.count("-") >= 2 else kernel
+    assert len(wrong) == len(kernel) and wrong != kernel
+    for ko in tree.rglob("*.ko"):
+        ko.write_bytes(ko.read_bytes().replace(f"vermagic={kernel} ".encode(), f"vermagic={wrong} ".encode()))
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(package)], check=True,
+                   capture_output=True)
+    shutil.rmtree(tree)
+    manifest["sha256"] = hashlib.sha256(package.read_bytes()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
 @pytest.mark.extended  # 2.5-4 minutes on the shared 2 cores (three hosts' apt installs of dkms and headers)

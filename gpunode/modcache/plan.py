@@ -16,7 +16,8 @@ from gpunode.modcache.store import Entry, Store
 from gpunode.steps.base import Action, StepContext, StepFailed
 
 OFF = ("off", "no", "false", "none")
-HOST_SIDE_REFUSAL = {4: "the module's vermagic is not the kernel's", 5: "the package arrived damaged (sha256)"}
+HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
+                     5: "the package arrived damaged (sha256)"}
 
 
 @dataclass

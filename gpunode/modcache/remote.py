@@ -87,7 +87,9 @@ cat > "$f"
 echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
 x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
 dpkg-deb -x "$f" "$x"
-vm=$(modinfo -F vermagic "$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* | head -1)")
+ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
+[ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
+vm=$(modinfo -F vermagic "$ko")
 case "$vm" in "$k "*) ;; *) echo "vermagic '$vm' is not kernel $k's" >&2; exit 4;; esac
 if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v" >/dev/null; fi
 DEBIAN_FRONTEND=noninteractive dpkg -i "$f"
