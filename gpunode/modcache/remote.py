@@ -1,12 +1,12 @@
 """Host-side scripts of the module cache: build with DKMS, pack the build as a binary .deb, install a package.
 
-dkms 3.x (Debian 12's 3.0.10) no longer has `mkbmdeb`/`mkdeb`/`mkrpm` (removed upstream; `dkms --help` offers only
-`mktarball | ldtarball`), so gpunode packs the built tree itself with `dpkg-deb --build` (in dpkg, on every Debian
-host): what `mkbmdeb` shipped, the DKMS tree of one kernel (`/var/lib/dkms/<m>/<v>/<kernel>/<arch>/module/*.ko` and
-its build log), no source. Installing it and running `dkms install -k <kernel>` copies the built module into
-`/lib/modules/<kernel>/updates/dkms` and runs depmod without compiling (dkms installs a module that is already
-built), and `dkms status` lists it as installed, as after a local build. On EL the same tree would go into an RPM
-(`rpmbuild`); not done yet."""
+dkms 3.x (Debian 12's 3.0.10) no longer has `mkbmdeb`/`mkdeb`/`mkrpm`/`mkkmp` (removed upstream in
+dkms-project/dkms pull request #161; Debian bug #1009179; `dkms --help` offers only `mktarball | ldtarball`), so
+gpunode packs the built tree itself with `dpkg-deb --build` (in dpkg, on every Debian host): what `mkbmdeb` shipped,
+the DKMS tree of one kernel (`/var/lib/dkms/<m>/<v>/<kernel>/<arch>/module/*.ko` and its build log), no source.
+Installing it and running `dkms install -k <kernel>` copies the built module into `/lib/modules/<kernel>/updates/dkms`
+and runs depmod without compiling (dkms installs a module that is already built), and `dkms status` lists it as
+installed, as after a local build. On EL the same tree would go into an RPM (`rpmbuild`); not done yet."""
 
 from __future__ import annotations
 
