@@ -128,7 +128,9 @@ def _wrong_kernel_entry(folder: Path, kernel: str) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     package, tree = folder / manifest["file"], folder / "tree"
     subprocess.run(["dpkg-deb", "-R", str(package), str(tree)], check=True)
-    wrong = kernel.replace(kernel.split("-")[2], "99", 1) if kernel.count("-") >= 2 else kernel
+    parts = kernel.split("-")  # 6.1.0-56-cloud-amd64 -> 6.1.0-99-cloud-amd64
+    parts[1] = "99" if parts[1] != "99" else "98"
+    wrong = "-".join(parts)
     assert len(wrong) == len(kernel) and wrong != kernel
     for ko in tree.rglob("*.ko"):
         ko.write_bytes(ko.read_bytes().replace(f"vermagic={kernel} ".encode(), f"vermagic={wrong} ".encode()))
