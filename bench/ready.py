@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for count in (int(n) for n in args.hosts.split(",")):
             cache = work / f"cache-{count}"
-            for case in ("cold", "warm"):
-                row = {"case": case, "module": args.module, **one_case(lab, args.module, count, cache, index, work)}
+            for case in ("off", "cold", "warm"):  # off: every host builds (as before the cache)
+                where = Path("off") if case == "off" else cache
+                row = {"case": case, "module": args.module, **one_case(lab, args.module, count, where, index, work)}
                 index += count
                 rows.append(row)
                 print(json.dumps(row), flush=True)

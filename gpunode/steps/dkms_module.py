@@ -20,7 +20,7 @@ class DkmsModuleStep(Step):
     kernel; through the module cache unless `cache: off`."""
 
     kind = "dkms_module"
-    facts_sections = frozenset({"gpu"})
+    facts_sections: frozenset[str] = frozenset()  # core only: kernel, architecture, Secure Boot
     name: str = ""
     version: str = ""
     kernel: str = ""          # default: the kernel that will run (the running one, or the one a step installed)
