@@ -53,3 +53,13 @@ def test_off_and_rpm_plan_as_before(tmp_path):
                         else {**case, "args": {**case["args"], "module_cache": "off"}}) == case["expected"], name
     assert not list(tmp_path.iterdir())
     assert CacheKey("m", "1", KERNEL, "x86_64").path.startswith(KERNEL)
+
+
+def test_an_unquoted_off_is_off(tmp_path):
+    """`--var module_cache=off` reaches the step as YAML's false: no cache; true is the default folder."""
+    from gpunode.modcache.plan import cache_store
+
+    case = load(PLANS / "debian12-half-converged.json")
+    assert run_case({**case, "args": {**case["args"], "module_cache": False}}) == case["expected"]
+    assert build_step("dkms_module", {"name": "m", "version": "1", "cache": False}).cache is False
+    assert cache_store(False) is None and cache_store("off") is None and cache_store(True).root == Store().root

@@ -29,12 +29,15 @@ class ModuleAction(Action):
     mode: str = "build"           # build (and publish), install, wait (another host builds, then install)
 
 
-def cache_store(cache: str) -> Store | None:
-    """The store a `module_cache` value names: "" the controller's default folder, off/no/none no cache."""
+def cache_store(cache: str | bool) -> Store | None:
+    """The store a `module_cache` value names: "" or true the controller's default folder, off/false/no/none (YAML
+    reads an unquoted `off` as false) no cache, else that folder."""
+    if isinstance(cache, bool):
+        return Store() if cache else None
     return None if cache.strip().lower() in OFF else Store(cache or None)
 
 
-def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cache: str = "", flavour: str = "",
+def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cache: str | bool = "", flavour: str = "",
                 signer: str = "", timeout: float = 3600) -> ModuleAction:
     """The action that leaves `module/version` installed for `kernel`: install from the cache, wait for this run's
     builder of the group, or build (and publish)."""

@@ -25,7 +25,7 @@ class DkmsModuleStep(Step):
     version: str = ""
     kernel: str = ""          # default: the kernel that will run (the running one, or the one a step installed)
     flavour: str = ""         # part of the cache key where a module comes in flavours (open/proprietary)
-    cache: str = ""           # a folder on the controller; "" the default ($XDG_CACHE_HOME/gpunode/modules); off
+    cache: str | bool = ""           # a folder on the controller; "" the default ($XDG_CACHE_HOME/gpunode/modules); off
     signer: str = ""          # with Secure Boot on: the signing key's fingerprint (else the host builds its own)
     timeout: int = 3600
 

@@ -66,7 +66,7 @@ class NvidiaDriverStep(Step):
     hold: bool = True
     persistenced: bool = True
     allow_secure_boot: bool = False
-    module_cache: str = "off"     # a controller folder ("" the default one): the module built once per group
+    module_cache: str | bool = "off"     # a controller folder ("" the default one): the module built once per group
     timeout: int = 3600
 
     def __post_init__(self) -> None:
