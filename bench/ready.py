@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ready", description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", default="1,8")
     parser.add_argument("--module", choices=("hello", "nvidia"), default="hello")
+    parser.add_argument("--cases", default="off,cold,warm", help="off (no cache), cold, warm (after cold)")
     parser.add_argument("--tag", default="ready")
     parser.add_argument("--subnet", default="10.231.30.0/24")
     parser.add_argument("--output", default=str(REPO / "bench" / "results"))
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for count in (int(n) for n in args.hosts.split(",")):
             cache = work / f"cache-{count}"
-            for case in ("off", "cold", "warm"):  # off: every host builds (as before the cache)
+            for case in args.cases.split(","):  # off: every host builds (as before the cache)
                 where = Path("off") if case == "off" else cache
                 row = {"case": case, "module": args.module, **one_case(lab, args.module, count, where, index, work)}
                 index += count
