@@ -82,16 +82,19 @@ PLAYBOOK_HELP = ("a built-in playbook by name (base, gpu-node, nfs: `gpunode pla
     "json_report": "write a JSON report here", "junit": "write JUnit XML here",
     "verbose": "plain log lines with command output",
     "log_dir": "per-host logs folder (default .gpunode/logs/<time>)",
+    "max_diff_size": "the most diff shown and reported per step, in bytes or with K/M (default 100K, as Ansible's "
+                     "max_diff_size); what is cut is said",
 })
 def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=False, forks=10,
               var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
-              tags=None, skip_tags=None, extra_vars=None, diff=False, ask_become_pass=False):
+              tags=None, skip_tags=None, extra_vars=None, diff=False, ask_become_pass=False, max_diff_size=None):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
         code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, extra_vars or [], diff, ask_become_pass)
+                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, extra_vars or [], diff, ask_become_pass,
+                   max_diff_size)
     if code:
         raise Exit(code=code)
 
@@ -258,6 +261,8 @@ NFS_HELP = {
     "inventory": CONN_HELP["inventory"], **KEYS_HELP, **NFS_HELP, "check": "show what would change, change nothing",
     "automount": "mount on first access (x-systemd.automount): boots never wait for the NAS",
     "absent": "unmount (refused while busy) and remove gpunode's fstab line",
+    "boot_required": "the boot waits for this mount and fails without it (default: nofail and a 30 s mount "
+                     "timeout, so a NAS that is down never holds the boot)",
     "fstab_only": "only manage the fstab line (e.g. for an image being baked); no mount or unmount now",
     "write_test": "after mounting, write a file on the share, read it back and delete it",
     "no_preflight": "skip the DNS / port / export checks", "forks": "hosts in parallel (default 10)",
@@ -267,7 +272,7 @@ NFS_HELP = {
 def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, vendor="generic", nfs_version=None,
               options=None, automount=False, absent=False, check=False, fstab_only=False, write_test=False,
               no_preflight=False, forks=10, json_report=None, junit=None, accept_new_host_keys=False,
-              verbose=False, log_dir=None):
+              verbose=False, log_dir=None, boot_required=False):
     """Mount an NFS share (Alibaba NAS, Tencent CFS, AWS EFS, plain NFS) on hosts: preflight, fstab, mount, verify."""
     from gpunode.commands.nfs_cmd import mount_nfs as run
     from gpunode.commands.nfs_cmd import nfs_args
@@ -276,7 +281,8 @@ def mount_nfs(c, target, inventory=None, server=None, export=None, path=None, ve
         hosts, limit = (None, target) if inventory else (target, None)
         args = nfs_args(server, export, path, vendor, nfs_version, options, automount=automount or None,
                         state="absent" if absent else None, fstab_only=fstab_only or None,
-                        write_test=write_test or None, preflight=False if no_preflight else None)
+                        write_test=write_test or None, preflight=False if no_preflight else None,
+                        boot_required=boot_required or None)
         code = run(inventory or [], hosts, limit, args, check, _positive("--forks", forks, 1000), json_report, junit,
                    accept_new_host_keys, verbose, log_dir)
     if code:
@@ -434,9 +440,10 @@ ns.add_task(cache)
 IMAGE_HELP = {
     "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
-    "driver_branch": "NVIDIA driver branch, e.g. 550",
-    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also al2023, al2023-ecs and "
-            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also tencentos-3",
+    "driver_branch": "NVIDIA driver branch, e.g. 580",
+    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also debian-13, al2023, al2023-ecs and "
+            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also "
+            "tencentos-3 and tencentos-4",
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "

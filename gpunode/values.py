@@ -28,6 +28,34 @@ def as_bool(value: Any) -> bool | None:
     return None
 
 
+def kind_of(value: Any, json: bool = False) -> str:
+    """What a value is, in the words of YAML (or JSON) rather than Python's internal type names (LineList)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean" if json else "true/false"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array" if json else "list"
+    if isinstance(value, dict):
+        return "object" if json else "mapping"
+    return "date" if type(value).__name__ in ("date", "datetime") else "value of another kind"
+
+
+def misspelt_bool(text: str) -> bool:
+    """`flase`, `ture`, `Fasle`: not a boolean word but close to true/false (a typo that would count as true)."""
+    import difflib
+
+    word = text.strip().lower()
+    if not word or as_bool(word) is not None:
+        return False
+    swapped = any(sorted(word) == sorted(b) for b in ("true", "false"))  # letters transposed
+    return swapped or bool(difflib.get_close_matches(word, ("true", "false"), 1, 0.8))
+
+
 def truthy(value: Any) -> bool:
     """Ansible's truthiness for a `when:` result: the strings "false", "no", "0", "off" are false."""
     word = as_bool(value) if isinstance(value, str) else None

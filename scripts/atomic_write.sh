@@ -50,3 +50,11 @@ fi
 sync -- "$tmp" 2>/dev/null || sync
 mv -f -- "$tmp" "$path"
 trap - EXIT INT TERM HUP PIPE
+# Only the newest 5 backups of this file are kept (their names sort by time; a glob expands sorted).
+if [ "$backup" = 1 ]; then
+  set -- "$path".*.gpunode.bak
+  if [ -e "$1" ] && [ $# -gt 5 ]; then
+    n=$(($# - 5))
+    for old; do [ "$n" -gt 0 ] || break; rm -f -- "$old"; n=$((n - 1)); done
+  fi
+fi

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpunode.steps.nvidia import DKMS_JOBS_CONTENT
 from gpunode.steps.probe import nested
 from tests.plan_cases import CASES_DIR, run_case
 
@@ -309,12 +310,14 @@ def driver_cases(w: Writer, d: Distro) -> None:
     w.case("nvidia_driver", "fresh", d, description=f"nothing installed: nouveau blacklisted, the {d.branch} "
            "driver (DKMS) installed, held, nvidia-persistenced enabled", args=args, probe_output=fresh,
            anchor_key=key)
-    conv = driver_probe(file_probe(NOUVEAU), f"{d.dkms}\n", d.held, "enabled\n", pkgs_out(d, d.driver))
+    # a host converged by this version has the DKMS make-jobs file (RPM, proprietary modules)
+    jobs = {} if d.apt else {"dkms_conf": file_probe(DKMS_JOBS_CONTENT)}
+    conv = {**driver_probe(file_probe(NOUVEAU), f"{d.dkms}\n", d.held, "enabled\n", pkgs_out(d, d.driver)), **jobs}
     w.case("nvidia_driver", "converged", d, description="driver installed, built for the kernel, held, "
            "nvidia-persistenced enabled: nothing to do", args=args, probe_output=conv, anchor_key=key)
     if d.refused:
         return
-    half = driver_probe(file_probe(NOUVEAU), "", "", "enabled\n", pkgs_out(d, d.driver))
+    half = {**driver_probe(file_probe(NOUVEAU), "", "", "enabled\n", pkgs_out(d, d.driver)), **jobs}
     w.case("nvidia_driver", "half-converged", d, description="packages installed by an interrupted run: the "
            "DKMS build for the target kernel and the hold are still missing", args=args, probe_output=half,
            anchor_key=key)
@@ -352,7 +355,8 @@ def driver_cases(w: Writer, d: Distro) -> None:
         ver = d.driver[next(iter(d.driver))] if d.apt else d.driver["nvidia-driver"]
         fm_pkgs = {**d.driver, **dict.fromkeys(fm_names, ver)}
         held = d.held + ("".join(f"{n}\n" for n in fm_names) if d.apt else versionlock(dict.fromkeys(fm_names, ver)))
-        fm_conv = driver_probe(file_probe(NOUVEAU), f"{d.dkms}\n", held, "enabled\n", pkgs_out(d, fm_pkgs))
+        fm_conv = {**driver_probe(file_probe(NOUVEAU), f"{d.dkms}\n", held, "enabled\n", pkgs_out(d, fm_pkgs)),
+                   **jobs}
         w.case("nvidia_driver", "fabricmanager-converged", d, description="fabric manager at the driver's "
                "version and held: not planned again", anchor_key=fm_anchor, args=args, probe_output=fm_conv,
                facts={"gpus": [H100, NVSWITCH]})

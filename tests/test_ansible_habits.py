@@ -252,3 +252,12 @@ def test_the_bool_filter_reads_words_like_ansible():
     assert evaluate("flag | bool and other", {"flag": "false", "other": True}) is False
     assert evaluate("flag | bool and other", {"flag": "yes", "other": True}) is True
     assert evaluate("name | bool", {"name": "gpu-1"}) is False  # as Ansible: only true words are true
+
+
+def test_a_misspelt_false_in_when_is_refused_not_counted_as_true():
+    from gpunode.playbook import TemplateError
+
+    for typo in ("flase", "Fasle", "ture", "treu", "fals"):
+        with pytest.raises(TemplateError, match="looks like a misspelt true or false"):
+            evaluate("flag", {"flag": typo})
+    assert evaluate("flag", {"flag": "false"}) is False and evaluate("name", {"name": "tree"}) is True

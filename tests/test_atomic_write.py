@@ -73,3 +73,18 @@ def test_a_symlink_stays_a_symlink_and_its_target_is_rewritten(tmp_path):
     dangling.symlink_to(tmp_path / "missing" / "x.toml")
     result = write(dangling, "x\n")
     assert result.returncode == 7 and "dangling symlink" in result.stderr
+
+
+def test_only_the_newest_five_backups_of_a_file_are_kept(tmp_path):
+    target = tmp_path / "config.toml"
+    target.write_text("v0\n")
+    old = [tmp_path / f"config.toml.2025010{i}-000000.gpunode.bak" for i in range(1, 7)]
+    for i, path in enumerate(old):
+        path.write_text(f"old {i}\n")
+    other = tmp_path / "daemon.json.20250101-000000.gpunode.bak"
+    other.write_text("another file's backup\n")
+    assert write(target, "v1\n", expect=sha("v0\n")).returncode == 0
+    kept = sorted(p.name for p in tmp_path.glob("config.toml.*.gpunode.bak"))
+    assert len(kept) == 5 and kept[-1].startswith("config.toml.20")  # today's backup of v0 is the newest
+    assert not old[0].exists() and not old[1].exists() and old[2].exists()
+    assert other.exists()

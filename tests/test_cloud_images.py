@@ -158,11 +158,26 @@ def test_a_tencent_build_without_the_tag_sdk_is_refused_before_anything_is_made(
     assert not (tmp_path / "builds").exists()
 
 
+def _validated_vars(monkeypatch, request) -> str:
+    """The variables file that `packer validate` really checked (the folder is gone after --validate-only)."""
+    seen: list[str] = []
+    real = packer_cli.validate
+
+    def keep(packer, directory: Path, var_file: Path) -> str:
+        seen.append(var_file.read_text())
+        return real(packer, directory, var_file)
+
+    monkeypatch.setattr(packer_cli, "validate", keep)
+    build_mod.build_image(request, out=lambda line: None)
+    return seen[0]
+
+
 # -- Base lookups ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("base", "os_name"), [("tencentos-3", "TencentOS Server 3.2 (Final)"),
                                                ("tencentos-4", "TencentOS Server 4 for x86_64")])
-def test_tencentos_bases_are_found_by_name_without_source_image(base: str, os_name: str, tmp_path: Path) -> None:
+def test_tencentos_bases_are_found_by_name_without_source_image(base: str, os_name: str, monkeypatch,
+                                                                tmp_path: Path) -> None:
     """source_image_name is a regular expression over image names (run_config.go 8e908fa:36,
     step_check_source_image.go 8e908fa:29-58); Tencent's provider finds TencentOS public images by names starting
     "TencentOS" and names the OSes as below (data_source_tc_images.md f6970a9:23,31; resource_tc_as_scaling_config.md
@@ -173,8 +188,10 @@ def test_tencentos_bases_are_found_by_name_without_source_image(base: str, os_na
     assert value(TENCENTCLOUD, "public_image_name_prefix") == "TencentOS"
     result = validate_only(tmp_path, "--builder", "tencent", "--base", base)
     assert result.code == 0, result.output
-    (build_dir,) = (tmp_path / "builds").iterdir()
-    staged = (build_dir / "vars.pkrvars.hcl").read_text()
+    assert not list((tmp_path / "builds").glob("*"))  # --validate-only keeps no folder (and no key)
+    staged = _validated_vars(monkeypatch, build_mod.BuildRequest(
+        builder="tencent", playbook="playbooks/base.yml", base=base, validate_only=True,
+        build_root=str(tmp_path / "again")))
     assert f"source_image_name = {json.dumps(pattern)}" in staged and 'source_image = ""' in staged
     assert 'ssh_username = "root"' in staged
 
@@ -200,12 +217,18 @@ def test_alicloud_bases_are_found_by_public_image_family_on_the_plugin(monkeypat
     real = packer_cli.find_packer()
     monkeypatch.setattr(packer_cli, "find_packer", lambda binary=None: packer_cli.Packer(real.path, (1, 11, 2)))
     monkeypatch.setattr(packer_cli, "ensure_plugins", lambda *a, **k: None)  # no plugin can be installed here
-    monkeypatch.setattr(packer_cli, "validate", lambda *a, **k: "")
+    seen: dict[str, str] = {}
+
+    def read_staged(packer, directory: Path, var_file: Path) -> str:  # no plugin here: Packer 1.6.6 cannot validate it
+        seen["vars"], seen["template"] = var_file.read_text(), (directory / "alicloud.pkr.hcl").read_text()
+        return ""
+
+    monkeypatch.setattr(packer_cli, "validate", read_staged)
     request = build_mod.BuildRequest(builder="alicloud", playbook="playbooks/base.yml", base="alinux-3",
                                      validate_only=True, build_root=str(tmp_path / "modern"))
-    result = build_mod.build_image(request, out=lambda line: None)
-    variables = (result.build_dir / "vars.pkrvars.hcl").read_text()
+    build_mod.build_image(request, out=lambda line: None)
+    variables = seen["vars"]
     assert 'image_family = "acs:alibaba_cloud_linux_3_2104_lts_x64"' in variables and 'source_image = ""' in variables
-    staged = (result.build_dir / "packer" / "alicloud.pkr.hcl").read_text()
+    staged = seen["template"]
     assert re.search(r"^\s*image_family = var\.image_family$", staged, re.M)
     assert re.search(r"^\s*run_tags = var\.tags$", staged, re.M)

@@ -45,7 +45,14 @@ NAMES: dict[str, tuple[str, list[str], list[str]]] = {  # base -> owner, names p
                      ["ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-arm64-server-20261201"]),
     "ubuntu-24.04": (CANONICAL, [f"ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-{d}" for d in DATES],
                      ["ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-arm64-server-20261201"]),
-    "debian-12": (DEBIAN, [f"debian-12-amd64-{d}-1234" for d in DATES], ["debian-12-arm64-20261201-1234"]),
+    # Debian's release AMIs are debian-<release_id>-<arch>-<date>-<n> (GoCarrot/debian-cloud-images, a copy of Debian's
+    # cloud team repository, @0bfa862: images/publicinfo.py:22-28, cli/build.py:202-206); daily and backports images
+    # carry -daily- and -backports- (publicinfo.py:14-20, build.py:131-137)
+    "debian-12": (DEBIAN, [f"debian-12-amd64-{d}-1234" for d in DATES],
+                  ["debian-12-arm64-20261201-1234", "debian-12-amd64-daily-20261201-1234",
+                   "debian-12-backports-amd64-20261201-1234", "debian-11-amd64-20261201-1234"]),
+    "debian-13": (DEBIAN, [f"debian-13-amd64-{d}-2345" for d in DATES],
+                  ["debian-13-arm64-20261201-2345", "debian-13-amd64-daily-20261201-2345"]),
 }
 
 
@@ -87,6 +94,28 @@ def build_until_ssh(endpoint: str, base: str, builds: Path) -> tuple[int, str]:
 
 def launched(ec2) -> dict[str, str]:
     return {i["InstanceId"]: i["ImageId"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+
+
+def test_the_plain_distro_filters_come_from_the_fact_table() -> None:
+    """Canonical's documented names and account (canonical/ubuntu-cloud-docs find-ubuntu-images.rst@9a500e6:89-96,
+    270-272), AWS's AL2023 naming (https://docs.aws.amazon.com/linux/al2023/ug/naming-and-versioning.html) with the
+    6.1 kernel line its ECS AMIs still build from (aws/amazon-ecs-ami CHANGELOG.md@a2532d3:13)."""
+    from gpunode.vendor_aws import AWS_BASE_AMIS
+
+    assert AWS_BASES["ubuntu-22.04"].name_filter == AWS_BASE_AMIS["ubuntu_jammy_name"].value
+    assert AWS_BASES["ubuntu-24.04"].name_filter == AWS_BASE_AMIS["ubuntu_noble_name"].value
+    assert AWS_BASES["ubuntu-24.04"].owners == ("099720109477",)
+    assert AWS_BASES["al2023"].name_filter == "al2023-ami-2023.*-kernel-6.1-x86_64"
+    assert AWS_BASES["debian-13"].name_filter == "debian-13-amd64-20*"
+
+
+def test_the_template_defaults_are_the_fact_table_values() -> None:
+    """aws.pkr.hcl's own defaults (a template run without gpunode's variables) are the ubuntu-22.04 base's facts."""
+    from gpunode.vendor_aws import AWS_BASE_AMIS
+
+    text = (Path(__file__).parents[1] / "gpunode" / "_packer" / "aws.pkr.hcl").read_text()
+    assert f'default = "{AWS_BASE_AMIS["ubuntu_jammy_name"].value}"' in text
+    assert f'default = ["{AWS_BASE_AMIS["canonical_owner"].value}"]' in text
 
 
 def test_the_filters_are_the_vendor_names() -> None:

@@ -287,3 +287,10 @@ def test_example_directory_loads_both_clouds() -> None:
     assert len(inv.hosts) == 9
     assert all(h.vars["driver_branch"] == "535" for h in inv.hosts.values())
     assert all(h.jump for h in inv.hosts.values())
+
+
+def test_an_ini_inventory_saved_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    path = tmp_path / "hosts"
+    path.write_bytes(b"\xef\xbb\xbf[gpu]\nnode-1 ansible_host=10.0.0.5\n")
+    inv = load_inventory(path)
+    assert names(inv) == ["node-1"] and inv.hosts["node-1"].address == "10.0.0.5"

@@ -122,7 +122,7 @@ def test_a_converged_file_with_another_mode_gets_only_a_chmod(tmp_path: Path):
 
 @pytest.mark.parametrize(("text", "cause"), [
     ('{"a": 1,\n', "is not valid JSON (line 2, column 1"),
-    ('["a"]\n', "holds a JSON list, not an object"),
+    ('["a"]\n', "holds a JSON array, not an object"),
     ('{"a": 1} trailing\n', "is not valid JSON (line 1, column 10: Extra data)"),
 ])
 def test_a_file_that_is_not_a_json_object_fails_and_is_left_untouched(tmp_path: Path, text, cause):
@@ -139,3 +139,40 @@ def test_crlf_tabs_and_non_ascii_survive_a_merge(tmp_path: Path):
     path.write_bytes('{\r\n\t"name": "café"\r\n}\r\n'.encode())
     apply(plan(build_step("json", {"path": str(path), "set": {"b": "ü"}})))
     assert path.read_bytes() == '{\r\n\t"name": "café",\r\n\t"b": "ü"\r\n}\r\n'.encode()
+
+
+def test_numbers_the_user_did_not_set_are_written_back_as_they_were(tmp_path: Path):
+    path = tmp_path / "conf.json"
+    path.write_text('{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7\n}\n')
+    apply(plan(build_step("json", {"path": str(path), "set": {"debug": True}})))
+    assert path.read_text() == ('{\n  "limit": 1E5,\n  "ratio": 1.50,\n  "tiny": 2.0e-3,\n  "n": 7,\n'
+                                '  "debug": true\n}\n')
+    assert plan(build_step("json", {"path": str(path), "set": {"limit": 100000.0}})) == []  # equal value: converged
+
+
+def test_a_directory_as_the_path_is_refused_in_the_plan(tmp_path: Path):
+    with pytest.raises(StepFailed, match="is a directory on the host; json.path must name a JSON file") as failed:
+        plan(build_step("json", {"path": str(tmp_path), "set": {"a": 1}}))
+    assert "config.json" in failed.value.fix and "free space" not in failed.value.fix
+
+
+def test_a_byte_order_mark_is_refused_with_a_shell_fix_not_a_python_codec(tmp_path: Path):
+    path = tmp_path / "bom file.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n')
+    with pytest.raises(StepFailed, match="byte order mark") as failed:
+        plan(build_step("json", {"path": str(path), "set": {"b": 2}}))
+    assert "utf-8-sig" not in str(failed.value.cause) + failed.value.fix
+    fix = failed.value.fix.split(": ", 1)[1].removesuffix(", then run again")
+    subprocess.run(["sh", "-c", fix], check=True)  # the fix, as given, repairs the file
+    assert path.read_bytes() == b'{"a": 1}\n'
+
+
+def test_an_owner_or_group_the_host_does_not_know_fails_the_plan(tmp_path: Path):
+    path = tmp_path / "c.json"
+    for args, message in (({"owner": "no-such-user-27"}, "the user 'no-such-user-27' does not exist on the host"),
+                          ({"group": "no-such-group-27"}, "the group 'no-such-group-27' does not exist on the host")):
+        with pytest.raises(StepFailed, match=message):
+            plan(build_step("json", {"path": str(path), "set": {"a": 1}, **args}))
+        with pytest.raises(StepFailed, match=message):
+            plan(build_step("file", {"path": str(path), "content": "x", **args}))
+    assert plan(build_step("file", {"path": str(path), "content": "x", "owner": "root", "group": "root"}))

@@ -56,6 +56,8 @@ def test_ctrl_c_stops_cleanly_and_releases_the_remote_lock(lab, tmp_path):
     assert process.returncode == 1, output
     report = json.loads((tmp_path / "r.json").read_text())["hosts"][0]
     assert report["status"] == "cancelled"
+    assert [s["status"] for s in report["steps"]] == ["cancelled"]  # live, summary and report say the same
+    assert ": failed" not in output and ": cancelled" in output, output
     assert not (host.root / "root/never").exists()
     lock_free = host.run_inside("flock -n /run/lock/gpunode.lock true && echo free").stdout.strip()
     assert lock_free == "free"

@@ -128,7 +128,8 @@ def test_fstab_line_written_once_replaced_in_place_and_removed(lab, client, nfs_
     args = ("--nfs-version", "3", "--fstab-only")
     first, report = mount_nfs(lab, client, tmp_path, *args)
     assert first.code == 0 and report["status"] == "changed", first.output
-    line = f"{nfs_server.address}:/export /mnt/data nfs vers=3,proto=tcp,hard,timeo=600,retrans=2,_netdev 0 0"
+    line = (f"{nfs_server.address}:/export /mnt/data nfs vers=3,proto=tcp,hard,timeo=600,retrans=2,_netdev,nofail,"
+            "x-systemd.mount-timeout=30 0 0")
     assert fstab.read_bytes() == USER_FSTAB + f"{marker('/mnt/data')}\n{line}\n".encode()
     backups = list(fstab.parent.glob("fstab.*.gpunode.bak"))
     assert [b.read_bytes() for b in backups] == [USER_FSTAB]
@@ -223,8 +224,9 @@ def test_nfs_playbook_renders_from_variables(lab, client, nfs_server, fstab, tmp
     result = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/nfs.yml", "--check",
                      "--var", "nfs_fstab_only=true")
     assert result.code == 0, result.output
+    shown = result.stdout.replace("\n", "")
     assert (f"+{nfs_server.address}:/export /mnt/pb nfs vers=3,nolock,proto=tcp,rsize=1048576,wsize=1048576,hard,"
-            "timeo=600,retrans=2,_netdev,noresvport 0 0") in result.stdout.replace("\n", "")
+            "timeo=600,retrans=2,_netdev,noresvport,nofail,x-systemd.mount-timeout=30 0 0") in shown
     assert fstab.read_bytes() == USER_FSTAB
 
 

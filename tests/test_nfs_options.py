@@ -16,7 +16,23 @@ EFS_LIVE = ("rw,relatime,vers=4.1,rsize=1048576,wsize=1048576,namlen=255,hard,no
 
 
 def line(**args) -> str:
-    return build_step("nfs_mount", {"server": "nas.example", "export": "/", "path": "/mnt/nas", **args}).line
+    """gpunode's fstab line; boot_required (no nofail) unless given: the vendors' own option strings."""
+    return build_step("nfs_mount", {"server": "nas.example", "export": "/", "path": "/mnt/nas",
+                                    "boot_required": True, **args}).line
+
+
+def test_by_default_a_share_never_holds_the_boot():
+    assert line(boot_required=False).split()[3] == (
+        "vers=4.1,hard,timeo=600,retrans=2,_netdev,nofail,x-systemd.mount-timeout=30")
+    assert line(boot_required=False, vendor="aws-efs").split()[3].endswith(
+        ",noresvport,_netdev,nofail,x-systemd.mount-timeout=30")
+    assert line(boot_required=False, automount=True).split()[3].endswith(
+        ",_netdev,x-systemd.automount,nofail,x-systemd.mount-timeout=30")
+    # the user's own values win, key by key
+    assert line(boot_required=False, options="x-systemd.mount-timeout=90").split()[3].endswith(
+        ",_netdev,x-systemd.mount-timeout=90,nofail")
+    with pytest.raises(ValueError, match="boot_required: true and the option nofail contradict"):
+        line(options="nofail")
 
 
 def test_vendor_presets_are_the_documented_option_strings():

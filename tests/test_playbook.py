@@ -53,3 +53,14 @@ def test_templates_keep_native_types_and_fail_on_undefined():
     assert evaluate("n > 2 and name == 'x'", variables) is True
     with pytest.raises(ValueError, match="undefined"):
         render("{{ missing }}", variables)
+
+
+def test_a_wrong_kind_of_value_is_named_in_yaml_words_not_python_types(tmp_path):
+    book = tmp_path / "p.yml"
+    book.write_text("name: p\nsteps:\n  - file: {path: [/etc/a, /etc/b], content: x}\n"
+                    "  - packages: {names: {jq: 1}}\n")
+    with pytest.raises(UsageError) as refused:
+        load_playbook(book)
+    text = str(refused.value)
+    assert "file.path must be a string, got a list" in text
+    assert "LineList" not in text and "LineDict" not in text

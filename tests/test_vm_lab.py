@@ -138,6 +138,30 @@ def test_nfs_share_mounts_for_real_converges_and_survives_a_reboot(vm, nfs_serve
     assert vm.ssh(f"cat /mnt/shared/from-vm-{token}.txt").stdout == token + "\n"
 
 
+def test_a_share_that_is_down_at_boot_never_holds_the_boot(vm, lab, inventory, tmp_path):
+    """issue 27: gpunode's default fstab line (nofail, a mount timeout) for a NAS that does not answer; a real kernel
+    boots to multi-user, remote-fs.target is reached, and the mount simply is not there."""
+    dead = lab.network.address(241)  # no NAS there
+    args = ("mount-nfs", vm.name, "-i", str(inventory), "--server", dead, "--export", "/export", "--path", "/mnt/down",
+            "--fstab-only", "--no-preflight")
+    written, report = gpunode(*args, report=tmp_path / "line.json")
+    assert written.code == 0, written.output
+    assert ",nofail,x-systemd.mount-timeout=30 0 0" in vm.ssh("grep ' /mnt/down ' /etc/fstab").stdout
+    boots = vm.boots()
+    started = time.monotonic()
+    result, report = provision(inventory, tmp_path, "  - reboot: {if_required: false, timeout: 300}\n")
+    timed("reboot with the NAS down", started)
+    assert result.code == 0, result.output
+    assert vm.boots() == boots + 1
+    states = vm.ssh("systemctl is-active multi-user.target remote-fs.target").stdout.split()
+    assert states == ["active", "active"], vm.ssh("systemctl --failed --no-pager").stdout
+    failed = vm.ssh("journalctl -b _PID=1 -o cat --no-pager | grep -i 'dependency failed for.*remote file'").stdout
+    assert failed == ""
+    assert vm.ssh("findmnt /mnt/down").returncode != 0  # not mounted: the NAS is down
+    removed, _ = gpunode(*args, "--absent", report=tmp_path / "removed.json")
+    assert removed.code == 0, removed.output
+
+
 @pytest.mark.slow  # 2.5 to 4 minutes: dpkg unpacks the headers and gcc under emulation
 def test_reboot_step_finds_the_expected_kernel_running_after_a_real_reboot(vm, inventory, tmp_path):
     """kernel_headers installs the running kernel's headers and names it the target; the reboot checks it."""

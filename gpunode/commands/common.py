@@ -82,7 +82,7 @@ def parse_vars(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.isidentifier():
-            raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=550")
+            raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=580")
         try:
             result[key] = yaml.safe_load(value) if value else ""
         except yaml.YAMLError:

@@ -24,7 +24,7 @@ HOST_VARS = """\
 # Variables for gpu-1 only; they override group_vars/all.yml. Uncomment to use, for example:
 # expect_gpus: 8                     # verify-gpu: the GPUs this instance type has
 # expect_model: A100
-# driver_branch: 550                 # this node needs a newer driver than the others
+# driver_branch: 580                 # this node needs a newer driver than the others
 """
 
 CONNECTION = """\
@@ -47,7 +47,7 @@ VERIFY = """\
 
 SITE = """\
 # Your site playbook: the built-in steps, then your own. gpunode validates it all before touching a host.
-#   gpunode provision -i inventory --playbook site.yml [--check] [--tags gpu] [--var driver_branch=550]
+#   gpunode provision -i inventory --playbook site.yml [--check] [--tags gpu] [--var driver_branch=580]
 # `include:` takes a built-in playbook by name (`gpunode playbooks` lists them) or a file, relative to this one.
 # Variables: the included playbook's defaults < this file's and the include's `vars:` < inventory < --var.
 name: site
@@ -58,7 +58,7 @@ steps:
 
   - include: gpu-node          # kernel headers, the NVIDIA driver, Docker, container toolkit, nvidia runtime
     tags: [gpu]
-    # vars: {driver_branch: 550, kernel_policy: upgrade}
+    # vars: {driver_branch: 580, kernel_policy: upgrade}
 
   - name: your own steps come here, e.g. the tools your users expect
     tags: [site]

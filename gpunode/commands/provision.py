@@ -23,10 +23,11 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
               forks: int, variables: list[str], json_report: str | None, junit: str | None,
               accept_new_host_keys: bool, verbose: bool, log_dir: str | None = None, tags: list[str] | None = None,
               skip_tags: list[str] | None = None, extra_vars: list[str] | None = None, diff: bool = False,
-              ask_become_pass: bool = False) -> int:
+              ask_become_pass: bool = False, max_diff_size: str | int | None = None) -> int:
     """Returns the exit code: 0 all hosts ok, 1 some host failed. `playbook`: a built-in name or a path.
     `variables` are `--var K=V`, `extra_vars` Ansible's `-e` forms (K=V, @file, JSON/YAML); `-e` wins."""
     forks = check_forks(forks)
+    diff_limit = diff_size(max_diff_size)
     extra = {**parse_vars(variables), **(parse_extra_vars(extra_vars) if extra_vars else {})}
     loaded = load_playbook(playbook)
     check_var_types(loaded, extra)
@@ -37,12 +38,12 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
     if ask_become_pass:
         selected = with_become_password(selected, ask_password())
     return run_and_report(book, selected, check, forks, extra, json_report, junit,
-                          accept_new_host_keys, verbose, log_dir, diff)
+                          accept_new_host_keys, verbose, log_dir, diff, max_diff_size=diff_limit)
 
 
 def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int, extra_vars: dict[str, Any],
                    json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
-                   log_dir: str | None = None, diff: bool = False) -> int:
+                   log_dir: str | None = None, diff: bool = False, *, max_diff_size: int | None = None) -> int:
     """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code.
     Diffs show in check mode; `diff` (`--diff`) shows those of a real run's changes too.
 
@@ -55,6 +56,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     except OSError as exc:
         raise UsageError(f"cannot create the per-host log folder {logs}: {exc.strerror or exc}",
                          fix="run from a folder you can write to, or give --log-dir DIR") from None
+    if not log_dir:
+        prune_run_logs(logs.parent)
     connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs)
     early = EarlyConnections(selected, connect_options, forks)
     try:
@@ -65,6 +68,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
         early.abandon()
         raise
     options = RunOptions(check=check, forks=forks, extra_vars=extra_vars, connect=connect_options)
+    if max_diff_size:
+        options.max_diff_size = max_diff_size
     if is_tty() and not verbose:
         with LiveEvents([h.name for h in selected]) as events:
             result = run_playbook(book, selected, options, events, early)
@@ -74,6 +79,37 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     print_summary(result, show_diffs=True if diff else None)
     print(f"per-host logs: {logs}/")
     return EXIT_FAILED if result.exit_code else EXIT_OK
+
+
+def diff_size(value: str | int | None) -> int | None:
+    """--max-diff-size checked before anything connects (None: the default, 100 KB per step)."""
+    if value is None:
+        return None
+    from gpunode.steps.diffs import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise UsageError(str(exc), fix="give bytes, or K/M: --max-diff-size 1M") from None
+
+
+KEEP_RUN_LOGS = 20  # run folders kept under .gpunode/logs (GPUNODE_KEEP_LOGS changes it)
+
+
+def prune_run_logs(folder: Path) -> None:
+    """Keep the newest run folders of .gpunode/logs (named <date>-<time>-<pid>: they sort by time); a --log-dir
+    folder is the user's and never pruned."""
+    import os
+    import re
+    import shutil
+
+    try:
+        keep = max(1, int(os.environ.get("GPUNODE_KEEP_LOGS", KEEP_RUN_LOGS)))
+    except ValueError:
+        keep = KEEP_RUN_LOGS
+    runs = sorted(p for p in folder.iterdir() if p.is_dir() and re.fullmatch(r"\d{8}-\d{6}-\d+", p.name))
+    for old in runs[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def default_log_path() -> Path:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from gpunode.facts import OsInfo
 from gpunode.facts.packages import version_key
-from gpunode.gpu.driver_facts import EL, UBUNTU
+from gpunode.gpu.driver_facts import AL2023, EL, UBUNTU
+from gpunode.gpu.repo_facts import CUDA_REPO, DOCKER, TOOLKIT
 from gpunode.vendor_facts import value
 
 SUPPORTED = {
@@ -75,7 +76,7 @@ def headers_packages(os: OsInfo, kernel: str, kernel_package: str = "") -> list[
         return [f"linux-headers-{kernel}"]
     base = kernel_base_package(os, kernel_package)
     if os.id == "amzn":
-        return [f"{base}-devel-{kernel}", f"{base}-modules-extra-{kernel}"]
+        return [f"{base}{suffix}-{kernel}" for suffix in value(AL2023, "build_suffixes")]
     return [f"{base}-devel-{kernel}"]
 
 
@@ -101,7 +102,7 @@ def newest_kernel_packages(os: OsInfo, running: str, kernel_package: str = "") -
         return [f"linux-image-{flavour}", f"linux-headers-{flavour}"]
     base = kernel_base_package(os, kernel_package)
     if os.id == "amzn":
-        return [base, f"{base}-devel", f"{base}-modules-extra"]
+        return [base, *(f"{base}{suffix}" for suffix in value(AL2023, "build_suffixes"))]
     return [base, f"{base}-devel"]
 
 
@@ -125,6 +126,7 @@ class DriverPackages:
     version_from: str = ""             # the installed package whose version is the driver's
     module_stream: str = ""            # NVIDIA's dnf module stream (RPM): 570-dkms, 570-open
     repo_add: str = ""                 # the repository part of repo_setup (RPM: without the module install)
+    version: str = ""                  # the driver version the packages are pinned to (RPM precompiled kmod)
 
     def module_switch(self) -> str:
         """Shell that switches an installed driver to this stream (branch or module flavour), NVIDIA's way."""
@@ -138,6 +140,17 @@ RPM_OPEN_DKMS_RENAMED_IN = value(EL, "open_dkms_renamed_in")
 # From R580 NVIDIA's repositories name the fabric manager `nvidia-fabricmanager` on RPM too (before:
 # `nvidia-fabric-manager`) and drop the branch from the NSCQ and apt fabric manager package names.
 UNVERSIONED_FM_FROM_BRANCH = 580
+
+
+def ubuntu_live_server_branch(branch: int) -> int | None:
+    """The branch Canonical's packages of an ended server branch install instead (550 -> 580: 550's transitional
+    packages depend on 570's, which depend on 580's); None for a branch that is itself live or unknown."""
+    moved = value(UBUNTU, "server_transitional")
+    if branch not in moved:
+        return None
+    while branch in moved:
+        branch = moved[branch]
+    return branch
 
 
 def dkms_module_name(os: OsInfo, method: str, flavor: str, driver_version: str | None) -> str:
@@ -191,21 +204,58 @@ def driver_packages(os: OsInfo, method: str, branch: int, flavor: str) -> Driver
             raise UnsupportedDistro(f"no distro driver packages known for {os.id}")
     if method == "cuda-repo":
         repo = cuda_repo_name(os)
-        arch = "sbsa" if os.arch == "aarch64" else "x86_64"
-        base = f"https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}"
+        arch = value(CUDA_REPO, "arm_arch") if os.arch == "aarch64" else "x86_64"
+        base = value(CUDA_REPO, "base_url").format(repo=repo, arch=arch)
         if os.family == "debian":
             setup = (f"[ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || {{ curl -fsSL -o /tmp/cuda-keyring.deb "
-                     f"{base}/cuda-keyring_1.1-1_all.deb && dpkg -i /tmp/cuda-keyring.deb; }}")
+                     f"{base}/{value(CUDA_REPO, 'keyring_package')} && dpkg -i /tmp/cuda-keyring.deb; }}")
             pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
             return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from=pkgs[0])
         stream = value(EL, "module_stream_open" if flavor == "open" else "module_stream").format(branch=branch)
-        add = f"dnf config-manager --add-repo {base}/cuda-{repo}.repo"
+        add = f"dnf config-manager --add-repo {value(CUDA_REPO, 'rpm_repo_file').format(base=base, repo=repo)}"
         setup = f"{add} && dnf -y module install nvidia-driver:{stream}"
         kmod = "kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"
         pkgs = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", kmod)
         return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver", module_stream=stream,
                               repo_add=add)
     raise ValueError(f"unknown driver method {method!r}")
+
+
+def ubuntu_precompiled_packages(os: OsInfo, branch: int, flavor: str, kernel: str) -> DriverPackages:
+    """Canonical's precompiled, signed modules for exactly `kernel`, with the driver without DKMS (what NVIDIA's
+    precompiled Ubuntu driver container installs); no DKMS module to check."""
+    open_suffix = "-open" if flavor == "open" else ""
+    names = dict(branch=branch, open=open_suffix, kernel=kernel)
+    pkgs = [value(UBUNTU, "headless_no_dkms_package").format(**names),
+            value(UBUNTU, "utils_package").format(**names)]
+    if flavor != "open":
+        pkgs.append(value(UBUNTU, "precompiled_objects").format(**names))
+    pkgs.append(value(UBUNTU, "precompiled_modules").format(**names))
+    if os.arch != "aarch64":
+        pkgs.append(value(UBUNTU, "precompiled_signatures").format(**names))
+    fm = fabricmanager_packages(os, "distro", branch)
+    return DriverPackages(tuple(pkgs), tuple(pkgs), "", fm, version_from=pkgs[1])
+
+
+def el_kernel_stem(kernel: str) -> str:
+    """An EL kernel release as NVIDIA's precompiled kmod names carry it: 5.14.0-427.13.1.el9_4.x86_64 ->
+    5.14.0-427.13.1 (driver_facts EL precompiled_kmod); "" for a kernel of no EL dist (Amazon Linux, Alibaba,
+    TencentOS: NVIDIA builds no precompiled modules for them)."""
+    match = re.match(r"^(\d+\.\d+\.\d+-\d+(?:\.\d+)*)\.el\d+\S*$", kernel)
+    return match.group(1) if match else ""
+
+
+def el_precompiled_packages(os: OsInfo, branch: int, kmod: str) -> DriverPackages:
+    """NVIDIA's precompiled stream nvidia-driver:<branch> with the kmod package built for one kernel, the driver
+    pinned to the kmod's version (`module enable`, not `module install`: the stream's default profile would take
+    the kmod of the newest kernel, and that kernel with it)."""
+    dkms = driver_packages(os, "cuda-repo", branch, "proprietary")
+    stream = value(EL, "precompiled_stream").format(branch=branch)
+    version = kmod.removeprefix("kmod-nvidia-").split("-", 1)[0]
+    pkgs = (*dkms.packages[:-1], kmod)
+    return DriverPackages(pkgs, pkgs, "", dkms.fabricmanager, f"{dkms.repo_add} && dnf -y module enable "
+                          f"nvidia-driver:{stream}", version_from="nvidia-driver", module_stream=stream,
+                          repo_add=dkms.repo_add, version=version)
 
 
 _OTHER_BRANCH = 999999  # stands for "any branch" when matching held package names
@@ -239,13 +289,13 @@ def cuda_repo_name(os: OsInfo) -> str:
         return f"debian{os.version_major}"
     el = el_major(os)
     if el:
-        return f"rhel{el}"
+        return value(CUDA_REPO, "rhel_folder").format(major=el)
     if os.id == "amzn" and os.version_id == "2023":
-        return "amzn2023"
+        return value(CUDA_REPO, "amzn2023_folder")
     raise UnsupportedDistro(f"no NVIDIA CUDA repository for {os.id} {os.version_id}")
 
 
-DOCKER_CE_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io")
+DOCKER_CE_PACKAGES: tuple[str, ...] = value(DOCKER, "ce_packages")
 
 
 def docker_packages(os: OsInfo) -> tuple[str, ...]:
@@ -270,29 +320,26 @@ def docker_repo_file(os: OsInfo) -> tuple[str, str] | None:
     el = el_major(os)
     if el is None:
         return None
-    tree = "rhel" if os.id == "rhel" else "centos"
-    url = f"https://download.docker.com/linux/{tree}"
+    url = value(DOCKER, "rhel_repo_base" if os.id == "rhel" else "centos_repo_base")
     return ("/etc/yum.repos.d/docker-ce.repo",
             f"[docker-ce-stable]\nname=Docker CE Stable - $basearch\nbaseurl={url}/{el}/$basearch/stable\n"
             f"enabled=1\ngpgcheck=1\ngpgkey={url}/gpg\n")
 
 
-TOOLKIT_PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
-                    "libnvidia-container1")
-TOOLKIT_REPO = "https://nvidia.github.io/libnvidia-container"
-TOOLKIT_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+TOOLKIT_PACKAGES: tuple[str, ...] = value(TOOLKIT, "packages")
+TOOLKIT_REPO: str = value(TOOLKIT, "repo_url")
+TOOLKIT_KEYRING: str = value(TOOLKIT, "apt_keyring")
+# gpunode's own addition to NVIDIA's section: verify TLS against the system bundle (EL and Amazon Linux path).
+_YUM_TLS = "sslverify=1\nsslcacert=/etc/pki/tls/certs/ca-bundle.crt\n"
 
 
 def toolkit_repo_file(os: OsInfo, repo_url: str = TOOLKIT_REPO) -> tuple[str, str]:
     """(path, content) of the container toolkit's repository definition, with a signed-by keyring for apt."""
     url = repo_url.rstrip("/")
     if os.family == "debian":
-        return ("/etc/apt/sources.list.d/nvidia-container-toolkit.list",
-                f"deb [signed-by={TOOLKIT_KEYRING}] {url}/stable/deb/$(ARCH) /\n")
-    return ("/etc/yum.repos.d/nvidia-container-toolkit.repo",
-            "[nvidia-container-toolkit]\nname=nvidia-container-toolkit\n"
-            f"baseurl={url}/stable/rpm/$basearch\nrepo_gpgcheck=1\ngpgcheck=0\nenabled=1\n"
-            f"gpgkey={url}/gpgkey\nsslverify=1\nsslcacert=/etc/pki/tls/certs/ca-bundle.crt\n")
+        line = value(TOOLKIT, "apt_line").format(url=url)
+        return (value(TOOLKIT, "apt_list"), f"deb [signed-by={TOOLKIT_KEYRING}] {line}\n")
+    return (value(TOOLKIT, "yum_repo"), value(TOOLKIT, "yum_section").format(url=url) + _YUM_TLS)
 
 
 # Old nvidia-docker / libnvidia-container list files without signed-by; next to the new one they make apt fail

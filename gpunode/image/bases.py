@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from gpunode.errors import UsageError
 from gpunode.vendor_aws import fact
 
-CANONICAL, DEBIAN, AMAZON = "099720109477", "136693071363", "amazon"
+CANONICAL, AMAZON = fact("canonical_owner"), fact("al2023_owner")
+# Debian's AWS account for release AMIs: widely used, but no Debian-authored page or file stating it was reachable
+# with the search tools (the cloud team's code names no account); re-check it against wiki.debian.org/Cloud.
+DEBIAN = "136693071363"
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,16 @@ class AwsBase:
     ssm_parameter: str = ""             # AWS's public SSM parameter naming the current AMI (preferred over the filter)
 
 
+def debian_ami_filter(release: int) -> str:
+    """Debian's release AMIs of one release (not its daily or backports images), from Debian's cloud image code."""
+    return fact("debian_name").format(release=release)
+
+
+def al2023_ami_filter() -> str:
+    """The plain AL2023 AMIs of AWS's default kernel line (6.1), not the minimal ones."""
+    return fact("al2023_name").format(kernel=fact("al2023_kernel"))
+
+
 def ecs_ami_filter(gpu: bool) -> str:
     """The name filter of the ECS-optimized AL2023 AMIs, from aws/amazon-ecs-ami's templates (any release date)."""
     template = fact("ecs_gpu_ami_name" if gpu else "ecs_ami_name")
@@ -29,18 +42,17 @@ def ecs_ami_filter(gpu: bool) -> str:
 
 
 AWS_BASES = {
-    "ubuntu-22.04": AwsBase("ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*", (CANONICAL,), "ubuntu",
-                            "/dev/sda1"),
-    "ubuntu-24.04": AwsBase("ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*", (CANONICAL,), "ubuntu",
-                            "/dev/sda1"),
-    "al2023": AwsBase("al2023-ami-2023.*-kernel-6.1-x86_64", (AMAZON,), "ec2-user", "/dev/xvda"),
+    "ubuntu-22.04": AwsBase(fact("ubuntu_jammy_name"), (CANONICAL,), "ubuntu", "/dev/sda1"),
+    "ubuntu-24.04": AwsBase(fact("ubuntu_noble_name"), (CANONICAL,), "ubuntu", "/dev/sda1"),
+    "al2023": AwsBase(al2023_ami_filter(), (AMAZON,), "ec2-user", "/dev/xvda"),
     # The ECS-optimized AL2023 AMIs (ECS agent, Docker, containerd): what AWS Batch instances run. The GPU one also
     # carries NVIDIA's driver and container toolkit as AWS ships them.
     "al2023-ecs": AwsBase(ecs_ami_filter(gpu=False), (fact("ecs_ami_owner"),), "ec2-user", "/dev/xvda",
                           ecs_agent=True, ssm_parameter=fact("ssm_ecs_al2023")),
     "al2023-ecs-gpu": AwsBase(ecs_ami_filter(gpu=True), (fact("ecs_ami_owner"),), "ec2-user", "/dev/xvda",
                               ecs_agent=True, ssm_parameter=fact("ssm_ecs_al2023_gpu")),
-    "debian-12": AwsBase("debian-12-amd64-*", (DEBIAN,), "admin", "/dev/xvda"),
+    "debian-12": AwsBase(debian_ami_filter(12), (DEBIAN,), "admin", "/dev/xvda"),
+    "debian-13": AwsBase(debian_ami_filter(13), (DEBIAN,), "admin", "/dev/xvda"),
 }
 # Alibaba Cloud and Tencent Cloud need the base image id (`--source-image`); the base picks the login user.
 # Alibaba Cloud Linux 3 and TencentOS Server 3 are the clouds' own OS for ACK and TKE node pools (root logs in).

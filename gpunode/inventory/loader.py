@@ -86,6 +86,7 @@ def parse_file(path: Path, raw: RawInventory) -> None:
     except OSError as exc:
         raise UsageError(f"cannot read inventory: {exc}", fix="check the file", source=str(path)) from exc
     text = decode_utf8(data, str(path))  # not UTF-8: file:line and how to convert it
+    text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors): read past it, as YAML readers do
     if detect_format(path, text) == "yaml":
         parse_yaml_inventory(text, path, raw)
     else:

@@ -8,6 +8,7 @@ from typing import Any
 from gpunode.inventory.hostpattern import expand_host_pattern
 from gpunode.inventory.layers import Origin, usage_error
 from gpunode.inventory.raw import RawInventory
+from gpunode.values import kind_of
 from gpunode.yamlfile import LineDict, load_yaml_text
 
 _SECTIONS = ("hosts", "vars", "children")
@@ -144,4 +145,4 @@ def _kind(value: Any) -> str:
         return "boolean"
     if isinstance(value, str):
         return "string"
-    return "number" if isinstance(value, (int, float)) else type(value).__name__
+    return "number" if isinstance(value, (int, float)) else kind_of(value)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpunode.errors import GpunodeError
-from gpunode.values import bool_filter, truthy
+from gpunode.values import bool_filter, misspelt_bool, truthy
 
 if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
@@ -167,6 +167,9 @@ def evaluate(expression: str, variables: dict[str, Any]) -> bool:
         raise TemplateError(f"cannot evaluate when: {expression!r}: {_why(exc)}") from None
     if isinstance(result, jinja2.Undefined):
         raise TemplateError(f"when: {expression!r} is undefined")  # e.g. a misspelt variable
+    if isinstance(result, str) and misspelt_bool(result):  # other text keeps Python's truthiness ("gpu-1": true)
+        raise TemplateError(f"when: {expression!r} gave {result!r}, which looks like a misspelt true or false and "
+                            "would count as true: write true or false (yes/no, 1/0)")
     return truthy(result)  # Ansible's truthiness: an INI "false" is false
 
 

@@ -27,6 +27,8 @@ def junit_xml(result: RunResult) -> str:
                     step.message + (f"\nfix: {fix}" if fix else ""))
             elif step.status == "skipped":
                 ET.SubElement(case, "skipped", message=visible(step.message))
+            elif step.status == "cancelled":
+                ET.SubElement(case, "skipped", message=visible(f"cancelled (Ctrl-C): {step.message}"))
             elif step.actions:
                 ET.SubElement(case, "system-out").text = visible("\n".join(a["summary"] for a in step.actions))
         if host.status in ("unreachable", "cancelled") or (host.error and not host.steps):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -21,40 +22,90 @@ STATUS_STYLE = {
 
 
 class PlainEvents:
-    """One line per event, safe for logs and pipes."""
+    """One line per event, safe for logs and pipes; a step that runs long gets a heartbeat line (elapsed time, the
+    host's log) every `heartbeat` seconds without other lines, so that CI logs and `| tee` show it is alive."""
 
-    def __init__(self, stream=None, verbose: bool = False) -> None:
+    def __init__(self, stream=None, verbose: bool = False, heartbeat: float | None = None) -> None:
         self.stream = stream or sys.stdout
         self.verbose = verbose
         self.lock = threading.Lock()
+        self.heartbeat = heartbeat if heartbeat is not None else heartbeat_seconds()
+        self.logs: dict[str, str] = {}
+        self.running: dict[str, list] = {}  # host -> [step, started, last line]
+        self._beating: threading.Thread | None = None
 
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, host: str = "") -> None:
         with self.lock:
             print(f"{time.strftime('%H:%M:%S')} {visible(text)}", file=self.stream, flush=True)
+            if host in self.running:
+                self.running[host][2] = time.monotonic()
 
-    def host_started(self, host: str) -> None:
+    def host_started(self, host: str, log_path: str = "") -> None:
+        self.logs[host] = log_path
         self._line(f"[{host}] connecting")
 
     def step_started(self, host: str, step: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.running[host] = [step, now, now]
         if self.verbose:
-            self._line(f"[{host}] {step} ...")
+            self._line(f"[{host}] {step} ...", host)
+        if self.heartbeat > 0 and not (self._beating and self._beating.is_alive()):
+            self._beating = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+            self._beating.start()
 
     def step_finished(self, host: str, outcome: StepOutcome) -> None:
+        with self.lock:
+            self.running.pop(host, None)
         detail = "; ".join(a["summary"] for a in outcome.actions) if outcome.status != "ok" else ""
         detail = detail or outcome.message
         self._line(f"[{host}] {outcome.name}: {outcome.status}{' - ' + detail if detail else ''}")
 
     def output(self, host: str, line: str) -> None:
         if self.verbose:
-            self._line(f"[{host}]   | {line}")
+            self._line(f"[{host}]   | {line}", host)
 
     def notice(self, host: str, text: str) -> None:
         self._line(f"[{host}] {text}")
 
     def host_finished(self, outcome: HostOutcome) -> None:
+        with self.lock:
+            self.running.pop(outcome.host, None)
         extra = f": {outcome.error}" if outcome.error else ""
         self._line(f"[{outcome.host}] {outcome.status.upper()} ({outcome.changed} changed, "
                    f"{outcome.exec_count} remote execs, {outcome.seconds:.1f}s){extra}")
+
+    def _beat(self) -> None:
+        """While steps run: a line for each host quiet for `heartbeat` seconds."""
+        while True:
+            time.sleep(min(self.heartbeat, 1.0))
+            now = time.monotonic()
+            with self.lock:
+                if not self.running:
+                    return
+                due = [(h, step, now - since) for h, (step, since, last) in self.running.items()
+                       if now - last >= self.heartbeat]
+            for host, step, elapsed in due:
+                log = f"; log: {self.logs[host]}" if self.logs.get(host) else ""
+                self._line(f"[{host}] {step}: still running ({duration(elapsed)}{log})", host)
+
+
+def heartbeat_seconds() -> float:
+    """GPUNODE_HEARTBEAT (seconds; 0 turns it off), else 30."""
+    try:
+        return float(os.environ.get("GPUNODE_HEARTBEAT", "30"))
+    except ValueError:
+        return 30.0
+
+
+def duration(seconds: float) -> str:
+    """4s, 2m05s, 1h02m."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 class LiveEvents:
@@ -99,7 +150,7 @@ class LiveEvents:
             self.rows[host].update(values)
         self.live.refresh()
 
-    def host_started(self, host: str) -> None:
+    def host_started(self, host: str, log_path: str = "") -> None:
         self._set(host, status="running", step="connect", started=time.monotonic())
 
     def step_started(self, host: str, step: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-StepStatus = Literal["ok", "changed", "would-change", "skipped", "failed"]
+StepStatus = Literal["ok", "changed", "would-change", "skipped", "failed", "cancelled"]  # cancelled: Ctrl-C
 HostStatus = Literal["ok", "changed", "would-change", "failed", "unreachable", "cancelled"]
 
 

@@ -22,7 +22,9 @@ from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
-from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
+from gpunode.steps import Action, Step, StepContext, StepFailed, build_step, step_facts_sections
+from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
+from gpunode.steps.diffs import render as render_diff
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
@@ -59,6 +61,7 @@ class HostRun:
     cancel: threading.Event
     outcome: HostOutcome = field(init=False)
     opening: Future[None] | None = None  # the connection already opening (runner/early.py), or None: open it here
+    max_diff_size: int = DEFAULT_MAX_DIFF_SIZE  # bytes of diff per step in reports (--max-diff-size)
 
     def __post_init__(self) -> None:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
@@ -77,7 +80,7 @@ class HostRun:
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
         started = time.monotonic()
-        self.events.host_started(self.host.name)
+        self.events.host_started(self.host.name, self.outcome.log_path)
         try:
             with self._phase("connect"):
                 if self.opening is not None:
@@ -324,7 +327,8 @@ class HostRun:
         try:
             facts = self._plan_and_apply(item.step, ctx, outcome, facts)
         except GpunodeError as exc:
-            outcome.status, error = "failed", exc
+            outcome.status = "cancelled" if self.cancel.is_set() else "failed"  # Ctrl-C closed its connection
+            error = exc
             if spec.sensitive:  # its output could hold what the step keeps secret
                 exc.cause = exc.cause.splitlines()[0] + " (output hidden: sensitive step)"
             outcome.message = str(exc.cause)
@@ -334,10 +338,11 @@ class HostRun:
         """Plan the step and (unless checking) apply what it planned; the outcome says what happened."""
         actions = step.plan(ctx)
         outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
-        outcome.diffs = [a.diff for a in actions if a.diff]
+        outcome.diffs = [render_diff(a.diff, self.max_diff_size) for a in actions if a.diff]
         changes = [a for a in actions if a.changes]
+        _require_root(facts, self.host.name, step, changes)
         if ctx.check:
-            outcome.status = "would-change" if changes else "ok"
+            outcome.status = _predicted(ctx, changes)
         elif actions:
             facts = self._apply(step, ctx, actions, facts)
             outcome.status = "changed" if changes else "ok"
@@ -424,6 +429,27 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def _predicted(ctx: StepContext, changes: list[Action]) -> str:
+    """Check mode: a step's status, and its planned writes recorded as made, so that later steps plan for them
+    (a unit file written: daemon-reload; a package source: refresh the lists), as they would in the run."""
+    for action in changes:
+        if action.writes:
+            ctx.wrote(action.writes)
+    return "would-change" if changes else "ok"
+
+
+def _require_root(facts: Facts, host: str, step: Step, changes: list[Action]) -> None:
+    """A change made as root, by a login that is not root and has no become: the run would fail at it (apt's
+    "Permission denied"). Said so, in check mode too, with the fix."""
+    if not changes or not step.needs_root or facts.uid in (0, None):
+        return
+    user = facts.user or f"uid {facts.uid}"
+    raise StepFailed(f"{host} logs in as {user}, not root, and become is off: \"{changes[0].summary}\" must run as "
+                     "root",
+                     fix="set ansible_become: true (become: true) for this host (and become_password if its sudo asks "
+                     "for one), or log in as root (ansible_user: root)")
 
 
 def _user_command_from_facts(spec: StepSpec) -> bool:

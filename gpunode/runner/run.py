@@ -17,6 +17,7 @@ from gpunode.report.model import HostOutcome, RunResult
 from gpunode.runner.early import EarlyConnections
 from gpunode.runner.events import Events, NoEvents
 from gpunode.runner.host_run import HostRun
+from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 
 
 @dataclass
@@ -25,6 +26,7 @@ class RunOptions:
     forks: int = 10
     extra_vars: dict[str, Any] = field(default_factory=dict)
     connect: ConnectOptions = field(default_factory=ConnectOptions)
+    max_diff_size: int = DEFAULT_MAX_DIFF_SIZE  # bytes of diff per step (Ansible's max_diff_size)
 
 
 def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
@@ -38,7 +40,7 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
                                           {h.name: connect(h, options.connect) for h in hosts})
     opening = early.opening if early else {}
     runs = [HostRun(h, connections[h.name], playbook, options.extra_vars, options.check, events, cancel,
-                    opening=opening.get(h.name)) for h in hosts]
+                    opening=opening.get(h.name), max_diff_size=options.max_diff_size) for h in hosts]
     outcomes: dict[str, HostOutcome] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, min(options.forks, len(hosts))), thread_name_prefix="host")
     futures = {pool.submit(run.run): run for run in runs}

@@ -15,9 +15,10 @@ from gpunode.connection import Connection, ExecResult
 from gpunode.errors import GpunodeError
 from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
+from gpunode.steps.diffs import FileDiff
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
-from gpunode.values import as_bool, file_mode
+from gpunode.values import as_bool, file_mode, kind_of
 
 if TYPE_CHECKING:
     from gpunode.facts import Facts
@@ -35,7 +36,7 @@ class Action:
     reason: str = ""
     command: str | None = None
     stdin: str | bytes = b""
-    diff: str | None = None
+    diff: str | FileDiff | None = None  # capped when shown (steps/diffs.py)
     timeout: float | None = None
     changes: bool = True          # False for waits and checks that alter nothing
     reboot: bool = False          # the runner performs reboots (reconnect, boot-id check)
@@ -68,6 +69,11 @@ class StepContext:
             self.state.daemon_reload_pending = True
         if path.startswith(PACKAGE_SOURCE_PATHS):
             self.state.package_sources_changed = True
+
+    def will_install(self, names: Iterable[str]) -> None:
+        """Check mode: these packages would be installed by this step, so later steps can plan for them."""
+        if self.check:
+            self.state.installing += [n for n in names if n not in self.state.installing]
 
     def require_reboot(self, reason: str) -> None:
         """Ask for a reboot (done by a later `reboot` step) and say why."""
@@ -127,6 +133,8 @@ class Step:
     # the facts sections (besides core) that probe/plan/apply read: gathered with the lock, before the step runs
     # (gpunode/facts/sections.py). Reading another one costs a round trip, never a wrong answer.
     facts_sections: ClassVar[frozenset[str]] = frozenset(OPTIONAL_SECTIONS)
+    # its changes are made as root (packages, units, /etc): without root and without become it cannot work
+    needs_root: ClassVar[bool] = True
 
     def probe(self, facts: Facts) -> Snippets | None:
         """Named shell snippets (run as root, batched with the other steps' probes, see steps/probe.py); `plan`
@@ -265,11 +273,12 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, str):
             value = [value]  # one name: a list of one (a bare number is a typo: `names: 5`)
         if not isinstance(value, list | tuple):
-            raise ValueError(f"{where} must be a list, got {_kind(value)} {value!r}")
+            shown = f" {value!r}" if isinstance(value, int | float) else ""
+            raise ValueError(f"{where} must be a list, got a {kind_of(value)}{shown}")
         return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ValueError(f"{where} must be a mapping, got {type(value).__name__}")
+            raise ValueError(f"{where} must be a mapping, got a {kind_of(value)}")
         return dict(value)
     if hint is bool:
         flag = as_bool(value)
@@ -288,14 +297,8 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
     if hint is str:
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             return str(value)
-        raise ValueError(f"{where} must be a string, got {type(value).__name__}")
+        raise ValueError(f"{where} must be a string, got a {kind_of(value)}")
     return value
-
-
-def _kind(value: Any) -> str:
-    """A value's type in YAML's words (not Python's)."""
-    kinds = ((bool, "a boolean"), (int | float, "a number"), (dict, "a mapping"))
-    return next((name for kind, name in kinds if isinstance(value, kind)), "a value")
 
 
 def killed_fix(exit_code: int | None) -> str:

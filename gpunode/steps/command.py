@@ -17,6 +17,7 @@ class CommandStep(Step):
     """Run `cmd` (as root, through sh) unless `creates` exists, `removes` is missing, or `unless` succeeds."""
 
     kind = "command"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
     cmd: str
     creates: str | None = None

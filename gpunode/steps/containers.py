@@ -19,10 +19,13 @@ from gpunode.gpu.distro import (
     docker_repo_file,
     toolkit_repo_file,
 )
+from gpunode.gpu.repo_facts import TOOLKIT
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
+from gpunode.values import kind_of
+from gpunode.vendor_facts import value as fact_value
 
 if TYPE_CHECKING:  # tomlkit (containerd_config) is imported only when a plan touches containerd
     from gpunode.steps.containerd_config import Loaded
@@ -32,7 +35,10 @@ CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"  # where older gpunode releases put the runtime
 OLD_DROPIN_HEADER = "# Written by gpunode: the NVIDIA runtime for containerd."
 CDI_STATIC = "/etc/cdi/nvidia.yaml"        # nvidia-ctk cdi generate (toolkit < 1.18)
-CDI_DYNAMIC = "/var/run/cdi/nvidia.yaml"   # nvidia-cdi-refresh (toolkit 1.18+)
+CDI_DYNAMIC: str = fact_value(TOOLKIT, "cdi_dynamic_spec")  # nvidia-cdi-refresh (toolkit 1.18+)
+# Packages that bring containerd with them (Debian's docker.io depends on containerd; docker-ce on containerd.io)
+CONTAINERD_PROVIDERS = frozenset({"containerd", "containerd.io", "docker.io", "docker-ce", "moby-engine", "docker",
+                                  "moby-containerd"})
 
 
 @register
@@ -67,6 +73,7 @@ class DockerStep(Step):
             if repo and state.content != repo[1]:
                 actions.append(write_action(repo[0], state, repo[1],
                                             reason="docker-ce comes from Docker's repository on EL"))
+            ctx.will_install(names)
             actions.append(Action(f"install Docker: {', '.join(names)}", "no Docker engine installed",
                                   manager.install([Wanted(n) for n in names], refresh=True, recommends=False),
                                   timeout=self.timeout))
@@ -176,7 +183,9 @@ class ContainerRuntimeStep(Step):
         if self.docker:
             actions += self._docker(parse_file_probe(sections["daemon"]))
         version = sections["version"]
-        if self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
+        if self.containerd == "auto" and not version.strip():
+            actions += _containerd_coming(ctx)
+        elif self.containerd == "yes" or (self.containerd == "auto" and version.strip()):
             from gpunode.steps.containerd_config import loaded_config
 
             actions += self._containerd(ctx, parse_file_probe(sections["main"]),
@@ -185,6 +194,10 @@ class ContainerRuntimeStep(Step):
         return actions
 
     def _docker(self, state: FileState) -> list[Action]:
+        if state.content.startswith("\ufeff"):
+            raise StepFailed(f"{DAEMON_JSON} starts with a UTF-8 byte order mark (BOM): dockerd refuses the file; it "
+                             "was left untouched", fix=f"remove the mark (the first 3 bytes): "
+                             f"sed -i '1s/^\\xEF\\xBB\\xBF//' {DAEMON_JSON}, then run again")
         try:
             config = json.loads(state.content) if state.exists and state.content.strip() else {}
         except json.JSONDecodeError as exc:
@@ -195,8 +208,9 @@ class ContainerRuntimeStep(Step):
             raise StepFailed(f"{DAEMON_JSON} is not a JSON object; it was left untouched", fix=f"fix {DAEMON_JSON}")
         runtimes = config.get("runtimes", {})
         if runtimes is not None and not isinstance(runtimes, dict):
-            raise StepFailed(f'{DAEMON_JSON}: "runtimes" is a {type(runtimes).__name__}, Docker wants an object; '
-                             "it was left untouched", fix=f'make "runtimes" an object (or remove it) in {DAEMON_JSON}')
+            raise StepFailed(f'{DAEMON_JSON}: "runtimes" is a JSON {kind_of(runtimes, json=True)}, Docker wants an '
+                             "object; it was left untouched",
+                             fix=f'make "runtimes" an object (or remove it) in {DAEMON_JSON}')
         merged = json.loads(json.dumps(config))
         runtimes = merged.get("runtimes") or {}
         nvidia = runtimes.get("nvidia") if isinstance(runtimes.get("nvidia"), dict) else {}
@@ -256,7 +270,7 @@ class ContainerRuntimeStep(Step):
     def _cdi(self, ctk: str, present: str) -> list[Action]:
         """Toolkit 1.18+ keeps /var/run/cdi/nvidia.yaml current itself (nvidia-cdi-refresh); older ones need
         `nvidia-ctk cdi generate` into /etc/cdi."""
-        if _toolkit_version(ctk) >= (1, 18):
+        if _toolkit_version(ctk) >= fact_value(TOOLKIT, "cdi_refresh_since"):
             if "enabled" in present.split():
                 return []
             return [Action("enable nvidia-cdi-refresh (the toolkit writes /var/run/cdi/nvidia.yaml)",
@@ -269,6 +283,17 @@ class ContainerRuntimeStep(Step):
                        f"nvidia-ctk cdi generate --output={CDI_STATIC}",
                        fix="install the container toolkit; the driver must be loaded (reboot first if it was just "
                        "installed)")]
+
+
+def _containerd_coming(ctx: StepContext) -> list[Action]:
+    """Check mode: containerd is absent now, but an earlier step would install it (docker.io depends on it); the real
+    run then finds it and edits its config.toml, so that is a change too, whose details are known only then."""
+    coming = [p for p in ctx.state.installing if p in CONTAINERD_PROVIDERS]
+    if not coming:
+        return []
+    return [Action(f"add the nvidia runtime to {CONTAINERD_CONFIG}",
+                   f"would change (unknown until run): containerd is not installed yet, an earlier step installs "
+                   f"{', '.join(coming)}; its config.toml is edited once it exists")]
 
 
 def _json_indent(text: str) -> int | str:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Mode, Step, StepContext, register
+from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
 from gpunode.values import file_mode
@@ -20,6 +20,7 @@ class FileStep(Step):
     """Ensure a file has this content (and mode/owner), or is absent."""
 
     kind = "file"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
     path: str
     content: str | None = None
@@ -37,10 +38,11 @@ class FileStep(Step):
             self.mode = Mode(file_mode(self.mode, "file.mode"))
 
     def probe(self, facts: Facts) -> Snippets:
-        return {"file": probe_file(self.path)}
+        return {"file": probe_file(self.path), **who_probe(self.owner, self.group)}
 
     def plan(self, ctx: StepContext) -> list[Action]:
         state = parse_file_probe(ctx.probe["file"])
+        check_who(ctx, self.path, self.owner, self.group)
         if self.state == "absent":
             if not state.exists:
                 return []
@@ -63,12 +65,31 @@ class FileStep(Step):
         return actions
 
 
+def who_probe(owner: str | None, group: str | None) -> Snippets:
+    """Whether the owner and group exist on the host (passwd/group, NSS included), read with the batched probe."""
+    checks = [f"getent passwd {q(owner)} >/dev/null || echo no-owner" if owner else "",
+              f"getent group {q(group)} >/dev/null || echo no-group" if group else ""]
+    return {"who": "; ".join(c for c in checks if c)} if owner or group else {}
+
+
+def check_who(ctx: StepContext, path: str, owner: str | None, group: str | None) -> None:
+    """An owner or group that the host does not know fails the plan (check mode too), not the chown at apply."""
+    missing = ctx.probe["who"].split()
+    for word, kind, name, listing in (("no-owner", "user", owner, "getent passwd"),
+                                      ("no-group", "group", group, "getent group")):
+        if word in missing:
+            raise StepFailed(f"{path}: the {kind} {name!r} does not exist on the host",
+                             fix=f"create it first (a step before this one), or give an existing {kind} "
+                             f"(`{listing}` on the host lists them)")
+
+
 @register
 @dataclass
 class LineStep(Step):
     """Ensure one line is present (replacing the line that matches `regexp`) or absent."""
 
     kind = "line"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
     path: str
     line: str | None = None

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import secrets
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
-from gpunode.steps.files import FileStep
+from gpunode.steps.files import FileStep, who_probe
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file
-from gpunode.values import file_mode
+from gpunode.values import file_mode, kind_of
 
 DEFAULT_INDENT = 2
 
@@ -27,6 +30,7 @@ class JsonStep(Step):
     """Merge `set` into the JSON object in `path` (nested objects merged key by key; other values replaced)."""
 
     kind = "json"
+    needs_root = False  # the user's own files and commands may need no root
     facts_sections: ClassVar[frozenset[str]] = frozenset()  # reads no optional fact section
     path: str
     set: dict[str, Any]
@@ -46,9 +50,13 @@ class JsonStep(Step):
             self.mode = Mode(file_mode(self.mode, "json.mode"))
 
     def probe(self, facts: Facts) -> Snippets:
-        return {"file": probe_file(self.path)}
+        return {"file": probe_file(self.path), "directory": f"[ -d {q(self.path)} ] && echo directory",
+                **who_probe(self.owner, self.group)}
 
     def plan(self, ctx: StepContext) -> list[Action]:
+        if ctx.probe["directory"].strip() == "directory":
+            raise StepFailed(f"{self.path} is a directory on the host; json.path must name a JSON file",
+                             fix=f"give the file's path (e.g. {self.path.rstrip('/')}/config.json)")
         state = parse_file_probe(ctx.probe["file"])
         if not state.exists and not self.create:
             raise StepFailed(f"{self.path} does not exist (create is false)",
@@ -73,7 +81,7 @@ def json_value(value: Any, where: str) -> Any:
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValueError(f"{where}: key {key!r} ({type(key).__name__}) is not a string, and JSON keys "
+                raise ValueError(f"{where}: key {key!r} (a {kind_of(key)}) is not a string, and JSON keys "
                                  f"are strings; quote it ('{key}')")
             out[key] = json_value(item, f"{where}.{key}")
         return out
@@ -83,7 +91,7 @@ def json_value(value: Any, where: str) -> Any:
         raise ValueError(f"{where}: {value!r} is not a JSON number; quote it to write a string")
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    raise ValueError(f"{where}: a {type(value).__name__} ({value}) is not a JSON value; quote it to write a "
+    raise ValueError(f"{where}: a {kind_of(value)} ({value}) is not a JSON value; quote it to write a "
                      "string")
 
 
@@ -92,6 +100,10 @@ def parse_object(path: str, state: FileState) -> dict[str, Any]:
     and nothing is written."""
     if not state.exists or not state.content.strip():
         return {}
+    if state.content.startswith("\ufeff"):
+        raise StepFailed(f"{path} starts with a UTF-8 byte order mark (BOM), which strict JSON readers (dockerd, Go, "
+                         "jq) refuse; it was left untouched", fix=f"remove the mark (the first 3 bytes): "
+                         f"sed -i '1s/^\\xEF\\xBB\\xBF//' {q(path)}, then run again")
     try:
         data = json.loads(state.content, parse_constant=_not_json, parse_float=_finite)
     except json.JSONDecodeError as exc:
@@ -99,8 +111,8 @@ def parse_object(path: str, state: FileState) -> dict[str, Any]:
                          "left untouched", fix=f"fix {path} by hand (or restore a backup, {path}.*.gpunode.bak), "
                          "then run again") from None
     if not isinstance(data, dict):
-        raise StepFailed(f"{path} holds a JSON {type(data).__name__}, not an object: keys cannot be merged into it; "
-                         "it was left untouched", fix=f"make {path} a JSON object ({{...}}), or remove it")
+        raise StepFailed(f"{path} holds a JSON {kind_of(data, json=True)}, not an object: keys cannot be merged "
+                         "into it; it was left untouched", fix=f"make {path} a JSON object ({{...}}), or remove it")
     return data
 
 
@@ -108,12 +120,35 @@ def _not_json(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not a JSON value (strict parsers such as dockerd's refuse it)", name, 0)
 
 
+class Number(float):
+    """A number with a fraction or an exponent as the file writes it (1E5, 1.50): written back unchanged."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Number:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
 def _finite(text: str) -> float:
-    value = float(text)
+    value = Number(text)
     if value in (float("inf"), float("-inf")):
         raise json.JSONDecodeError(f"{text} is out of a float's range: it could only be written back as Infinity, "
                                    "which is not JSON", text, 0)
     return value
+
+
+def _marked(data: Any, nonce: str, numbers: list[str]) -> Any:
+    """`data` with each file Number replaced by a placeholder string (json.dumps writes floats in its own way)."""
+    if isinstance(data, dict):
+        return {k: _marked(v, nonce, numbers) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_marked(v, nonce, numbers) for v in data]
+    if isinstance(data, Number):
+        numbers.append(data.text)
+        return f"{nonce}{len(numbers) - 1}"
+    return data
 
 
 def merge(current: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +169,9 @@ def same(a: Any, b: Any) -> bool:
 def dump(data: dict[str, Any], old_text: str) -> str:
     """The file's new text: the old file's indentation (2 for a new or one-line file), non-ASCII kept as written,
     a final newline; CRLF if the old file used it."""
-    text = json.dumps(data, indent=indent_of(old_text), ensure_ascii=False) + "\n"
+    nonce, numbers = f"@@gpunode-number-{secrets.token_hex(6)}-", []
+    text = json.dumps(_marked(data, nonce, numbers), indent=indent_of(old_text), ensure_ascii=False) + "\n"
+    text = re.sub(f'"{nonce}(\\d+)"', lambda m: numbers[int(m.group(1))], text)
     try:
         text.encode()
     except UnicodeEncodeError:

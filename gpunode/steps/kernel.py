@@ -45,6 +45,12 @@ class KernelHeadersStep(Step):
             return held  # nothing to look up: plan() needs no candidate
         if facts.os.family == "debian":
             pkg = q(headers_package(facts.os, facts.kernel.running))
+            meta = newest_kernel_packages(facts.os, facts.kernel.running, facts.kernel.package)[0]
+            # policy upgrade: the kernel the distro's meta package would install (its candidate's dependency), for
+            # check mode to plan the driver build and the reboot for it (backports may list newer ones)
+            nxt = (f"apt-cache $o depends {q(meta)} 2>/dev/null | "
+                   "sed -n 's/^ *Depends: linux-image-\\([0-9][^ ]*\\)$/@@next \\1/p' | head -n 1; "
+                   if self.policy == "upgrade" else "")
             # A host without package lists (a fresh image) is asked with lists fetched into a temporary
             # directory, so check mode sees what the real run sees after its `apt-get update` and changes
             # nothing (no lists, no pkgcache.bin written). A package the lists do not know prints no
@@ -57,7 +63,7 @@ class KernelHeadersStep(Step):
                     f"c=$(apt-cache $o policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'); "
                     "if [ -z \"$c\" ] && "
                     "[ -n \"$(apt-cache $o pkgnames linux-headers- 2>/dev/null | head -n 1)\" ]; then c='(none)'; fi; "
-                    "echo \"$c\"; "
+                    "echo \"$c\"; " + nxt +
                     "apt-cache $o pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | "
                     "grep -v -- -common | sort -V | tail -n 12; [ -n \"$t\" ] && rm -rf \"$t\""}
         return held
@@ -78,7 +84,7 @@ class KernelHeadersStep(Step):
             raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
                 from None
         running = facts.kernel.running
-        candidate, *existing = ctx.probe["headers"].splitlines() or [""]
+        candidate, existing, following = _headers_probe(ctx.probe["headers"])
         held = ctx.probe["held"]
         if facts.kernel.running_headers_present:
             ctx.state.target_kernel = running
@@ -90,11 +96,12 @@ class KernelHeadersStep(Step):
             return self._hold_actions(facts, pending, held)
         headers = headers_package(facts.os, running, facts.kernel.package)
         upgrade = newest_kernel_packages(facts.os, running, facts.kernel.package)
-        candidate = candidate.strip()
         if facts.os.family == "debian" and candidate == "(none)" and self.policy != "upgrade":
             raise StepFailed(self._missing_message(running, headers, existing),
                              fix=self._missing_fix(running))
         family = "debian" if facts.os.family == "debian" else "rpm"
+        if ctx.check and self.policy == "upgrade" and candidate in ("", "(none)"):
+            self._predict_upgrade(ctx, upgrade, following)
         what = (f"install {headers}" if candidate not in ("", "(none)") else
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
@@ -102,6 +109,21 @@ class KernelHeadersStep(Step):
             [self.policy, family, " ".join(headers_packages(facts.os, running, facts.kernel.package)), *upgrade])
         return [Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
                        fix=self._missing_fix(running))]
+
+    @staticmethod
+    def _predict_upgrade(ctx: StepContext, upgrade: list[str], following: str) -> None:
+        """Check mode: what the real run's upgrade will leave behind, so that the steps after this one (the driver's
+        build, the reboot) are planned for it. Debian/Ubuntu: the kernel the meta package's candidate depends on
+        (what `kernel_headers.sh` installs and then boots); elsewhere the repositories are not asked in check
+        mode: unknown until run."""
+        running = ctx.facts.kernel.running
+        if following and following != running:
+            ctx.state.target_kernel = following
+            ctx.require_reboot(f"new kernel {following} will be installed; {running} runs")
+        elif not following:
+            ctx.state.target_kernel_unknown = True
+            ctx.require_reboot(f"would change (unknown until run): the newest kernel ({', '.join(upgrade)}) may be "
+                               f"installed; {running} runs")
 
     def _hold_actions(self, facts: Facts, kernel: str, held: str) -> list[Action]:
         if not self.hold:
@@ -147,3 +169,13 @@ class KernelHeadersStep(Step):
         return (f"set kernel_policy: upgrade to install the newest distro kernel with its headers and reboot into "
                 f"it, or boot a kernel whose headers exist (a vendor or self-built kernel {running} needs its "
                 f"own headers)")
+
+
+def _headers_probe(text: str) -> tuple[str, list[str], str]:
+    """The `headers` probe's answer: the running kernel's headers candidate ("(none)": no such package), the headers
+    packages that exist, and (policy upgrade, only when that candidate is "(none)") the kernel the meta package
+    would install."""
+    candidate, *lines = text.splitlines() or [""]
+    following = next((line.split()[-1] for line in lines if line.startswith("@@next ")), "")
+    existing = [line for line in lines if not line.startswith("@@next ")]
+    return candidate.strip(), existing, following if candidate.strip() == "(none)" else ""

@@ -20,6 +20,7 @@ from gpunode.steps.nfs_options import (
     VENDORS,
     VERSIONS,
     Options,
+    boot_options,
     live_differences,
     merge,
     parse_options,
@@ -53,6 +54,7 @@ class NfsMountStep(Step):
     nfs_version: str | None = None
     options: str = ""
     automount: bool = False
+    boot_required: bool = False  # true: the boot waits for this mount and fails without it (no nofail)
     state: Literal["present", "absent"] = "present"
     fstab_only: bool = False
     preflight: bool = True
@@ -82,6 +84,7 @@ class NfsMountStep(Step):
         self.mount_options: Options = merge(preset(self.vendor, version), parse_options(self.options))
         if self.automount and "x-systemd.automount" not in dict(self.mount_options):
             self.mount_options.append(("x-systemd.automount", None))
+        self.mount_options = boot_options(self.mount_options, self.boot_required)
         if not 1 <= self.timeout <= 120:
             raise ValueError(f"nfs_mount.timeout must be 1 to 120 seconds, got {self.timeout}")
 

@@ -4,37 +4,30 @@ from __future__ import annotations
 
 import re
 
+from gpunode.steps.nfs_vendors import NFS_VENDORS
+from gpunode.vendor_facts import value as fact_value
+
 VENDORS = ("generic", "alibaba-nas", "tencent-cfs", "aws-efs")
 VERSIONS = ("3", "4.0", "4.1", "4.2")
 
-# Alibaba Cloud NAS, "Mount an NFS file system on a Linux ECS instance":
-#   https://www.alibabacloud.com/help/en/nas/user-guide/mount-an-nfs-file-system-on-a-linux-ecs-instance
-#   (NFSv3 recommended for performance, NFSv4.0 when several instances edit the same files; the v4 option
-#   string also appears in the NAS mount FAQ: https://www.alibabacloud.com/help/doc-detail/184789.htm)
-ALIBABA_V3 = "vers=3,nolock,proto=tcp,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,_netdev,noresvport"
-ALIBABA_V4 = "vers=4,minorversion=0,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,_netdev,noresvport"
-# Tencent Cloud CFS, "NFS client mount parameters" (vers=3 or 4.0, hard, noresvport, lock/nolock):
-#   https://cloud.tencent.com/document/product/582/113840
-#   NFS v3.0 and v4.0 only (FAQ: https://intl.cloud.tencent.com/document/product/582/9551). Over v3 CFS
-#   exports /<fsid> (the file system ID), over v4 it exports /. The v3 string is the v4 one with
-#   vers=3,nolock,proto=tcp as that parameter page describes them.
-TENCENT_V4 = "vers=4,minorversion=0,hard,timeo=600,retrans=2,_netdev,noresvport"
-TENCENT_V3 = "vers=3,nolock,proto=tcp,hard,timeo=600,retrans=2,_netdev,noresvport"
-# AWS EFS, "Recommended NFS mount settings":
-#   https://docs.aws.amazon.com/efs/latest/ug/mounting-fs-nfs-mount-settings.html
-#   and "Using the Network File System to mount EFS file systems" (NFS 4.0 and 4.1 only, 4.1 recommended):
-#   https://docs.aws.amazon.com/efs/latest/ug/mounting-fs-old.html
-AWS_EFS = "nfsvers={v},rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
+# The vendors' documented options, with their pages: gpunode/steps/nfs_vendors.py.
+ALIBABA_V3: str = fact_value(NFS_VENDORS, "alibaba_v3")
+ALIBABA_V4: str = fact_value(NFS_VENDORS, "alibaba_v4")
+TENCENT_V4: str = fact_value(NFS_VENDORS, "tencent_v4")
+TENCENT_V3: str = fact_value(NFS_VENDORS, "tencent_v3")
+AWS_EFS: str = fact_value(NFS_VENDORS, "efs")
 # Anything else: the kernel's defaults made explicit, hard mounts, and no boot wait on the network.
 GENERIC_V3 = "vers=3,proto=tcp,hard,timeo=600,retrans=2,_netdev"
 GENERIC_V4 = "vers={v},hard,timeo=600,retrans=2,_netdev"
 
-DEFAULT_VERSION = {"generic": "4.1", "alibaba-nas": "3", "tencent-cfs": "4.0", "aws-efs": "4.1"}
+DEFAULT_VERSION = {"generic": "4.1", "alibaba-nas": fact_value(NFS_VENDORS, "alibaba_default"),
+                   "tencent-cfs": fact_value(NFS_VENDORS, "tencent_default"),
+                   "aws-efs": fact_value(NFS_VENDORS, "efs_default")}
 SUPPORTED = {
     "generic": VERSIONS,
-    "alibaba-nas": ("3", "4.0"),
-    "tencent-cfs": ("3", "4.0"),
-    "aws-efs": ("4.0", "4.1"),
+    "alibaba-nas": fact_value(NFS_VENDORS, "alibaba_versions"),
+    "tencent-cfs": fact_value(NFS_VENDORS, "tencent_versions"),
+    "aws-efs": fact_value(NFS_VENDORS, "efs_versions"),
 }
 
 # Options that mount(8)/systemd read and the kernel never sees: not compared live, not for Kubernetes.
@@ -45,6 +38,27 @@ FAMILIES = [{"hard", "soft", "softerr"}, {"rw", "ro"}, {"proto", "tcp", "udp", "
 _OPTION = re.compile(r"^[A-Za-z0-9_.\-]+(=[^,\s#]*)?\Z")
 
 Options = list[tuple[str, str | None]]
+
+
+# A data share never holds the boot (unless boot_required): systemd.mount(5): with `nofail` the mount is only wanted,
+# not required, by remote-fs.target and not ordered before it, so "the boot will continue without waiting for the
+# mount unit and regardless whether the mount point can be mounted successfully"; `x-systemd.mount-timeout` bounds
+# the mount attempt itself (a hard NFS mount of an absent server retries for minutes). The vendors' fstab lines
+# (AWS EFS nfs-automount-efs, Alibaba NAS, Tencent CFS) carry `_netdev` only; without `nofail` a NAS that is down at
+# boot gives "Dependency failed for remote-fs.target" and a degraded node (issue 27).
+BOOT_OPTIONS: Options = [("nofail", None), ("x-systemd.mount-timeout", "30")]
+
+
+def boot_options(options: Options, required: bool) -> Options:
+    """The options with `nofail` and a mount timeout added (unless the user set them), or, for a mount the boot
+    must wait for, checked to hold no `nofail`."""
+    keys = dict(options)
+    if required:
+        if "nofail" in keys:
+            raise ValueError("nfs_mount: boot_required: true and the option nofail contradict each other; "
+                             "drop one of them")
+        return options
+    return [*options, *((k, v) for k, v in BOOT_OPTIONS if k not in keys)]
 
 
 def preset(vendor: str, version: str) -> Options:

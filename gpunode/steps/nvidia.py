@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version
+from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version, version_key
 from gpunode.gpu.distro import (
     DriverPackages,
     UnsupportedDistro,
     check_supported,
     dkms_module_name,
     driver_packages,
+    el_kernel_stem,
+    el_precompiled_packages,
     fabricmanager_packages,
     other_driver_packages,
+    ubuntu_live_server_branch,
+    ubuntu_precompiled_packages,
 )
-from gpunode.gpu.driver_facts import NVIDIA
+from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.modcache.plan import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
@@ -49,6 +54,13 @@ ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
 WantedBy=multi-user.target
 """
 RUNFILE_BUILD_TOOLS = ["gcc", "make", "dkms"]
+# NVIDIA's RPM DKMS package builds with `make -j2`; DKMS reads this file after it (driver_facts EL
+# dkms_conf_override), so the build uses every core of the machine that builds. $(nproc) is evaluated at each build:
+# a baked image keeps the file and still builds with the cores of the instance it boots on.
+DKMS_JOBS_CONF = value(EL, "dkms_conf_override").format(module="nvidia")
+DKMS_JOBS_CONTENT = ("# Written by gpunode: NVIDIA's dkms.conf builds with make -j2; this builds with all cores.\n"
+                     "MAKE[0]=\"" + value(EL, "dkms_make_proprietary").replace("-j2", value(EL, "dkms_all_cores"))
+                     + "\"\n")
 
 
 @register
@@ -88,10 +100,24 @@ class NvidiaDriverStep(Step):
             if shipped != self.branch:
                 raise StepFailed(f"Debian {facts.os.version_id} ships driver branch {shipped}, not {self.branch}",
                                  fix=f"set driver_branch: {shipped}, or method: cuda-repo for other branches")
+        if self.method == "distro" and facts.os.id == "ubuntu":
+            self._refuse_transitional_branch()
         try:
             return driver_packages(facts.os, self.method, self.branch, flavor), flavor, why
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="choose another method (cuda-repo or runfile)") from None
+
+    def _refuse_transitional_branch(self) -> None:
+        """Canonical ended some server branches: their packages only pull in a later branch (and, on NVSwitch hosts,
+        a fabric manager of the asked branch that no longer matches the driver). Refuse before anything installs."""
+        live = ubuntu_live_server_branch(self.branch)
+        if live is None:
+            return
+        raise StepFailed(f"Ubuntu's nvidia-headless-{self.branch}-server is a transitional package: Canonical "
+                         f"ended the {self.branch}-server branch and its packages install the {live}-server driver "
+                         "instead",
+                         fix=f"set driver_branch: {live} (Canonical's live server branch), or method: cuda-repo or "
+                         f"runfile to stay on {self.branch}")
 
     def _wants_fabricmanager(self, facts: Facts) -> bool:
         return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
@@ -103,6 +129,10 @@ class NvidiaDriverStep(Step):
                     "held": manager.held_probe(),
                     "persistenced": "systemctl is-enabled nvidia-persistenced 2>/dev/null"}
         names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
+        snippets.update(self._precompiled_probe(facts, manager, names))
+        snippets.update(self._el_precompiled_probe(facts, pkgs, names))
+        if self._rpm_dkms(facts):
+            snippets["dkms_conf"] = probe_file(DKMS_JOBS_CONF)
         if self.method == "runfile":
             names += RUNFILE_BUILD_TOOLS
             snippets["unit"] = probe_file(PERSISTENCED_UNIT)
@@ -110,27 +140,124 @@ class NvidiaDriverStep(Step):
             snippets.update(nested("pkgs", manager.probe(names)))
         return snippets
 
+    def _ubuntu_distro(self, facts: Facts) -> bool:
+        return self.method == "distro" and facts.os.id == "ubuntu"
+
+    def _rpm_dkms(self, facts: Facts) -> bool:
+        """NVIDIA's dnf module with a DKMS stream (every RPM install but the runfile's)."""
+        return self.method != "runfile" and facts.os.family in ("redhat", "amazon")
+
+    def _precompiled_probe(self, facts: Facts, manager: PackageManager, names: list[str]) -> Snippets:
+        """Ubuntu: the precompiled packages for the running kernel join the installed-packages query (`names`), and
+        on a host with neither install of the branch (facts), `precompiled` lists the kernels Canonical built the
+        branch's modules for. A converged host pays nothing: its answer is in the facts."""
+        if not self._ubuntu_distro(facts):
+            return {}
+        flavor, _ = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
+                                          self.kernel_modules)
+        precompiled = ubuntu_precompiled_packages(facts.os, self.branch, flavor, facts.kernel.running)
+        names += [p for p in precompiled.packages if p not in names]
+        have = facts.installed_packages
+        dkms_headless = value(UBUNTU, "headless_package").format(branch=self.branch,
+                                                                 open="-open" if flavor == "open" else "")
+        if dkms_headless in have or self._modules_package(precompiled) in have:
+            return {}
+        return {"precompiled": manager.available_probe(self._modules_prefix(flavor))}
+
+    def _el_precompiled(self, facts: Facts) -> bool:
+        """NVIDIA's precompiled streams hold the proprietary modules, built for EL kernels."""
+        if not self._rpm_dkms(facts) or not el_kernel_stem(facts.kernel.running):
+            return False
+        flavor, _ = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
+                                          self.kernel_modules)
+        return flavor == "proprietary"
+
+    def _el_kmods(self, names: list[str] | set[str], kernel: str) -> list[str]:
+        """The precompiled kmod packages of this branch for `kernel` among `names`, newest first."""
+        stem = el_kernel_stem(kernel)
+        found = [n for n in names if n.startswith(f"kmod-nvidia-{self.branch}.") and n.endswith(f"-{stem}")]
+        return sorted(found, key=version_key, reverse=True) if stem else []
+
+    def _el_precompiled_probe(self, facts: Facts, pkgs: DriverPackages, names: list[str]) -> Snippets:
+        """EL: an installed precompiled kmod of the running kernel (facts) joins the installed-packages query; on a
+        host without a driver, `precompiled` asks NVIDIA's repository (a temporary repository and cache: nothing
+        on the host changes) for the branch's kmod packages built for the running kernel."""
+        if not self._el_precompiled(facts):
+            return {}
+        have = facts.installed_packages
+        installed = self._el_kmods(set(have), facts.kernel.running)
+        names += [n for n in installed[:1] if n not in names]
+        if installed or pkgs.version_from in have or pkgs.packages[-1] in have:
+            return {}
+        base = pkgs.repo_add.rsplit(" ", 1)[-1].rsplit("/", 1)[0]
+        pattern = f"kmod-nvidia-{self.branch}.*-{el_kernel_stem(facts.kernel.running)}"
+        return {"precompiled": f"t=$(mktemp -d) && dnf -q --setopt=cachedir=\"$t\" --repofrompath=gpunode-nvidia,"
+                f"{base} --repo=gpunode-nvidia --setopt=gpunode-nvidia.module_hotfixes=1 repoquery --qf '%{{name}}' "
+                f"{q(pattern)} 2>/dev/null; rm -rf \"$t\""}
+
+    def _choose_el_build(self, ctx: StepContext, pkgs: DriverPackages, why: str,
+                         installed: dict[str, str]) -> tuple[DriverPackages, str]:
+        """EL: NVIDIA's precompiled stream nvidia-driver:<branch> when it has a kmod for the target kernel, the
+        -dkms stream otherwise; a host whose driver is the DKMS build stays so."""
+        if not self._el_precompiled(ctx.facts) or pkgs.packages[-1] in installed:
+            return pkgs, why
+        target = ctx.target_kernel
+        kmods = self._el_kmods(set(installed), target) or self._el_kmods(ctx.probe["precompiled"].split(), target)
+        stream = value(EL, "precompiled_stream").format(branch=self.branch)
+        if kmods:
+            return el_precompiled_packages(ctx.facts.os, self.branch, kmods[0]), \
+                f"{why}; NVIDIA's precompiled stream nvidia-driver:{stream} has {kmods[0]} for kernel {target}"
+        return pkgs, f"{why}; NVIDIA's precompiled stream nvidia-driver:{stream} has no kmod for kernel {target}: " \
+            f"DKMS ({pkgs.module_stream})"
+
+    def _modules_prefix(self, flavor: str) -> str:
+        """The start of the names of the branch's precompiled modules packages, one per kernel."""
+        return value(UBUNTU, "precompiled_modules").format(branch=self.branch, open="-open" if flavor == "open"
+                                                            else "", kernel="")
+
+    @staticmethod
+    def _modules_package(pkgs: DriverPackages) -> str:
+        return next((p for p in pkgs.packages if p.startswith("linux-modules-nvidia-")), "")
+
+    def _choose_build(self, ctx: StepContext, pkgs: DriverPackages, flavor: str, why: str,
+                      installed: dict[str, str]) -> tuple[DriverPackages, str]:
+        """Ubuntu: Canonical's precompiled modules for the target kernel when the archive has them, DKMS otherwise
+        (ubuntu-drivers' order); a host whose driver is the DKMS build stays so. (packages, reason)"""
+        if self._rpm_dkms(ctx.facts):
+            return self._choose_el_build(ctx, pkgs, why, installed)
+        if not self._ubuntu_distro(ctx.facts) or pkgs.packages[0] in installed:
+            return pkgs, why
+        target = ctx.target_kernel
+        precompiled = ubuntu_precompiled_packages(ctx.facts.os, self.branch, flavor, target)
+        modules = self._modules_package(precompiled)
+        offered = set(ctx.probe["precompiled"].split())
+        if modules in installed or modules in offered:
+            return precompiled, f"{why}; Canonical's signed precompiled modules for kernel {target} ({modules})"
+        return pkgs, f"{why}; no precompiled modules for kernel {target} in the archive ({modules}): DKMS build"
+
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
         pkgs, flavor, why = self._packages(facts)
+        manager = manager_for(facts.os.package_manager)
+        installed = manager.parse(ctx.probe.within("pkgs")).installed
+        pkgs, why = self._choose_build(ctx, pkgs, flavor, why, installed)
         wants_fm = self._wants_fabricmanager(facts)
         self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
         target = ctx.target_kernel
-        actions: list[Action] = self._nouveau_actions(ctx)
-        manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(sections.within("pkgs")).installed
+        actions: list[Action] = self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor, pkgs)
         held = manager.parse_held(sections["held"])
         switch = self._rpm_switch(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
         if missing:
             install = self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch)
-            actions.append(cached_install(install, self._cache_use(facts), pkgs.version_from, flavor))
+            actions.append(cached_install(install, self._cache_use(facts) and bool(pkgs.dkms_module),
+                                         pkgs.version_from, flavor))
         if self.method == "runfile":
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
             if pkgs.version_from in installed and not switch else None
-        if pkgs.packages and not missing:
+        if pkgs.packages and pkgs.dkms_module and not missing:
             actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version),
                                           driver_version, flavor)
         fm = pkgs.fabricmanager if wants_fm else ()
@@ -149,9 +276,13 @@ class NvidiaDriverStep(Step):
 
     def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
         """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
-        if facts.secure_boot and not self.allow_secure_boot:
+        # Canonical's signatures package (none on arm64); NVIDIA's EL kmods need NVIDIA's key enrolled in MOK
+        signed = not pkgs.dkms_module and any(p.startswith("linux-signatures-nvidia-") for p in pkgs.packages)
+        if facts.secure_boot and not self.allow_secure_boot and not signed:
+            no_signed = " (the archive has no signed precompiled modules for this kernel)" \
+                if self._ubuntu_distro(facts) else ""
             raise StepFailed(
-                "Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load",
+                f"Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load{no_signed}",
                 fix="enrol a Machine Owner Key for DKMS (mokutil --import /var/lib/dkms/mok.pub, then confirm at "
                 "the console on reboot), use signed precompiled packages (Ubuntu linux-modules-nvidia-*), disable "
                 "Secure Boot, or set allow_secure_boot: true if the key is already enrolled",
@@ -161,6 +292,25 @@ class NvidiaDriverStep(Step):
                              f"manager package for method {self.method}; CUDA fails without one",
                              fix="use method: cuda-repo (NVIDIA's repository has nvidia-fabricmanager), or "
                              "fabricmanager: no if the fabric manager is installed by other means")
+
+    def _dkms_jobs_actions(self, ctx: StepContext, flavor: str, pkgs: DriverPackages) -> list[Action]:
+        """RPM: NVIDIA's proprietary DKMS package builds with two jobs; DKMS takes MAKE[0] from /etc/dkms/nvidia.conf
+        instead, with all cores (as the ECS and EKS GPU AMIs do). The open package runs `make -j` already: a file of
+        ours left from the proprietary flavour (it names the proprietary make target) is removed."""
+        if not self._rpm_dkms(ctx.facts) or not pkgs.dkms_module:
+            return []
+        current = parse_file_probe(ctx.probe["dkms_conf"])
+        if flavor == "open":
+            if current.content != DKMS_JOBS_CONTENT:
+                return []
+            return [Action(f"remove {DKMS_JOBS_CONF}", "written for the proprietary module's make target; the open "
+                           "module's dkms.conf uses all cores itself", f"rm -f {DKMS_JOBS_CONF}")]
+        if current.content == DKMS_JOBS_CONTENT:
+            return []
+        write = write_action(DKMS_JOBS_CONF, current, DKMS_JOBS_CONTENT,
+                             reason="NVIDIA's dkms.conf builds the module with make -j2: all cores instead")
+        write.summary = f"let DKMS build the nvidia module with all cores ({DKMS_JOBS_CONF})"
+        return [write]
 
     def _cache_use(self, facts: Facts) -> bool:
         """The module cache is used: asked for, an apt host (Debian's dkms honours /etc/dkms/no-autoinstall in the
@@ -236,7 +386,8 @@ class NvidiaDriverStep(Step):
     def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
         """The driver packages to install (all of them when the module stream switches)."""
         debian_pin = self.method == "distro" and facts.os.id == "debian"
-        wanted = [Wanted(p, f"{self.branch}.*" if debian_pin and p in pkgs.pinned else None) for p in pkgs.packages]
+        pin = f"{self.branch}.*" if debian_pin else f"{pkgs.version}*" if pkgs.version else None
+        wanted = [Wanted(p, pin if p in pkgs.pinned and not p.startswith("kmod-") else None) for p in pkgs.packages]
         return wanted if switch else [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
 
     def _install_action(self, ctx: StepContext, manager: PackageManager, pkgs: DriverPackages, flavor: str,
@@ -246,10 +397,12 @@ class NvidiaDriverStep(Step):
         facts, target = ctx.facts, ctx.target_kernel
         stale = self._stale_holds(facts, pkgs, flavor, held, switch)
         setup = pkgs.module_switch() if switch else pkgs.repo_setup
-        steps = [manager.unhold(stale) if stale else "", _dkms_repos(facts, manager), setup]
+        repos = _dkms_repos(facts, manager) if pkgs.dkms_module else ""  # precompiled modules need no dkms
+        steps = [manager.unhold(stale) if stale else "", repos, setup]
         setup = " && ".join(x for x in steps if x)
         install = manager.install(missing, refresh=True, recommends=False)
-        reason = f"{why}; building for kernel {target}"
+        reason = f"{why}; building for kernel {_kernel_to_run(ctx)}" if pkgs.dkms_module else \
+            f"{why}; for kernel {_kernel_to_run(ctx)}"
         if switch or stale:
             reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
                 f"{reason}"
@@ -263,7 +416,10 @@ class NvidiaDriverStep(Step):
         """Held packages that would block this install: on apt another branch's or flavour's packages; on dnf, when
         the stream switches, the version locks of the driver and fabric manager packages."""
         if facts.os.family == "debian":
-            return other_driver_packages(facts.os, self.method, self.branch, flavor, held)
+            other = set(other_driver_packages(facts.os, self.method, self.branch, flavor, held))
+            if self._ubuntu_distro(facts):
+                other |= {n for n in held if n not in pkgs.packages and _UBUNTU_PRECOMPILED.match(n)}
+            return sorted(other)
         if not switch:
             return []
         ours = set(pkgs.pinned) | set(fabricmanager_packages(facts.os, self.method, self.branch))
@@ -367,6 +523,20 @@ def cached_install(install: Action, use: bool, version_from: str, flavor: str) -
                          timeout=install.timeout, fix=install.fix, version_from=version_from, flavor=flavor)
 
 
+def _template_pattern(template: str) -> str:
+    """A regular expression for the names a driver_facts template makes, whatever the branch, flavour and kernel."""
+    pattern = re.escape(template)
+    for field, part in (("branch", r"\d+"), ("open", "(?:-open)?"), ("kernel", ".+")):
+        pattern = pattern.replace(re.escape(f"{{{field}}}"), part)
+    return pattern
+
+
+# Canonical's precompiled packages of any branch or flavour (those of another branch block an install when held).
+_UBUNTU_PRECOMPILED = re.compile("|".join(
+    f"(?:{_template_pattern(value(UBUNTU, key))})$"
+    for key in ("headless_no_dkms_package", "precompiled_modules", "precompiled_objects")))
+
+
 def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
     """With nouveau loaded, nvidia-installer's silent mode answers ABORT to its nouveau check: the installer's own
     options skip the check and the module test load (which nouveau would fail); the blacklist written before and the
@@ -381,6 +551,11 @@ def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
 def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
     """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
     return "" if "dkms" in facts.installed_packages else manager.extra_repos(facts.os, facts.pkg)
+def _kernel_to_run(ctx: StepContext) -> str:
+    """The kernel the driver is built for, as a reason names it (check mode: it may be known only in the run)."""
+    if ctx.state.target_kernel_unknown:
+        return "the kernel that will run (unknown until run: an earlier step may install a new one)"
+    return ctx.target_kernel
 
 
 def _with_build_errors(command: str) -> str:

@@ -76,6 +76,7 @@ class PackagesStep(Step):
             else f"{w.name} is not installed"
             for w in missing
         ]
+        ctx.will_install(w.name for w in missing)
         refresh_note = " (after refreshing the package lists)" if stale and manager.name == "apt" else ""
         if sources_changed:
             reasons.append("package sources changed in this run: lists refreshed first")

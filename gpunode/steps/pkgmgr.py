@@ -86,6 +86,11 @@ class PackageManager:
         """Install `names` at the upstream version held in shell variable `version_var` (set on the host)."""
         raise NotImplementedError
 
+    def available_probe(self, prefix: str) -> str:
+        """Shell listing the names of the packages the repositories offer that start with `prefix`; "" where the
+        adapter cannot tell cheaply."""
+        return ""
+
     def extra_repos(self, os: OsInfo, pkg: PackageManagerInfo | None = None) -> str:
         """Shell enabling the repositories DKMS builds need (EPEL + CRB/PowerTools on EL); "" when none. `pkg`: the
         host's package-manager facts (how RHEL gets its content)."""
@@ -129,6 +134,15 @@ class AptManager(PackageManager):
 
     def remove(self, names: list[str]) -> str:
         return f"{APT_ENV} apt-get {join(APT_OPTS)} remove -- {join(names)}"
+
+    def available_probe(self, prefix: str) -> str:
+        """`apt-cache pkgnames PREFIX`; a host without package lists (a fresh image) is asked with lists fetched
+        into a temporary directory, so check mode sees what the real run sees and nothing on the host changes."""
+        return ("o=''; t=''; if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then t=$(mktemp -d) && "
+                "mkdir -p \"$t/lists/partial\" \"$t/cache/archives/partial\" && "
+                "o=\"-o Dir::State::Lists=$t/lists -o Dir::Cache=$t/cache\" && "
+                "{ apt-get -q $o -o DPkg::Lock::Timeout=60 update >/dev/null 2>&1 || o=\"-o Dir::Cache=$t/cache\"; }; "
+                f"fi; apt-cache $o pkgnames {q(prefix)} 2>/dev/null | sort; [ -z \"$t\" ] || rm -rf \"$t\"")
 
     def held_probe(self) -> str:
         # No pkgcache.bin written: a probe (check mode too) leaves the host as it found it.

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import base64
-import difflib
 import hashlib
 from dataclasses import dataclass
 
 from gpunode.connection import join, q
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action
+from gpunode.steps.diffs import FileDiff
 
 CONTENT_PREFIX = "base64:"  # marks file contents in probe output; transcripts elide such lines
 
@@ -47,13 +47,6 @@ def parse_file_probe(output: str) -> FileState:
                      data.decode("utf-8", errors="surrogateescape"))
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    return "".join(
-        difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                             fromfile=f"{path} (now)", tofile=f"{path} (planned)")
-    )
-
-
 def write_action(path: str, state: FileState, content: str, *, mode: str = "", owner: str = "",
                  group: str = "", backup: bool = True, validate: str = "", reason: str = "") -> Action:
     """An action that atomically replaces `path` with `content`, guarded against concurrent edits."""
@@ -68,7 +61,7 @@ def write_action(path: str, state: FileState, content: str, *, mode: str = "", o
         reason=reason or ("content differs" if state.exists else "file does not exist"),
         command=command,
         stdin=data,
-        diff=unified_diff(path, state.content, content),
+        diff=FileDiff(path, state.content, content),
         fix="check free space and permissions on the host; the old file was left untouched",
         writes=path,
     )

@@ -52,18 +52,13 @@ class ServiceStep(Step):
     def plan(self, ctx: StepContext) -> list[Action]:
         props = dict(line.split("=", 1) for line in ctx.probe["unit"].splitlines() if "=" in line)
         unit = q(self.name)
-        actions = []
         pending = props.get("NeedDaemonReload") == "yes" or ctx.state.daemon_reload_pending
-        if pending or self.daemon_reload:
-            actions.append(Action("systemctl daemon-reload",
-                                  "unit files changed on disk" if pending else "daemon_reload requested",
-                                  "systemctl daemon-reload", changes=bool(pending)))
+        actions = self._reload(ctx, pending)
         if props.get("LoadState") == "not-found" and not pending:
-            if self.enabled is True or self.state in ("started", "restarted", "reloaded"):
-                raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
-                                 fix=f"install the package that provides {self.name}, or fix the unit name")
-            ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
-            return actions
+            coming = self._not_found(ctx)
+            if coming is None:
+                return actions
+            props = coming
         auto_restart = props.get("SubState") == "auto-restart"  # dying and being restarted: not running
         active = props.get("ActiveState") in ("active", "activating", "reloading") and not auto_restart
         enabled = props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias", "indirect")
@@ -83,7 +78,32 @@ class ServiceStep(Step):
         elif self.state == "reloaded":
             actions.append(Action(f"reload-or-restart {self.name}", "requested",
                                   verified("reload-or-restart", self.name), fix=journal))
+        for action in actions if "installing" in props else ():
+            action.reason = (f"would change (unknown until run): {self.name} is not installed yet, an earlier step "
+                             f"installs {props['installing']}")
         return actions
+
+    def _reload(self, ctx: StepContext, pending: bool) -> list[Action]:
+        """`systemctl daemon-reload` first when unit files changed (or asked for); in check mode the later steps
+        then see it done, as after_action makes them see it in the run."""
+        if not (pending or self.daemon_reload):
+            return []
+        if ctx.check:
+            ctx.state.daemon_reload_pending = False
+        why = "unit files changed on disk" if pending else "daemon_reload requested"
+        return [Action("systemctl daemon-reload", why, "systemctl daemon-reload", changes=bool(pending))]
+
+    def _not_found(self, ctx: StepContext) -> dict[str, str] | None:
+        """A unit that does not exist: nothing to do when it is to be stopped or disabled (None); in check mode, one
+        that a package an earlier step installs may bring is planned as a new, stopped unit; else a failure."""
+        if not (self.enabled is True or self.state in ("started", "restarted", "reloaded")):
+            ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
+            return None
+        if ctx.check and ctx.state.installing:
+            return {"LoadState": "loaded", "ActiveState": "inactive", "UnitFileState": "disabled",
+                    "installing": ", ".join(ctx.state.installing)}
+        raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
+                         fix=f"install the package that provides {self.name}, or fix the unit name")
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
         if action.command == "systemctl daemon-reload":

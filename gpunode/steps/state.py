@@ -13,6 +13,8 @@ class HostState:
     reboot_required: bool = False          # a step's change needs a reboot to take effect
     reboot_reasons: list[str] = field(default_factory=list)  # why, one line per change, for the reboot step
     target_kernel: str = ""                # the kernel modules must be built for (a newly installed one)
+    target_kernel_unknown: bool = False    # check mode: a new kernel may be installed, which one is known only then
+    installing: list[str] = field(default_factory=list)  # check mode: packages earlier steps would install
     daemon_reload_pending: bool = False    # a systemd unit or drop-in was written: reload before acting on units
     package_sources_changed: bool = False  # a package source or keyring was written: refresh the lists
     package_manager_repaired: bool = False  # an interrupted dpkg/rpm transaction was already finished

@@ -1,0 +1,84 @@
+"""NVIDIA's and Docker's package repositories, each fact with the vendor file it was read from.
+
+gpunode/gpu/distro.py builds repository definitions and package lists from these values (see gpunode/vendor_facts.py).
+"""
+
+from __future__ import annotations
+
+from gpunode.vendor_facts import Fact, Source, fact_table
+
+_DOCS = ("NVIDIA/cloud-native-docs", "container-toolkit/install-guide.md",
+         "52dcb7b8d956784344e241df476de17094a4574c")
+_LIBNV = "NVIDIA/libnvidia-container"  # its gh-pages content: the files the repository serves
+_DEEPOPS = ("NVIDIA/deepops", "3957a42fb9af0b09c91b6d2ac9dc7925daf00523")
+_ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
+_EKS = ("awslabs/amazon-eks-ami", "81fec2e895854f599974fe4d3d72f61c0a9aaffa")
+
+
+def _guide(line: str) -> Source:
+    return Source(_DOCS[0], _DOCS[1], _DOCS[2], line)
+
+
+TOOLKIT = fact_table("nvidia-container-toolkit", {
+    "repo_url": Fact("https://nvidia.github.io/libnvidia-container", _guide("45-48"),
+                     "the production repository: its gpgkey, stable/deb and stable/rpm live under this address"),
+    "apt_keyring": Fact("/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg", _guide("45"),
+                        "the dearmored gpgkey; the list's deb lines get signed-by= this file (line 47)"),
+    "apt_list": Fact("/etc/apt/sources.list.d/nvidia-container-toolkit.list", _guide("48")),
+    "apt_line": Fact("{url}/stable/deb/$(ARCH) /", Source(
+        _LIBNV, "stable/deb/nvidia-container-toolkit.list", "52a8c19578bf03e976b5432a0529591b784ca5b0", "1"),
+        "the one enabled line of the list NVIDIA serves (the experimental one is commented out)"),
+    "yum_repo": Fact("/etc/yum.repos.d/nvidia-container-toolkit.repo", _guide("97-98")),
+    "yum_section": Fact("[nvidia-container-toolkit]\nname=nvidia-container-toolkit\n"
+                        "baseurl={url}/stable/rpm/$basearch\nrepo_gpgcheck=1\ngpgcheck=0\nenabled=1\n"
+                        "gpgkey={url}/gpgkey\n", Source(
+                            _LIBNV, "stable/rpm/nvidia-container-toolkit.repo",
+                            "0ae7307ac8b40cb0e09444dac9954dc1304369e8", "1-7"),
+                        "the stable section of the .repo NVIDIA serves (an experimental section follows, disabled)"),
+    "packages": Fact(("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+                      "libnvidia-container1"), _guide("73-76"),
+                     "installed together at one version (apt; the same four on dnf, lines 112-115)"),
+    "cdi_refresh_since": Fact((1, 18), Source(_DOCS[0], "container-toolkit/cdi-support.md", _DOCS[2], "37"),
+                              "from v1.18.0 the nvidia-cdi-refresh service generates and updates the CDI spec"),
+    "cdi_dynamic_spec": Fact("/var/run/cdi/nvidia.yaml", Source(_DOCS[0], "container-toolkit/cdi-support.md",
+                                                                _DOCS[2], "39")),
+    "cdi_refresh_units": Fact(("nvidia-cdi-refresh.path", "nvidia-cdi-refresh.service"), Source(
+        _DOCS[0], "container-toolkit/cdi-support.md", _DOCS[2], "87-90"),
+        "the .path unit watches the system and triggers the .service, which generates the spec"),
+})
+
+CUDA_REPO = fact_table("nvidia-cuda-repo", {
+    "base_url": Fact("https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}", Source(
+        _ROLE[0], "defaults/main.yml", _ROLE[1], "43"),
+        "_ubuntu_repo_dir is <distro><version without dots>/<arch, aarch64 as sbsa> (vars/main.yml:1)"),
+    "arm_arch": Fact("sbsa", Source(_ROLE[0], "vars/main.yml", _ROLE[1], "1"),
+                     "aarch64 is replaced by sbsa in the repository folder"),
+    "keyring_package": Fact("cuda-keyring_1.1-1_all.deb", Source(
+        _DEEPOPS[0], "roles/nvidia_cuda/defaults/main.yml", _DEEPOPS[1], "30-31"),
+        "downloaded from the repository folder and installed with dpkg (tasks/install-ubuntu.yml:9)"),
+    "rpm_repo_file": Fact("{base}/cuda-{repo}.repo", Source(
+        _EKS[0], "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS[1], "44"),
+        "dnf config-manager --add-repo .../repos/amzn2023/<arch>/cuda-amzn2023.repo (NVIDIA/gpu-driver-container "
+        "rhel10/install.sh@06a208c:197 adds cuda-rhel10.repo the same way)"),
+    "amzn2023_folder": Fact("amzn2023", Source(
+        _EKS[0], "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS[1], "44")),
+    "rhel_folder": Fact("rhel{major}", Source(_DEEPOPS[0], "docs/airgap/mirror-rpm-repos.md", _DEEPOPS[1], "28"),
+                        "repo files for EL8 and EL9 at repos/rhel8/x86_64/cuda-rhel8.repo and rhel9"),
+})
+
+_DOCKER_DOCS = ("docker/docs", "5ed1d6539fd5b2d03ad0a3f2f55a8774cd0c4021")
+
+
+def _docker(page: str, line: str) -> Source:
+    return Source(_DOCKER_DOCS[0], f"content/manuals/engine/install/{page}.md", _DOCKER_DOCS[1], line)
+
+
+DOCKER = fact_table("docker", {
+    "rhel_repo_base": Fact("https://download.docker.com/linux/rhel", _docker("rhel", "18"),
+                           "download-url-base of the RHEL page (RHEL 8 and 9); docker-ce.repo is added from it (93)"),
+    "centos_repo_base": Fact("https://download.docker.com/linux/centos", _docker("centos", "18"),
+                             "download-url-base of the CentOS page; gpunode uses it for the EL clones"),
+    "ce_packages": Fact(("docker-ce", "docker-ce-cli", "containerd.io"), _docker("rhel", "106"),
+                        "the first three of the packages the page installs (the buildx and compose plugins follow; "
+                        "gpunode does not install them)"),
+})
