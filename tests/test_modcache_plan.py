@@ -55,6 +55,16 @@ def test_off_and_rpm_plan_as_before(tmp_path):
     assert CacheKey("m", "1", KERNEL, "x86_64").path.startswith(KERNEL)
 
 
+def test_precompiled_installs_plan_as_before_with_the_cache_on(tmp_path):
+    """Ubuntu's signed precompiled modules (issue 30's "precompiled first") are not DKMS builds: nothing to cache."""
+    for name in ("ubuntu2204-precompiled-fresh", "ubuntu2404-secure-boot-precompiled-fresh"):
+        case = load(PLANS / f"{name}.json")
+        assert case.get("written_by_hand")
+        actions = _plan(name, "gpu-1", module_cache=str(tmp_path))
+        assert not any("module cache" in a.summary for a in actions), [a.summary for a in actions]
+        assert not any("no-autoinstall" in (a.command or "") for a in actions)
+
+
 def test_an_unquoted_off_is_off(tmp_path):
     """`--var module_cache=off` reaches the step as YAML's false: no cache; true is the default folder."""
     from gpunode.modcache.plan import cache_store
