@@ -415,11 +415,28 @@ def init(c, directory, force=False):
         print(init_project(directory, force), end="")
 
 
+
+@gtask(positional=["action"], help={
+    "action": "list (every entry with its key, size, builder and whether it is intact) or prune",
+    "dir": "the cache folder (default $XDG_CACHE_HOME/gpunode/modules, what provision uses)",
+    "kernel": "only entries for this kernel release", "older_than": "prune: entries older than this many days",
+    "invalid": "prune: entries whose package or vermagic fails the check", "json": "print JSON",
+})
+def cache(c, action, dir=None, kernel=None, older_than=None, invalid=False, json=False):  # noqa: A002
+    """The module cache: DKMS modules built once per kernel and installed on the other hosts (`module_cache`)."""
+    from gpunode.commands.cache_cmd import cache_command
+
+    with cli_errors():
+        days = _amount("--older-than", older_than, 0.0) if older_than is not None else None
+        print(cache_command(action, dir, kernel, days, invalid, json), end="")
+
+
 ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, init)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
 ns.add_task(lab_base_image)
+ns.add_task(cache)
 
 
 IMAGE_HELP = {
@@ -575,12 +592,14 @@ ns.add_task(image_provision)
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
     "format": "shell (a bash script, default) or cloud-init",
     "output": "write the user data here (default: print it)",
+    "module_cache": "a folder on the node (a mounted share) holding the module cache: the node installs its DKMS "
+                    "module from it when its group is there, else builds it and adds it (sets module_cache)",
     "bundle_url": "fetch the gpunode bundle from this http(s) URL at boot instead of embedding it (needed for EC2, "
                   "ACK, TKE: their user data is limited to 16-32 KB)",
     "bundle_out": "with --bundle-url: write the bundle here, to upload to that URL",
 })
 def user_data(c, playbook="base", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
-              bundle_out=None, extra_vars=None):
+              bundle_out=None, extra_vars=None, module_cache=None):
     """User data that provisions a new node at first boot: the playbook on the node itself, verify-gpu, a marker."""
     from pathlib import Path
 
@@ -588,7 +607,14 @@ def user_data(c, playbook="base", var=None, format="shell", output=None, bundle_
     from gpunode.image.userdata import user_data as make
 
     with cli_errors():
-        text, bundle = make(playbook, _all_vars(var, extra_vars), format, bundle_url, bundle_out)
+        variables = _all_vars(var, extra_vars)
+        if module_cache is not None:
+            if "://" in str(module_cache):
+                raise UsageError("a URL is not supported yet, only a folder on the node (a mounted share)",
+                                 source="--module-cache", fix="mount the share at first boot (e.g. with the nfs "
+                                 "playbook or fstab) and give its path: --module-cache /mnt/share/modules")
+            variables = [*variables, f"module_cache={module_cache}"]
+        text, bundle = make(playbook, variables, format, bundle_url, bundle_out)
         if output:
             Path(output).write_text(text)
             print(f"user data written to {output} ({len(text)} bytes, bundle {len(bundle)} bytes)", file=sys.stderr)

@@ -172,7 +172,7 @@ STEP_MODULES = {
     "service": "service", "wait_for_package_manager": "system", "reboot": "system", "kernel_headers": "kernel",
     "nvidia_driver": "nvidia", "docker": "containers", "container_toolkit": "containers",
     "container_runtime": "containers", "nfs_mount": "nfs", "image_cleanup": "image", "image_validate": "image",
-    "ecs_gpu_support": "ecs",
+    "ecs_gpu_support": "ecs", "dkms_module": "dkms_module",
 }
 
 

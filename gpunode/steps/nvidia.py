@@ -24,6 +24,7 @@ from gpunode.gpu.distro import (
 )
 from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
 from gpunode.gpu.modules import choose_kernel_modules
+from gpunode.modcache.plan import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
@@ -77,6 +78,7 @@ class NvidiaDriverStep(Step):
     hold: bool = True
     persistenced: bool = True
     allow_secure_boot: bool = False
+    module_cache: str | bool = "off"     # a controller folder ("" the default one): the module built once per group
     timeout: int = 3600
 
     def __post_init__(self) -> None:
@@ -248,13 +250,16 @@ class NvidiaDriverStep(Step):
         switch = self._rpm_switch(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
         if missing:
-            actions.append(self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch))
+            install = self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch)
+            actions.append(cached_install(install, self._cache_use(facts) and bool(pkgs.dkms_module),
+                                         pkgs.version_from, flavor))
         if self.method == "runfile":
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
             if pkgs.version_from in installed and not switch else None
         if pkgs.packages and pkgs.dkms_module and not missing:
-            actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version))
+            actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version),
+                                          driver_version, flavor)
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
         unheld = [p for p in (*pkgs.pinned, *fm) if p not in held or switch] if self.hold else []
@@ -307,17 +312,50 @@ class NvidiaDriverStep(Step):
         write.summary = f"let DKMS build the nvidia module with all cores ({DKMS_JOBS_CONF})"
         return [write]
 
-    def _dkms_actions(self, ctx: StepContext, module: str) -> list[Action]:
-        """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it."""
+    def _cache_use(self, facts: Facts) -> bool:
+        """The module cache is used: asked for, an apt host (Debian's dkms honours /etc/dkms/no-autoinstall in the
+        driver package's postinst) and a packaged driver. On RPM the kmod package's %post builds at once: not yet."""
+        return cache_store(self.module_cache) is not None and facts.os.family == "debian" and self.method != "runfile"
+
+    def _dkms_actions(self, ctx: StepContext, module: str, version: str | None = None,
+                      flavor: str = "") -> list[Action]:
+        """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it (through the
+        module cache when it is on)."""
         target = ctx.target_kernel
         if dkms_installed(parse_dkms(ctx.probe["dkms"]), (module,), target):
             return []
+        if version and self._cache_use(ctx.facts):
+            return [plan_module(ctx, module, version, target, cache=self.module_cache, flavour=flavor,
+                                timeout=self.timeout)]
         return [Action(
             f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
             _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
                                "grep -q ': installed'"),
             timeout=self.timeout,
             fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log")]
+
+    def apply(self, ctx: StepContext, actions: list[Action]) -> None:
+        """As every step, except the module cache's actions (gpunode/modcache/plan.py)."""
+        for action in actions:
+            if isinstance(action, ModuleAction):
+                ctx.notes.append(f"{action.key.label if action.key else 'nvidia'}: {apply_module(ctx, action)}")
+                continue
+            super().apply(ctx, [action])
+            if isinstance(action, CachedInstall):
+                self._module_after_install(ctx, action)
+
+    def _module_after_install(self, ctx: StepContext, action: CachedInstall) -> None:
+        """The packages went in with DKMS's autoinstall off: the module for the target kernel from the cache (or
+        built here and published), its version read from the installed driver package."""
+        read = ctx.run(f"dpkg-query -W -f='${{Version}}' {q(action.version_from)}", label="driver version")
+        version = upstream_version(read.stdout.strip()) if read.ok else ""
+        if not version:
+            raise StepFailed(f"the driver packages were installed, but {action.version_from}'s version cannot be read",
+                             fix="run again: the next run builds the module with DKMS (dkms autoinstall)")
+        module = dkms_module_name(ctx.facts.os, self.method, action.flavor, version)
+        planned = plan_module(ctx, module, version, ctx.target_kernel, cache=self.module_cache,
+                              flavour=action.flavor, timeout=self.timeout)
+        ctx.notes.append(f"{planned.key.label if planned.key else module}: {apply_module(ctx, planned)}")
 
     @staticmethod
     def _nouveau_actions(ctx: StepContext) -> list[Action]:
@@ -459,6 +497,30 @@ class NvidiaDriverStep(Step):
                        f"{version}{{ {manager.install_at(list(fm), 'v')}; }} && systemctl enable nvidia-fabricmanager",
                        timeout=self.timeout, fix="the fabric manager of exactly the driver's version must exist in "
                        "the repository")]
+
+
+@dataclass
+class CachedInstall(Action):
+    """The driver's packages installed with DKMS's autoinstall off (/etc/dkms/no-autoinstall, which Debian's
+    dkms common.postinst honours); the step then installs the module from the module cache."""
+
+    version_from: str = ""
+    flavor: str = ""
+
+
+NO_AUTOINSTALL = "/etc/dkms/no-autoinstall"
+
+
+def cached_install(install: Action, use: bool, version_from: str, flavor: str) -> Action:
+    """`install` unchanged without the cache; else the same install with DKMS's autoinstall paused around it (a
+    no-autoinstall file of the user's own stays)."""
+    if not use or install.command is None:
+        return install
+    command = (f"mine=; [ -e {NO_AUTOINSTALL} ] || {{ mkdir -p /etc/dkms && : > {NO_AUTOINSTALL} && mine=1; }}; "
+               f"trap '[ -z \"$mine\" ] || rm -f {NO_AUTOINSTALL}' EXIT; {install.command}")
+    return CachedInstall(install.summary + " (the kernel module from the module cache)",
+                         install.reason + "; the module is built once per group of hosts (module_cache)", command,
+                         timeout=install.timeout, fix=install.fix, version_from=version_from, flavor=flavor)
 
 
 def _template_pattern(template: str) -> str:

@@ -39,8 +39,8 @@ def argvs(draw) -> list[str]:
     argv = [task]
     options = _options(task)
     for name, takes_value in draw(st.lists(st.sampled_from(options), max_size=4)) if options else []:
-        if name in ("inventory", "hosts", "file", "output", "json-report", "junit", "log-dir", "spec"):
-            continue  # set below: never a real file or host
+        if name in ("inventory", "hosts", "file", "output", "json-report", "junit", "log-dir", "spec", "dir"):
+            continue  # set below: never a real file, host or folder
         if name == "tag":
             continue  # set below: never a valid tag
         if takes_value:
@@ -56,6 +56,8 @@ def argvs(draw) -> list[str]:
         argv.append(f"--file={draw(st.sampled_from(['missing.xml', 'empty.yml', 'junk.bin']))}")
     if task == "image-provision":
         argv.append("--spec=missing.json")
+    if task == "cache":  # the module cache: a folder of the test's own, never the user's
+        argv += ["--dir=modcache", draw(st.sampled_from(["list", "prune", "x", "", "--"]))]
     if "validate-only" in names:
         argv.append("--validate-only")
     if task in ("facts", "verify-gpu", "collect", "mount-nfs"):

@@ -1,0 +1,116 @@
+"""Time-to-ready with the module cache (issue 30): N fresh lab hosts of one kernel group, from "dkms and headers
+installed, module source in /usr/src" to "module installed for the kernel", cache cold and then warm.
+
+    python -m bench.ready [--hosts 1,8] [--module hello|nvidia] [--output bench/results]
+
+`hello` is the small real DKMS module of the tests (tests/data/dkms-hello; seconds per build); `nvidia` runs the
+`gpu-node` playbook's kernel and driver steps with `module_cache` on (`kernel_policy=upgrade`, `reboot=defer`;
+about 5 minutes per build on 2 cores: the cold case at N hosts costs one build, the warm one none). Each case gets
+fresh hosts; builds are counted on the hosts (hello: its PRE_BUILD counter; nvidia: make.log files under
+/var/lib/dkms), wall time and controller CPU come from bench/measure.py. Results: ready.json and ready.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench.hosts import fresh_hosts
+from bench.measure import run_measured
+from gpunode.lab.lab import Lab
+
+REPO = Path(__file__).resolve().parent.parent
+HELLO = REPO / "tests" / "data" / "dkms-hello"
+HELLO_PLAYBOOK = """steps:
+  - name: hello module
+    dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
+"""
+SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms linux-headers-cloud-amd64 "
+         ">/tmp/setup.log 2>&1 && ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | "
+         "sort -V | tail -1")
+COUNT = {"hello": "cat /var/log/gpunode-hello-builds 2>/dev/null | wc -l",
+         "nvidia": "ls /var/lib/dkms/nvidia-current/*/build/make.log 2>/dev/null | wc -l"}
+
+
+def _prepare_hello(host) -> str:  # noqa: ANN001
+    shutil.copytree(HELLO, host.root / "usr/src/gpunode-hello-1.0", dirs_exist_ok=True)
+    result = host.run_inside(SETUP, timeout=1200)
+    if result.returncode != 0:
+        raise RuntimeError(f"{host.name}: setup failed: {result.stderr or result.stdout}")
+    return result.stdout.strip()
+
+
+def _inventory(lab: Lab, hosts: list, path: Path) -> Path:
+    import yaml
+
+    data = {"all": {"hosts": {h.name: {"ansible_host": h.address} for h in hosts}, "vars": {
+        "ansible_user": "gpunode", "ansible_become": True, "ansible_ssh_private_key_file": str(lab.key_path),
+        "known_hosts": str(lab.known_hosts_path)}}}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: Path) -> dict:
+    """Fresh hosts, set up (not timed), then one timed provision; builds counted on the hosts."""
+    with fresh_hosts(lab, index, count) as hosts:
+        args = ["--var", "install_docker=false", "--var", "install_container_toolkit=false",
+                "--var", "kernel_policy=upgrade", "--var", "reboot=defer", "--tags", "kernel,driver"]
+        playbook = "gpu-node"
+        if module == "hello":
+            with ThreadPoolExecutor(min(count, 8)) as pool:
+                kernel = next(iter(set(pool.map(_prepare_hello, hosts))))
+            (work / "hello.yml").write_text(HELLO_PLAYBOOK)
+            playbook, args = str(work / "hello.yml"), ["--var", f"hello_kernel={kernel}"]
+        inventory = _inventory(lab, hosts, work / f"inv-{index}.yml")
+        measured = run_measured([sys.executable, "-m", "gpunode", "provision", "-i", str(inventory), "--playbook",
+                                 playbook, "--var", f"module_cache={cache}", "-f", str(count), *args],
+                                cwd=REPO, timeout=3600, log=work / f"run-{index}.log")
+        builds = sum(int(h.run_inside(COUNT[module]).stdout.strip() or 0) for h in hosts)
+    return {"hosts": count, "exit_code": measured.exit_code, "seconds": round(measured.seconds, 2),
+            "cpu_seconds": round(measured.cpu_seconds, 2), "builds": builds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ready", description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", default="1,8")
+    parser.add_argument("--module", choices=("hello", "nvidia"), default="hello")
+    parser.add_argument("--cases", default="off,cold,warm", help="off (no cache), cold, warm (after cold)")
+    parser.add_argument("--tag", default="ready")
+    parser.add_argument("--subnet", default="10.231.30.0/24")
+    parser.add_argument("--output", default=str(REPO / "bench" / "results"))
+    args = parser.parse_args(argv)
+    lab = Lab(args.tag, args.subnet)
+    lab.down()  # leftovers of an interrupted run
+    rows, index = [], 40
+    work = Path(tempfile.mkdtemp(prefix="gpunode-ready-"))
+    try:
+        for count in (int(n) for n in args.hosts.split(",")):
+            cache = work / f"cache-{count}"
+            for case in args.cases.split(","):  # off: every host builds (as before the cache)
+                where = Path("off") if case == "off" else cache
+                row = {"case": case, "module": args.module, **one_case(lab, args.module, count, where, index, work)}
+                index += count
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        lab.down()
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (out / "ready.json").write_text(json.dumps({"measured": stamp, "rows": rows}, indent=2) + "\n")
+    lines = [f"# time to ready with the module cache ({args.module}, {stamp})", "",
+             "| hosts | cache | wall s | controller CPU s | DKMS builds | exit |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['hosts']} | {r['case']} | {r['seconds']} | {r['cpu_seconds']} | {r['builds']} | {r['exit_code']} |"
+              for r in rows]
+    (out / "ready.md").write_text("\n".join(lines) + "\n")
+    return 0 if all(r["exit_code"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""`gpunode cache list|prune`: the module cache folder, read and pruned."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+from gpunode.errors import GpunodeError
+from gpunode.modcache.store import Entry, Store
+
+
+def cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
+                  invalid: bool, as_json: bool) -> str:
+    """List or prune the entries; prune removes those matching every filter given (and needs one)."""
+    try:
+        return _cache_command(action, directory, kernel, older_than, invalid, as_json)
+    except (OSError, ValueError) as exc:
+        raise GpunodeError(f"the module cache {directory or 'folder'} cannot be read: {exc}",
+                           fix="name an existing folder you may read with --dir (default "
+                           "$XDG_CACHE_HOME/gpunode/modules)") from None
+
+
+def _cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
+                   invalid: bool, as_json: bool) -> str:
+    store = Store(directory or None)
+    entries = [e for e in store.entries() if not kernel or e.key.kernel == kernel]
+    if action == "list":
+        return _listing(store, entries, as_json)
+    if action != "prune":
+        raise GpunodeError(f"unknown cache action {action!r}", fix="use `gpunode cache list` or `gpunode cache prune`")
+    if not (kernel or older_than is not None or invalid):
+        raise GpunodeError("prune needs a filter: --kernel K, --older-than DAYS or --invalid",
+                           fix="say which entries to remove (`--older-than 0` removes all)")
+    cutoff = time.time() - (older_than or 0) * 86400
+    doomed = [e for e in entries if (older_than is None or _created(e) <= cutoff) and (not invalid or e.problem())]
+    for entry in doomed:
+        store.remove(entry.key)
+    lines = [f"removed {e.key.label}" for e in doomed] or ["nothing to remove"]
+    return "\n".join(lines) + "\n"
+
+
+def _created(entry: Entry) -> float:
+    try:
+        return datetime.strptime(entry.created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _listing(store: Store, entries: list[Entry], as_json: bool) -> str:
+    rows = [{**e.key.as_dict(), "folder": str(e.folder), "file": e.file, "sha256": e.sha256, "vermagic": e.vermagic,
+             "built_on": e.built_on, "created": e.created, "size": e.size, "problem": e.problem()} for e in entries]
+    if as_json:
+        return json.dumps({"root": str(store.root), "entries": rows}, indent=2) + "\n"
+    if not rows:
+        return f"no entries in {store.root}\n"
+    lines = [f"module cache {store.root}:"]
+    for row, entry in zip(rows, entries, strict=True):
+        state = f"REFUSED: {row['problem']}" if row["problem"] else "ok"
+        lines.append(f"  {entry.key.label}  {row['size'] // 1024} KiB  built on {row['built_on'] or '?'} "
+                     f"{row['created']}  {state}")
+    return "\n".join(lines) + "\n"

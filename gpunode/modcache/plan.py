@@ -1,0 +1,174 @@
+"""A DKMS module for one kernel through the module cache: what to plan, and how to carry it out on a host.
+
+Generic over the module (name and version come from the caller: a playbook, or the driver step from the installed
+packages), so the NVIDIA driver and any other DKMS module take the same path."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gpunode.modcache import coord
+from gpunode.modcache.key import CacheKey, key_for
+from gpunode.modcache.remote import build_command, install_command, pack_command, parse_pack
+from gpunode.modcache.store import Entry, Store
+from gpunode.steps.base import Action, StepContext, StepFailed
+
+OFF = ("off", "no", "false", "none")
+HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
+                     5: "the package arrived damaged (sha256)"}
+
+
+@dataclass
+class ModuleAction(Action):
+    """Build or install one DKMS module for one kernel; `key` None means build locally, outside the cache."""
+
+    key: CacheKey | None = None
+    root: str = ""
+    mode: str = "build"           # build (and publish), install, wait (another host builds, then install)
+
+
+def cache_store(cache: str | bool) -> Store | None:
+    """The store a `module_cache` value names: "" or true the controller's default folder, off/false/no/none (YAML
+    reads an unquoted `off` as false) no cache, else that folder."""
+    if isinstance(cache, bool):
+        return Store() if cache else None
+    return None if cache.strip().lower() in OFF else Store(cache or None)
+
+
+def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cache: str | bool = "", flavour: str = "",
+                signer: str = "", timeout: float = 3600) -> ModuleAction:
+    """The action that leaves `module/version` installed for `kernel`: install from the cache, wait for this run's
+    builder of the group, or build (and publish)."""
+    store = cache_store(cache)
+    what = f"{module}/{version} for kernel {kernel}"
+    fix = f"headers for {kernel} must be installed; see /var/lib/dkms/{module}/{version}/build/make.log on the host"
+    if store is None:
+        return ModuleAction(f"build {what} with DKMS", "dkms status shows no build for it; module cache off",
+                            build_command(_bare(module, version, kernel)), timeout=timeout, fix=fix)
+    key, why = key_for(module, version, kernel, ctx.facts.os.arch or "x86_64", flavour, ctx.facts.secure_boot, signer)
+    if key is None:
+        return ModuleAction(f"build {what} with DKMS (not cached)", why, build_command(_bare(module, version, kernel)),
+                            timeout=timeout, fix=fix)
+    root = str(store.root)
+    entry = store.lookup(key)
+    if entry is not None and not entry.problem():
+        return ModuleAction(f"install {what} from the module cache (built on {entry.built_on or 'another host'})",
+                            f"cache entry {store.folder(key)}: no compiler run", install_command(key, entry.sha256),
+                            timeout=timeout, fix=fix, key=key, root=root, mode="install")
+    builder = coord.claim(root, key.path, ctx.host.name)
+    stale = f" (the cached entry is refused: {entry.problem()})" if entry is not None else ""
+    if builder != ctx.host.name:
+        return ModuleAction(f"wait for {builder}'s DKMS build of {what}, then install it from the module cache",
+                            f"same group as {builder}{stale}", install_command(key, "SHA256"), timeout=timeout,
+                            fix=fix, key=key, root=root, mode="wait")
+    return ModuleAction(f"build {what} with DKMS and add it to the module cache",
+                        f"no cache entry for its group in {store.root}{stale}", build_command(key), timeout=timeout,
+                        fix=fix, key=key, root=root, mode="build")
+
+
+def _bare(module: str, version: str, kernel: str) -> CacheKey:
+    return CacheKey(module, version, kernel, "any")
+
+
+def apply_module(ctx: StepContext, action: ModuleAction) -> str:
+    """Carry the action out; returns what happened: "built", "built+published" or "installed from the cache"."""
+    if action.key is None:
+        _build(ctx, action)
+        return "built"
+    store, key = Store(action.root), action.key
+    if (failed := coord.failure(action.root, key.path)) is not None:
+        raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
+                         fix=action.fix)
+    entry = _entry_or_build(ctx, action, store, key)
+    if entry is None:
+        return "built+published"
+    result = ctx.run(install_command(key, entry.sha256), stdin=entry.package.read_bytes(), timeout=action.timeout,
+                     label=f"install {key.label} from the module cache")
+    if result.ok:
+        return "installed from the cache"
+    if result.exit_code not in HOST_SIDE_REFUSAL:
+        raise StepFailed(f"installing {key.label} from the module cache failed (exit {result.exit_code}):\n"
+                         f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")
+    ctx.notes.append(f"refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; rebuilt it here")
+    with _locked(store, key, action, ctx):
+        current = store.lookup(key)
+        if current is not None and current.sha256 == entry.sha256:
+            store.remove(key)
+        _build_and_publish(ctx, action, store, key)
+    return "built+published"
+
+
+def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> Entry | None:
+    """Under the group's lock: the valid entry (None after building and publishing one here)."""
+    with _locked(store, key, action, ctx):
+        entry = store.lookup(key)
+        problem = entry.problem() if entry is not None else ""
+        if entry is not None and not problem:
+            return entry
+        if (failed := coord.failure(action.root, key.path)) is not None:  # the builder we waited for failed
+            raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
+                             fix=action.fix)
+        if problem:
+            ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
+            store.remove(key)
+        try:
+            _build_and_publish(ctx, action, store, key)
+        except StepFailed as exc:
+            coord.record_failure(action.root, key.path, ctx.host.name, str(exc).splitlines()[0])
+            raise
+        return None
+
+
+@contextlib.contextmanager
+def _locked(store: Store, key: CacheKey, action: ModuleAction, ctx: StepContext) -> Iterator[None]:
+    """The group's lock, with errors said as a step's (a wait too long, a folder that cannot be written)."""
+    try:
+        lock = store.group_lock(key, timeout=action.timeout or 3600)
+        lock.__enter__()
+    except TimeoutError as exc:
+        raise StepFailed(f"{exc}: the host building it is still at it or hung",
+                         fix="see the other host's log; raise the step's timeout, or run again") from None
+    except OSError as exc:
+        raise StepFailed(f"the module cache {store.root} cannot be used: {exc}",
+                         fix="make the folder writable, name another with module_cache: PATH, or module_cache: off"
+                         ) from None
+    try:
+        yield
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _build(ctx: StepContext, action: ModuleAction) -> None:
+    assert action.command is not None
+    result = ctx.run(action.command, timeout=action.timeout, label=action.summary)
+    if not result.ok:
+        raise StepFailed(f"{action.summary} failed (exit {result.exit_code}):\n{result.tail()}", fix=action.fix)
+
+
+def _build_and_publish(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> None:
+    """DKMS build on this host, then its tree packed and stored in the cache with its vermagic and sha256."""
+    result = ctx.run(build_command(key), timeout=action.timeout, label=f"build {key.label} with DKMS")
+    if not result.ok:
+        raise StepFailed(f"the DKMS build of {key.label} failed (exit {result.exit_code}):\n{result.tail()}",
+                         fix=action.fix)
+    sensitive, ctx.conn.sensitive = ctx.conn.sensitive, True  # the package's base64 stays out of the host log
+    try:
+        packed = ctx.run(pack_command(key), timeout=600, label=f"pack {key.label} for the module cache")
+    finally:
+        ctx.conn.sensitive = sensitive
+    try:
+        vermagic, filename, data = parse_pack(packed.stdout) if packed.ok else ("", "", b"")
+    except ValueError:
+        vermagic, filename, data = "", "", b""
+    if not data or not vermagic.startswith(f"{key.kernel} "):
+        raise StepFailed(f"the module was built, but packing it for the module cache failed (exit "
+                         f"{packed.exit_code}; vermagic {vermagic!r}): {packed.stderr.strip()[-300:]}",
+                         fix="dpkg-deb and modinfo must work on the host; or set module_cache: off")
+    try:
+        store.put(key, filename, data, vermagic, ctx.host.name)
+    except OSError as exc:
+        raise StepFailed(f"the module was built, but the module cache {store.root} cannot be written: {exc}",
+                         fix="make the folder writable, name another with module_cache: PATH, or module_cache: off"
+                         ) from None

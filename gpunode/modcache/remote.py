@@ -1,0 +1,98 @@
+"""Host-side scripts of the module cache: build with DKMS, pack the build as a binary .deb, install a package.
+
+dkms 3.x (Debian 12's 3.0.10) no longer has `mkbmdeb`/`mkdeb`/`mkrpm`/`mkkmp` (removed upstream in
+dkms-project/dkms pull request #161; Debian bug #1009179; `dkms --help` offers only `mktarball | ldtarball`), so
+gpunode packs the built tree itself with `dpkg-deb --build` (in dpkg, on every Debian host): what `mkbmdeb` shipped,
+the DKMS tree of one kernel (`/var/lib/dkms/<m>/<v>/<kernel>/<arch>/module/*.ko` and its build log), no source.
+Installing it and running `dkms install -k <kernel>` copies the built module into `/lib/modules/<kernel>/updates/dkms`
+and runs depmod without compiling (dkms installs a module that is already built), and `dkms status` lists it as
+installed, as after a local build. On EL the same tree would go into an RPM (`rpmbuild`); not done yet."""
+
+from __future__ import annotations
+
+import re
+
+from gpunode.connection import q
+from gpunode.modcache.key import CacheKey
+
+BEGIN = "--- gpunode module package (base64) ---"
+
+
+def _vars(key: CacheKey) -> str:
+    return f"m={q(key.module)}; v={q(key.version)}; k={q(key.kernel)}"
+
+
+def package_name(key: CacheKey) -> str:
+    """A Debian package name for the entry: gpunode-dkms-<module>-<kernel> (lower case, [a-z0-9.+-])."""
+    return re.sub(r"[^a-z0-9.+-]", "-", f"gpunode-dkms-{key.module}-{key.kernel}".lower())
+
+
+def package_version(key: CacheKey) -> str:
+    """The module version as a Debian version (one must start with a digit)."""
+    version = re.sub(r"[^A-Za-z0-9.+~-]", "+", key.version)
+    return version if version[:1].isdigit() else f"0~{version}"
+
+
+def build_command(key: CacheKey) -> str:
+    """Add the module to DKMS when its source is not added yet, build and install it for the kernel (compiles)."""
+    return (f"{_vars(key)}; "
+            'if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v"; fi && '
+            'dkms install -m "$m" -v "$v" -k "$k" && dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"')
+
+
+def pack_command(key: CacheKey) -> str:
+    """Pack the built tree as a .deb; print VERMAGIC=, FILE=, then the package in base64 after BEGIN."""
+    name, version = package_name(key), package_version(key)
+    return f"""set -e; {_vars(key)}; a=$(uname -m)
+tree=/var/lib/dkms/$m/$v/$k/$a
+ls "$tree"/module/*.ko* >/dev/null 2>&1 || {{ echo "no built module under $tree" >&2; exit 3; }}
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/p/DEBIAN" "$work/p$tree"
+cp -a "$tree/module" "$work/p$tree/"
+[ ! -d "$tree/log" ] || cp -a "$tree/log" "$work/p$tree/"
+cat > "$work/p/DEBIAN/control" <<CONTROL
+Package: {name}
+Version: {version}
+Architecture: $(dpkg --print-architecture)
+Maintainer: gpunode <root@localhost>
+Section: kernel
+Priority: optional
+Description: $m $v built by DKMS for Linux $k (gpunode module cache)
+ Binary-only DKMS tree; install it, then dkms install -m $m -v $v -k $k.
+CONTROL
+dpkg-deb --root-owner-group -Zxz --build "$work/p" "$work/x.deb" >/dev/null
+echo "VERMAGIC=$(modinfo -F vermagic "$(ls "$tree"/module/*.ko* | head -1)")"
+echo "FILE={name}_{version}_$(dpkg --print-architecture).deb"
+echo {q(BEGIN)}
+base64 -w0 "$work/x.deb"; echo"""
+
+
+def parse_pack(stdout: str) -> tuple[str, str, bytes]:
+    """(vermagic, file name, package bytes) from what `pack_command` printed."""
+    import base64
+
+    head, sep, body = stdout.partition(BEGIN)
+    if not sep:
+        raise ValueError("the host printed no package")
+    fields = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
+    return fields.get("VERMAGIC", ""), fields.get("FILE", "module.deb"), base64.b64decode(body.strip())
+
+
+def install_command(key: CacheKey, sha256: str) -> str:
+    """Install the package arriving on stdin: checksum after the transfer, the DKMS source added (no build), dpkg,
+    the module's vermagic against the kernel (exit 4 when it differs), `dkms install` of the built module."""
+    return f"""set -e; {_vars(key)}; a=$(uname -m)
+f=$(mktemp --suffix=.deb); trap 'rm -f "$f"' EXIT
+cat > "$f"
+echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
+x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
+dpkg-deb -x "$f" "$x"
+ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
+[ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
+vm=$(modinfo -F vermagic "$ko")
+case "$vm" in "$k "*) ;; *) echo "vermagic '$vm' is not kernel $k's" >&2; exit 4;; esac
+if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v" >/dev/null; fi
+DEBIAN_FRONTEND=noninteractive dpkg -i "$f"
+dkms install -m "$m" -v "$v" -k "$k"
+dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"
+"""

@@ -1,0 +1,51 @@
+"""`dkms_module`: a DKMS module built for the target kernel once per group of hosts, installed from the module
+cache everywhere else (gpunode/modcache)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpunode.connection import q
+from gpunode.facts import Facts
+from gpunode.facts.packages import dkms_installed, parse_dkms
+from gpunode.modcache.plan import ModuleAction, apply_module, plan_module
+from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.probe import Snippets
+
+
+@register
+@dataclass
+class DkmsModuleStep(Step):
+    """A DKMS module (source in /usr/src/<name>-<version>, with its dkms.conf) built and installed for the target
+    kernel; through the module cache unless `cache: off`."""
+
+    kind = "dkms_module"
+    facts_sections: frozenset[str] = frozenset()  # core only: kernel, architecture, Secure Boot
+    name: str = ""
+    version: str = ""
+    kernel: str = ""          # default: the kernel that will run (the running one, or the one a step installed)
+    flavour: str = ""         # part of the cache key where a module comes in flavours (open/proprietary)
+    cache: str | bool = ""           # a folder on the controller; "" the default ($XDG_CACHE_HOME/gpunode/modules); off
+    signer: str = ""          # with Secure Boot on: the signing key's fingerprint (else the host builds its own)
+    timeout: int = 3600
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.version:
+            raise ValueError("dkms_module needs name and version (the source is /usr/src/<name>-<version>)")
+
+    def probe(self, facts: Facts) -> Snippets:
+        return {"dkms": f"dkms status -m {q(self.name)} -v {q(self.version)} 2>/dev/null"}
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        kernel = self.kernel or ctx.target_kernel
+        if dkms_installed(parse_dkms(ctx.probe["dkms"]), (self.name,), kernel):
+            return []
+        return [plan_module(ctx, self.name, self.version, kernel, cache=self.cache, flavour=self.flavour,
+                            signer=self.signer, timeout=self.timeout)]
+
+    def apply(self, ctx: StepContext, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, ModuleAction):
+                ctx.notes.append(f"{action.key.label if action.key else self.name}: {apply_module(ctx, action)}")
+            else:
+                super().apply(ctx, [action])

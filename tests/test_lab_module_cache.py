@@ -1,0 +1,171 @@
+"""The module cache on real lab hosts: a real DKMS module (tests/data/dkms-hello) built by real dkms against the lab's
+Debian 12 cloud kernel headers once for three hosts of one group; the others install the cached package without a
+compiler run; a tampered entry is refused and rebuilt. Builds are counted on the hosts by the module's own PRE_BUILD
+script (it runs before every real DKMS build)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import host_inventory, run_cli
+
+pytestmark = pytest.mark.lab
+SOURCE = Path(__file__).parent / "data" / "dkms-hello"
+MODULE, VERSION = "gpunode-hello", "1.0"
+PLAYBOOK = """steps:
+  - name: hello module
+    dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
+"""
+SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms {headers} "
+         ">/tmp/setup.log 2>&1 || {{ tail -20 /tmp/setup.log; exit 1; }}; "
+         "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")
+
+
+def _prepare(host, headers: str = "linux-headers-cloud-amd64") -> str:
+    """dkms and a cloud kernel's headers from Debian's mirror, the module's source in /usr/src; the kernel."""
+    shutil.copytree(SOURCE, host.root / f"usr/src/{MODULE}-{VERSION}", dirs_exist_ok=True)
+    result = host.run_inside(SETUP.format(headers=headers), timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip()
+
+
+def _builds(host) -> int:
+    log = host.root / "var/log/gpunode-hello-builds"
+    return len(log.read_text().split()) if log.exists() else 0
+
+
+def _provision(inventory, playbook, kernel, cache, *args, report=None):
+    extra = ("--json-report", str(report)) if report else ()
+    return run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--var", f"hello_kernel={kernel}",
+                   "--var", f"module_cache={cache}", *args, *extra, timeout=900)
+
+
+def _installed(host, kernel: str) -> None:
+    """What dkms, modinfo and dpkg say on the host: installed for the kernel, vermagic of the kernel."""
+    status = host.run_inside(f"dkms status -m {MODULE} -v {VERSION} -k {kernel}")
+    assert f"{MODULE}/{VERSION}, {kernel}, x86_64: installed" in status.stdout, status.stdout + status.stderr
+    vermagic = host.run_inside(f"modinfo -F vermagic /lib/modules/{kernel}/updates/dkms/gpunode_hello.ko")
+    assert vermagic.stdout.startswith(f"{kernel} "), vermagic.stdout + vermagic.stderr
+
+
+@pytest.mark.slow  # 75 s on a quiet machine, 115-140 s with another session's suite on the 2 cores (mostly apt)
+def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio, tmp_path):
+    with ThreadPoolExecutor(3) as pool:
+        kernels = set(pool.map(_prepare, fresh_trio))
+    assert len(kernels) == 1, kernels
+    kernel = kernels.pop()
+    playbook = tmp_path / "hello.yml"
+    playbook.write_text(PLAYBOOK)
+    cache = tmp_path / "cache"
+    inventory = host_inventory(lab, fresh_trio, tmp_path / "inv.yml")
+
+    check = _provision(inventory, playbook, kernel, cache, "--check")
+    assert check.code == 0, check.output
+    would = [line.strip() for line in check.stdout.splitlines() if line.startswith("    - ")]  # the summary's lines
+    assert sum(w.startswith("- build gpunode-hello/1.0") and "add it to the module cache" in w for w in would) == 1
+    assert sum(w.startswith("- wait for ") and "then install it from the module cache" in w for w in would) == 2
+    assert not cache.exists() or not list(cache.glob("*/*/*/manifest.json"))
+
+    first = _provision(inventory, playbook, kernel, cache, report=tmp_path / "r1.json")
+    assert first.code == 0, first.output
+    assert sum(_builds(h) for h in fresh_trio) == 1, [_builds(h) for h in fresh_trio]
+    notes = {h["host"]: " ".join(h.get("notes") or []) for h in json.loads((tmp_path / "r1.json").read_text())["hosts"]}
+    assert sum("installed from the cache" in n for n in notes.values()) == 2, notes
+    for host in fresh_trio:
+        _installed(host, kernel)
+        if not _builds(host):
+            pkg = host.run_inside(f"dpkg -s gpunode-dkms-{MODULE}-{kernel}")
+            assert "Status: install ok installed" in pkg.stdout, pkg.stdout + pkg.stderr
+            assert not (host.root / f"var/lib/dkms/{MODULE}/{VERSION}/build/make.log").exists()  # no make ran
+
+    listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)
+    (entry,) = listed["entries"]
+    assert entry["kernel"] == kernel and entry["problem"] == "" and entry["vermagic"].startswith(f"{kernel} ")
+
+    again = _provision(inventory, playbook, kernel, cache, report=tmp_path / "r2.json")
+    assert again.code == 0, again.output
+    assert all(s["status"] == "ok" for h in json.loads((tmp_path / "r2.json").read_text())["hosts"]
+               for s in h["steps"]), again.output
+
+    # A tampered entry: its package changed after the manifest was written. Refused, rebuilt, replaced.
+    builder = next(h for h in fresh_trio if _builds(h))
+    other = next(h for h in fresh_trio if not _builds(h))
+    other.run_inside(f"dkms remove {MODULE}/{VERSION} -k {kernel}; dpkg -r gpunode-dkms-{MODULE}-{kernel}")
+    package = Path(entry["folder"]) / entry["file"]
+    package.write_bytes(package.read_bytes() + b"tampered")
+    only = host_inventory(lab, [other], tmp_path / "inv-one.yml")
+    third = _provision(only, playbook, kernel, cache, report=tmp_path / "r3.json")
+    assert third.code == 0, third.output
+    (host_report,) = json.loads((tmp_path / "r3.json").read_text())["hosts"]
+    assert "refused the cached" in " ".join(host_report["notes"]) and "sha256" in " ".join(host_report["notes"])
+    assert _builds(other) == 1 and _builds(builder) == 1
+    _installed(other, kernel)
+    (fresh,) = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
+    assert fresh["problem"] == "" and fresh["built_on"] == other.name
+
+    # A consistent manifest around a module of another kernel (its vermagic rewritten, the package rebuilt and its
+    # sha256 and the manifest's vermagic made to match): the controller's checks pass, the host refuses it.
+    other.run_inside(f"dkms remove {MODULE}/{VERSION} -k {kernel}; dpkg -r gpunode-dkms-{MODULE}-{kernel}")
+    _wrong_kernel_entry(Path(fresh["folder"]), kernel)
+    fourth = _provision(only, playbook, kernel, cache, report=tmp_path / "r4.json")
+    assert fourth.code == 0, fourth.output
+    (host_report,) = json.loads((tmp_path / "r4.json").read_text())["hosts"]
+    assert "not for this kernel (vermagic)" in " ".join(host_report["notes"]), host_report["notes"]
+    assert _builds(other) == 2
+    _installed(other, kernel)
+
+
+def _wrong_kernel_entry(folder: Path, kernel: str) -> None:
+    """Rewrite the entry's module as one for another kernel release of the same length, consistently."""
+    import hashlib
+    import subprocess
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    package, tree = folder / manifest["file"], folder / "tree"
+    subprocess.run(["dpkg-deb", "-R", str(package), str(tree)], check=True)
+    parts = kernel.split("-")  # 6.1.0-56-cloud-amd64 -> 6.1.0-99-cloud-amd64
+    parts[1] = "99" if parts[1] != "99" else "98"
+    wrong = "-".join(parts)
+    assert len(wrong) == len(kernel) and wrong != kernel
+    for ko in tree.rglob("*.ko"):
+        ko.write_bytes(ko.read_bytes().replace(f"vermagic={kernel} ".encode(), f"vermagic={wrong} ".encode()))
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(package)], check=True,
+                   capture_output=True)
+    shutil.rmtree(tree)
+    manifest["sha256"] = hashlib.sha256(package.read_bytes()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.extended  # 2.5-4 minutes on the shared 2 cores (three hosts' apt installs of dkms and headers)
+def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host, tmp_path):
+    """Two hosts on the newest cloud kernel's headers and one on an older one (6.1.0-55): two groups, two builds,
+    two entries; the second host of the first group installs from the cache."""
+    import yaml
+
+    hosts = [new_host(), new_host(), new_host()]
+    older = "linux-headers-6.1.0-55-cloud-amd64"
+    with ThreadPoolExecutor(3) as pool:
+        kernels = list(pool.map(_prepare, hosts, ["linux-headers-cloud-amd64"] * 2 + [older]))
+    assert kernels[0] == kernels[1] != kernels[2] == "6.1.0-55-cloud-amd64", kernels
+    inventory = host_inventory(lab, hosts, tmp_path / "inv.yml")
+    data = yaml.safe_load(inventory.read_text())
+    for host, kernel in zip(hosts, kernels, strict=True):
+        data["all"]["children"]["lab"]["hosts"][host.name]["hello_kernel"] = kernel
+    inventory.write_text(yaml.safe_dump(data))
+    playbook = tmp_path / "hello.yml"
+    playbook.write_text(PLAYBOOK)
+    cache = tmp_path / "cache"
+    result = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--var",
+                     f"module_cache={cache}", timeout=900)
+    assert result.code == 0, result.output
+    assert _builds(hosts[0]) + _builds(hosts[1]) == 1 and _builds(hosts[2]) == 1
+    for host, kernel in zip(hosts, kernels, strict=True):
+        _installed(host, kernel)
+    listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
+    assert sorted(e["kernel"] for e in listed) == sorted({kernels[0], kernels[2]})

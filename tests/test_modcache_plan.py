@@ -1,0 +1,75 @@
+"""The NVIDIA driver step with `module_cache` on, planned from the Debian 12 and Rocky 9 plan cases' host states:
+the driver packages go in with DKMS's autoinstall paused, the module is built once per group and installed from the
+cache elsewhere; RPM hosts (whose kmod %post builds at once) and `module_cache: off` plan exactly as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpunode.inventory import Host
+from gpunode.modcache.key import CacheKey
+from gpunode.modcache.store import Store
+from gpunode.steps.base import StepContext, build_step
+from gpunode.steps.probe import ProbeOutput
+from gpunode.steps.state import HostState
+from tests.plan_cases import build_facts, load, run_case
+
+PLANS = Path(__file__).parent / "plans" / "nvidia_driver"
+KERNEL = "6.1.0-27-cloud-amd64"
+
+
+def _plan(case_name: str, host: str, **args):
+    case = load(PLANS / f"{case_name}.json")
+    facts = build_facts(case["os_release"], case.get("facts", {}))
+    ctx = StepContext(Host(name=host, address=host), facts, conn=None, check=True,  # type: ignore[arg-type]
+                      probe=ProbeOutput(case.get("probe_output", {})), state=HostState.of(case.get("shared", {})))
+    return build_step("nvidia_driver", {**case["args"], **args}).plan(ctx)
+
+
+def test_fresh_debian_host_installs_with_autoinstall_paused(tmp_path):
+    actions = _plan("debian12-fresh", "gpu-1", module_cache=str(tmp_path))
+    (install,) = [a for a in actions if a.summary.startswith("install the NVIDIA")]
+    assert "(the kernel module from the module cache)" in install.summary
+    assert install.command.startswith("mine=; [ -e /etc/dkms/no-autoinstall ] ||")
+    assert "trap '[ -z \"$mine\" ] || rm -f /etc/dkms/no-autoinstall' EXIT" in install.command
+
+
+def test_half_converged_hosts_of_one_group_one_builds_the_others_wait(tmp_path):
+    first = _plan("debian12-half-converged", "gpu-a", module_cache=str(tmp_path))[0]
+    second = _plan("debian12-half-converged", "gpu-b", module_cache=str(tmp_path))[0]
+    assert first.summary.startswith("build nvidia-current/535.") and "add it to the module cache" in first.summary
+    assert second.summary.startswith("wait for gpu-a's DKMS build of nvidia-current/535.")
+    key = first.key
+    assert key.kernel == KERNEL and key.flavour == "proprietary" and key.module == "nvidia-current"
+    Store(tmp_path).put(key, "x.deb", b"deb", f"{KERNEL} SMP mod_unload modversions ", "gpu-a")
+    third = _plan("debian12-half-converged", "gpu-c", module_cache=str(tmp_path))[0]
+    assert third.summary.startswith("install nvidia-current/535.") and "built on gpu-a" in third.summary
+
+
+def test_off_and_rpm_plan_as_before(tmp_path):
+    for name in ("debian12-half-converged", "debian12-fresh", "rocky9-fresh"):
+        case = load(PLANS / f"{name}.json")
+        assert run_case({**case, "args": {**case["args"], "module_cache": str(tmp_path)}} if name.startswith("rocky")
+                        else {**case, "args": {**case["args"], "module_cache": "off"}}) == case["expected"], name
+    assert not list(tmp_path.iterdir())
+    assert CacheKey("m", "1", KERNEL, "x86_64").path.startswith(KERNEL)
+
+
+def test_precompiled_installs_plan_as_before_with_the_cache_on(tmp_path):
+    """Ubuntu's signed precompiled modules (issue 30's "precompiled first") are not DKMS builds: nothing to cache."""
+    for name in ("ubuntu2204-precompiled-fresh", "ubuntu2404-secure-boot-precompiled-fresh"):
+        case = load(PLANS / f"{name}.json")
+        assert case.get("written_by_hand")
+        actions = _plan(name, "gpu-1", module_cache=str(tmp_path))
+        assert not any("module cache" in a.summary for a in actions), [a.summary for a in actions]
+        assert not any("no-autoinstall" in (a.command or "") for a in actions)
+
+
+def test_an_unquoted_off_is_off(tmp_path):
+    """`--var module_cache=off` reaches the step as YAML's false: no cache; true is the default folder."""
+    from gpunode.modcache.plan import cache_store
+
+    case = load(PLANS / "debian12-half-converged.json")
+    assert run_case({**case, "args": {**case["args"], "module_cache": False}}) == case["expected"]
+    assert build_step("dkms_module", {"name": "m", "version": "1", "cache": False}).cache is False
+    assert cache_store(False) is None and cache_store("off") is None and cache_store(True).root == Store().root
