@@ -77,10 +77,21 @@ def without_prompts(text: str) -> str:
 
 
 def _dedent(lines: list[str]) -> list[str]:
-    """Remove the indentation every non-blank line shares (a Markdown list, a quoted code block)."""
-    indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
+    """Remove the indentation every non-blank line shares (a Markdown list, a quoted code block); a prompt or
+    fence line above the output does not count."""
+    indents = [_indent(line) for line in lines if line.strip() and not _is_prompt_or_header(line)]
     cut = min(indents, default=0)
-    return [line[cut:] for line in lines] if cut else lines
+    return [line[min(cut, _indent(line)):] for line in lines] if cut else lines
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_prompt_or_header(line: str) -> bool:
+    """A prompt line or a fence a poster typed above an indented output: not part of the output's indentation."""
+    prompt = _PROMPT.match(line)
+    return (prompt is not None and prompt.group("prompt") is not None) or _HEADER.match(line) is not None
 
 
 def _unwrap(lines: list[str]) -> list[str]:
@@ -95,14 +106,19 @@ def _unwrap(lines: list[str]) -> list[str]:
         line = carry + line
         carry = ""
         following = lines[number + 1] if number + 1 < len(lines) else ""
-        if len(lines[number]) == width and following.strip() and not _RECORD_START.match(following) and \
-                not _same_indent(lines[number], following):
+        if len(lines[number]) == width and following.strip() and (_open_box(lines[number]) or (
+                not _RECORD_START.match(following) and not _same_indent(lines[number], following))):
             carry = line
             continue
         joined.append(line)
     if carry:
         joined.append(carry)
     return joined
+
+
+def _open_box(line: str) -> bool:
+    """A table box line cut before its closing `|`/`+`: the next line is its tail, whatever its indentation."""
+    return _BOX.match(line) is not None and not line.endswith(("|", "+"))
 
 
 def _same_indent(line: str, following: str) -> bool:

@@ -17,7 +17,8 @@ from gpunode.verify.lspci import PciDevice, parse_lspci
 from gpunode.verify.lspci_vv import LinkState, parse_lspci_vv
 from gpunode.verify.model import SmiReport
 from gpunode.verify.not_applicable import not_applicable_kind
-from gpunode.verify.smi_csv import csv_query_kind, parse_smi_csv, parse_smi_list
+from gpunode.verify.smi_csv import csv_query_kind, parse_smi_csv
+from gpunode.verify.smi_list import parse_smi_list
 from gpunode.verify.smi_table import apply_inforom_warnings, parse_smi_table
 from gpunode.verify.smi_text import parse_smi_text
 from gpunode.verify.smi_xml import parse_smi_xml

@@ -70,7 +70,9 @@ def _journal_json(line: str) -> str | None:
 def kernel_messages(text: str) -> list[KernelMessage]:
     """Logical kernel messages of text, NVRM continuation lines joined to the message they continue."""
     physical: list[str] = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    indent = min((len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()), default=0)
+    for line in (line[indent:] for line in lines):  # a log indented as a whole (a quoted block): not continued
         message = _journal_json(line.strip())
         physical.extend((message if message is not None else line).split("#012"))
     messages: list[KernelMessage] = []
