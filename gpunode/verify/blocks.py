@@ -190,13 +190,26 @@ def _pieces(text: str) -> list[tuple[str, str | None]]:
             break
         line_start = rest.rfind("\n", 0, start.start()) + 1
         end = rest.find(_XML_END, start.start())
-        end = len(rest) if end == -1 else end + len(_XML_END)
+        end = _truncated_xml_end(rest, start.start()) if end == -1 else end + len(_XML_END)
         pieces += _cut(rest[:line_start])
         command = pieces.pop()[1] if pieces and pieces[-1][0] == "" else None
         pieces.append((rest[line_start:end].strip("\n"), command))
         rest = rest[end:]
     pieces += _cut(rest)
     return [(piece, command) for piece, command in pieces if piece.strip()]
+
+
+def _truncated_xml_end(text: str, start: int) -> int:
+    """Where an XML document cut before `</nvidia_smi_log>` ends: at the first line after it that is not markup
+    (a tag, a DTD line, its `]>`), so what was pasted below it is read on its own."""
+    position = text.find("\n", start)
+    while position != -1:
+        following = text.find("\n", position + 1)
+        line = text[position + 1:following if following != -1 else len(text)].strip()
+        if line and not line.startswith(("<", "]")):
+            return position
+        position = following
+    return len(text)
 
 
 def _cut(text: str) -> list[tuple[str, str | None]]:
