@@ -16,6 +16,9 @@ _PCI = r"(?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-
 # the PCI address may be redacted by the poster ("Xid (PCI:...): 145"): still an Xid of an unknown GPU
 _XID = re.compile(r"NVRM: Xid \((?:" + _PCI + r"|PCI:[^)]*)\):\s*(?P<code>\d+),?\s*(?P<rest>.*)$")
 _XID_DETAIL = re.compile(r"^pid=(?P<pid>'[^']*'|[^,\s]+),\s*name=(?P<name>[^,]*),\s*(?P<msg>.*)$")
+# The Kubernetes device plugin relays the Xids it receives from NVML (klog lines or bare):
+# "XidCriticalError: Xid=48 on Device=GPU-...; marking device as unhealthy."
+_XID_PLUGIN = re.compile(r"XidCriticalError: Xid=(?P<code>\d+) on Device=(?P<device>[^;\s]+)")
 _LOST_OLD = re.compile(r"NVRM: GPU at " + _PCI + r" has fallen off the bus")
 _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
 _LOST_ANY = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?" + _PCI + r"\b.*fallen off the bus", re.I)
@@ -24,7 +27,7 @@ _MARKER = re.compile(
     r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
     r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
-    r"|SXid \(PCI:",
+    r"|SXid \(PCI:|XidCriticalError: Xid=\d+ on Device=",
     re.M)
 
 
@@ -119,6 +122,13 @@ def scan_kernel_log(text: str) -> KernelScan:
     _conditions(scan, messages)
     for message in messages:
         line, ts = message.text, message.timestamp
+        plugin = _XID_PLUGIN.search(line)
+        if plugin:
+            scan.xids.append(XidEvent(int(plugin.group("code")), plugin.group("device").lower(), None, None,
+                                      "reported by the NVIDIA device plugin", ts, line))
+            if plugin.group("code") == "79":
+                scan.lost.append(KernelEvent(plugin.group("device").lower(), "Xid 79", ts, line))
+            continue
         if "NVRM" not in line:
             continue
         xid = _XID.search(line)
