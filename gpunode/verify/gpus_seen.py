@@ -1,0 +1,27 @@
+"""Which GPUs an input names when it holds no nvidia-smi GPU list: PCI addresses in kernel messages, lspci
+devices and link states, UUIDs in device-plugin lines. Used to say how many GPUs a capture is about."""
+
+from __future__ import annotations
+
+
+from gpunode.verify.evidence import Evidence
+from gpunode.verify.kernel_log import scan_kernel_log
+from gpunode.verify.values import normalize_bus_id
+
+def _key(ident: str) -> str:
+    """A PCI address without its function and domain width, or a UUID, lower-cased."""
+    bus = normalize_bus_id(ident) if ":" in ident else None
+    return bus.split(".")[0] if bus else ident.lower()
+
+
+def gpus_seen(evidence: Evidence) -> set[str]:
+    """Identities of the GPUs the non-nvidia-smi evidence names (empty when it names none)."""
+    seen: set[str] = set()
+    if evidence.kernel_log:
+        scan = scan_kernel_log(evidence.kernel_log)
+        events = [*scan.xids, *scan.lost, *scan.init_failures, *(event for _, event in scan.conditions)]
+        seen |= {_key(e.pci) for e in events if e.pci}
+    seen |= {_key(d.slot) for d in evidence.pci_devices or [] if d.is_gpu}
+    seen |= {_key(s.slot) for s in evidence.link_states or [] if s.slot != "?"}
+    return seen
+
