@@ -15,11 +15,13 @@ def _key(ident: str) -> str:
 
 
 def gpus_seen(evidence: Evidence) -> set[str]:
-    """Identities of the GPUs the non-nvidia-smi evidence names (empty when it names none)."""
+    """Identities of the GPUs the non-nvidia-smi evidence names (empty when it names none); AER messages name
+    the root port above a GPU, not the GPU, and are left out."""
     seen: set[str] = set()
     if evidence.kernel_log:
         scan = scan_kernel_log(evidence.kernel_log)
-        events = [*scan.xids, *scan.lost, *scan.init_failures, *(event for _, event in scan.conditions)]
+        events = [*scan.xids, *scan.lost, *scan.init_failures, *(event for condition, event in scan.conditions
+                                                                 if not condition.id.startswith("pcie-"))]
         seen |= {_key(e.pci) for e in events if e.pci}
     seen |= {_key(d.slot) for d in evidence.pci_devices or [] if d.is_gpu}
     seen |= {_key(s.slot) for s in evidence.link_states or [] if s.slot != "?"}

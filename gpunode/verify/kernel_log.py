@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ _MARKER = re.compile(
     r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
     r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
-    r"|SXid \(PCI:|XidCriticalError: Xid=\d+ on Device=",
+    r"|SXid \(PCI:|^\[drm\] |\bnouveau (?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: |XidCriticalError: Xid=\d+ on Device=",
     re.M)
 
 
@@ -108,11 +109,23 @@ def _conditions(scan: KernelScan, messages: list[KernelMessage]) -> None:
                                                                condition.id, message.timestamp, message.text)))
     for run in _runs(messages):  # a sentence split over several NVRM lines
         for condition in CONDITIONS:
-            if condition.id not in found and condition.pattern.search(run.text):
+            if not condition.pattern.search(run.text):
+                continue
+            pci = re.search(_PCI, run.text)
+            event = KernelEvent(pci.group("pci").lower() if pci else "", condition.id, run.timestamp, run.text)
+            if condition.id not in found:
                 found.add(condition.id)
-                pci = re.search(_PCI, run.text)
-                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
-                                                               condition.id, run.timestamp, run.text)))
+                scan.conditions.append((condition, event))
+            elif pci:  # the GPU's address was on the sentence's first line only
+                _name_gpu(scan, condition.id, event)
+
+
+def _name_gpu(scan: KernelScan, condition_id: str, event: KernelEvent) -> None:
+    """Give the first event of condition_id that names no GPU the PCI address its whole sentence names."""
+    for number, (condition, old) in enumerate(scan.conditions):
+        if condition.id == condition_id and not old.pci and old.line.removeprefix("NVRM:").strip() in event.line:
+            scan.conditions[number] = (condition, dataclasses.replace(old, pci=event.pci))
+            return
 
 
 def scan_kernel_log(text: str) -> KernelScan:
