@@ -3,10 +3,10 @@ devices and link states, UUIDs in device-plugin lines. Used to say how many GPUs
 
 from __future__ import annotations
 
-
 from gpunode.verify.evidence import Evidence
 from gpunode.verify.kernel_log import scan_kernel_log
 from gpunode.verify.values import normalize_bus_id
+
 
 def _key(ident: str) -> str:
     """A PCI address without its function and domain width, or a UUID, lower-cased."""

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 
 from gpunode.verify.errors import SmiParseError
-from gpunode.verify.xml_repair import close_truncated
 from gpunode.verify.model import GpuInfo, SmiReport
 from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.xml_repair import close_truncated
 
 _DTD = re.compile(r"nvsmi_device_v(\d+)\.dtd")
 _FIX = "capture it again with `nvidia-smi -q -x > smi.xml` and check the file is complete"
