@@ -3,6 +3,7 @@ devices and link states, UUIDs in device-plugin lines. Used to say how many GPUs
 
 from __future__ import annotations
 
+from gpunode.verify.dcgmi import dcgmi_gpus
 from gpunode.verify.evidence import Evidence
 from gpunode.verify.kernel_log import scan_kernel_log
 from gpunode.verify.values import normalize_bus_id
@@ -23,6 +24,8 @@ def gpus_seen(evidence: Evidence) -> set[str]:
         events = [*scan.xids, *scan.lost, *scan.init_failures, *(event for condition, event in scan.conditions
                                                                  if not condition.id.startswith("pcie-"))]
         seen |= {_key(e.pci) for e in events if e.pci}
+    if evidence.dcgmi:
+        seen |= dcgmi_gpus(evidence.dcgmi)
     seen |= {_key(d.slot) for d in evidence.pci_devices or [] if d.is_gpu}
     seen |= {_key(s.slot) for s in evidence.link_states or [] if s.slot != "?"}
     return seen
