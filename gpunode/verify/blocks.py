@@ -161,21 +161,22 @@ def _continues(previous: Block, kind: str, piece: str) -> bool:
     if previous.kind in ("smi-xml", "lspci-vv") or kind == "smi-xml":
         return False
     if kind == "unknown":
-        return _structural_continuation(previous.kind, piece)
+        return _structural_continuation(previous.kind, piece, previous.text)
     if kind != previous.kind:
         return previous.kind == "smi-text" and kind == "smi-text"
     new_document = _NEW_DOCUMENT.get(kind)
     return new_document is None or not new_document.search(piece)
 
 
-def _structural_continuation(kind: str, piece: str) -> bool:
+def _structural_continuation(kind: str, piece: str, previous_text: str) -> bool:
     first = piece.lstrip("\n").split("\n", 1)[0]
+    last = previous_text.rstrip("\n").rsplit("\n", 1)[-1]
     if kind == "smi-table":
         return bool(_BOX.match(first))
     if kind == "smi-text":
         return first.startswith((" ", "\t", "GPU ")) or " : " in first
-    if kind == "smi-csv":  # rows after a blank line below their header
-        return "," in first
+    if kind == "smi-csv":  # rows after a blank line below their rows: as many fields as those
+        return "," in first and first.count(",") == last.count(",")
     return False
 
 
