@@ -39,7 +39,20 @@ def csv_body(text: str) -> str:
         if query and "noheader" in lines[0]:
             header = ", ".join(query.group("fields").split(",")) + "\n"
         lines.pop(0)
-    return (header or "") + "".join(lines)
+    return (header or "") + "".join(_from_columns(lines))
+
+
+_COLUMNS = re.compile(r"\s{2,}|\t")
+
+
+def _from_columns(lines: list[str]) -> list[str]:
+    """CSV piped through `column -s, -t` (fields aligned with spaces, no commas) back to CSV; other lines as
+    they are."""
+    first = next((line for line in lines if line.strip()), "")
+    names = _COLUMNS.split(first.strip())
+    if "," in first or len(names) < 2 or not all(_FIELD.match(field_name(n)) for n in names):
+        return lines
+    return [", ".join(_COLUMNS.split(line.strip())) + "\n" if line.strip() else line for line in lines]
 
 
 def csv_query_kind(text: str) -> str | None:

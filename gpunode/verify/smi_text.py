@@ -54,7 +54,7 @@ class _Node:
 
 
 _SECTION = re.compile(r"^\s*(?:Remapped Rows|ECC Errors|Retired Pages|Temperature|GPU Power Readings|Power Readings|"
-                      r"Clocks (?:Event|Throttle) Reasons|Inforom Version|PCI|Persistence Mode)\b.*$", re.M)
+                      r"Clocks (?:Event|Throttle) Reasons|Inforom Version|PCI|Persistence Mode)\b.*$", re.M | re.I)
 _KEY_VALUE = re.compile(r"^\s+[A-Z][\w ./()-]*?\s+: \S", re.M)
 
 
