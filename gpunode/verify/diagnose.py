@@ -14,7 +14,7 @@ from gpunode.verify.checks import analyze, is_healthy
 from gpunode.verify.evidence import Evidence, Expectations
 from gpunode.verify.file_reader import FileRead, read_text
 from gpunode.verify.gpu_merge import merge_reports
-from gpunode.verify.gpus_seen import gpus_seen
+from gpunode.verify.gpus_seen import gpus_seen, matrix_gpus
 from gpunode.verify.lspci import PciDevice
 from gpunode.verify.model import Finding, SmiReport
 from gpunode.verify.not_applicable import NOT_APPLICABLE_KINDS, not_applicable_kind
@@ -259,9 +259,13 @@ def _one_file(path: str, raw: bytes | OSError, expectations: Expectations) -> tu
     if not read.blocks or (not read.understood and not read.failed):
         na = not_applicable_kind(text) or not_applicable_kind(without_prompts(text))
         if na is not None:
-            return FileResult(path, na[0], True, f"{na[1]}: recognised, not used in the analysis"), None
+            return FileResult(path, na[0], True, f"{na[1]}: recognised, not used in the analysis",
+                              seen=sorted(matrix_gpus(without_prompts(text)))), None
         return FileResult(path, "unknown", False, _UNKNOWN), None
-    return _file_result(path, read)
+    result, evidence = _file_result(path, read)
+    if "smi-topo" in result.blocks:  # a topology matrix names its GPUs, though it says nothing of their health
+        result.seen = sorted(set(result.seen) | matrix_gpus(without_prompts(text)))
+    return result, evidence
 
 
 def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None]:

@@ -3,10 +3,23 @@ devices and link states, UUIDs in device-plugin lines. Used to say how many GPUs
 
 from __future__ import annotations
 
+import re
+
 from gpunode.verify.dcgmi import dcgmi_gpus
 from gpunode.verify.evidence import Evidence
 from gpunode.verify.kernel_log import scan_kernel_log
 from gpunode.verify.values import normalize_bus_id
+
+
+# "Unable to determine the device handle for GPU 0000:02:00.0: ..." names the GPU it failed on.
+_ERROR_GPU = re.compile(r"for GPU\s?(?P<bus>[0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)")
+# A row of `nvidia-smi topo -m` / `topo -p2p`: "GPU3   NV18  X  ..." (its own cell X).
+_MATRIX_ROW = re.compile(r"^\s*GPU(?P<n>\d+)(?:\s+\S+)*?\s+X(?:\s|$)", re.M)
+
+
+def matrix_gpus(text: str) -> set[str]:
+    """The GPUs of a topology matrix (its rows with an X on the diagonal)."""
+    return {f"topo-gpu-{m.group('n')}" for m in _MATRIX_ROW.finditer(text)}
 
 
 def _key(ident: str) -> str:
@@ -24,6 +37,8 @@ def gpus_seen(evidence: Evidence) -> set[str]:
         events = [*scan.xids, *scan.lost, *scan.init_failures, *(event for condition, event in scan.conditions
                                                                  if not condition.id.startswith("pcie-"))]
         seen |= {_key(e.pci) for e in events if e.pci}
+    if evidence.smi_error:
+        seen |= {_key(m.group("bus")) for m in _ERROR_GPU.finditer(evidence.smi_error)}
     if evidence.dcgmi:
         seen |= dcgmi_gpus(evidence.dcgmi)
     seen |= {_key(d.slot) for d in evidence.pci_devices or [] if d.is_gpu}
