@@ -10,7 +10,6 @@ from gpunode.verify.evidence import Evidence
 from gpunode.verify.kernel_log import scan_kernel_log
 from gpunode.verify.values import normalize_bus_id
 
-
 # "Unable to determine the device handle for GPU 0000:02:00.0: ..." names the GPU it failed on.
 _ERROR_GPU = re.compile(r"for GPU\s?(?P<bus>[0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)")
 # A row of `nvidia-smi topo -m` / `topo -p2p`: "GPU3   NV18  X  ..." (its own cell X).
