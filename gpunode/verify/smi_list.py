@@ -42,6 +42,8 @@ def parse_smi_list(text: str) -> SmiReport:
     """The GPUs of `nvidia-smi -L` output (an empty UUID is kept as None, the GPU flagged uuid_missing)."""
     gpus: list[GpuInfo] = []
     for line in text.splitlines():
+        if line.strip() and not _entries(line) and not _LABEL.match(line):
+            raise SmiParseError(f"unexpected line in `nvidia-smi -L` output: {line.strip()!r}", fix=_FIX)
         for entry in _entries(line):
             if entry.re is _MIG:
                 if gpus:

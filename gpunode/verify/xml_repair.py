@@ -10,7 +10,8 @@ _DTD_END = re.compile(r"<!DOCTYPE[^\[>]*(?:\[.*?\]\s*)?>", re.S)
 
 def close_truncated(text: str) -> str | None:
     """text with the tags still open at its cut closed (the half-written last tag or value dropped), or None when
-    it is not a cut document (it has its closing `</nvidia_smi_log>`, or no `<nvidia_smi_log>` at all)."""
+    it is not a cut document (it has its closing `</nvidia_smi_log>`, or no `<nvidia_smi_log>` at all) or was cut
+    before any element of a `<gpu>` was complete."""
     if "</nvidia_smi_log>" in text or "<nvidia_smi_log" not in text:
         return None
     cut = text[:text.rfind(">") + 1]
@@ -26,6 +27,7 @@ def close_truncated(text: str) -> str | None:
                 del stack[len(stack) - 1 - stack[::-1].index(name):]
         else:
             stack.append(name)
-    if not stack:
-        return None
+    gpu = cut.find("<gpu ", body_start) if "<gpu " in cut else cut.find("<gpu>", body_start)
+    if not stack or gpu == -1 or re.search(r"</\w+>", cut[gpu:]) is None:
+        return None  # nothing of a GPU was written before the cut: not worth reading
     return cut + "".join(f"</{name}>" for name in reversed(stack))
