@@ -58,12 +58,17 @@ def undisguise(text: str) -> str:
     """text as the program printed it: CRLF, ANSI codes, `> ` quoting, common indentation and hard wraps undone."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text).replace("\x1b", "")
-    lines = text.split("\n")
+    lines = _unquote(text.split("\n"))
+    lines = _unquote(_unwrap(lines))  # quoted lines wrapped at 80 columns: their tails carried no `> `
+    return "\n".join(_dedent(lines))
+
+
+def _unquote(lines: list[str]) -> list[str]:
+    """lines without their `> ` quoting, when most lines are quoted."""
     quoted = [line for line in lines if line.strip()]
     if quoted and sum(1 for line in quoted if _QUOTE.match(line)) * 2 > len(quoted):
-        lines = [_QUOTE.sub("", line, count=1) for line in lines]
-    lines = _unwrap(lines)
-    return "\n".join(_dedent(lines))
+        return [_QUOTE.sub("", line, count=1) for line in lines]
+    return lines
 
 
 def without_prompts(text: str) -> str:
