@@ -41,6 +41,6 @@ def gpus_seen(evidence: Evidence) -> set[str]:
     if evidence.dcgmi:
         seen |= dcgmi_gpus(evidence.dcgmi)
     seen |= {_key(d.slot) for d in evidence.pci_devices or [] if d.is_gpu}
-    seen |= {_key(s.slot) for s in evidence.link_states or [] if s.slot != "?"}
+    seen |= {_key(s.slot) if s.slot != "?" else "lspci-excerpt" for s in evidence.link_states or []}
     return seen
 

@@ -23,6 +23,7 @@ _PREFIXES = (
     re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*(?P<ts>\d{4}-\d{2}-\d{2}T\S+)\s"),  # dmesg -x --time-format iso
     re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]\s?"),
     re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?"),
+    re.compile(r"^\[\s*(?P<ts>\+\d+\.\d+)\]\s?"),  # dmesg -H / --reltime: "[  +0.000012] msg"
     re.compile(r"^kernel:\s?"),
 )
 _MICROSECONDS = re.compile(r"\.\d{6}")
