@@ -40,11 +40,6 @@ KNOWN_MISSES: dict[str, tuple[str, str]] = {
                    "analysed"),
     "other/mozilla-DeepSpeech-178__dmon-4gpu-markdown-quoted.txt": (
         "verdict gpus", "`nvidia-smi dmon` is recognised but not analysed (no GPU identities, samples only)"),
-    "nvlink/stas00-ml-engineering__nvlink-e-h100-elided-prompt.txt": (
-        "verdict gpus", "`nvidia-smi nvlink -e/-s` is recognised but not analysed: no NVLink error-counter check"),
-    "nvlink/stas00-ml-engineering__nvlink-status-h100-elided-prompt.txt": (
-        "verdict gpus", "`nvidia-smi nvlink -s` is recognised but not analysed: links at full rate say nothing "
-                        "gpunode weighs"),
     "text_q/stas00-ml-engineering__q-fragment-510-a100-row-remap-pending.txt": (
         "verdict", "row-remap-pending is a warning in gpunode (takes effect at the next reset, NVIDIA: reset when "
                    "convenient); the fragment is also partial, so UNKNOWN"),

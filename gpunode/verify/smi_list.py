@@ -56,3 +56,12 @@ def parse_smi_list(text: str) -> SmiReport:
     if not gpus:
         raise SmiParseError("no 'GPU n: NAME (UUID: ...)' lines", fix=_FIX)
     return SmiReport(driver_version=None, cuda_version=None, attached_gpus=None, gpus=gpus, source_kind="list")
+
+
+def gpus_listed_in(text: str) -> SmiReport:
+    """The GPUs named by the "GPU n: NAME (UUID: GPU-...)" heading lines of other nvidia-smi outputs that use them
+    (`nvlink -s`, `nvlink -e`), their other lines ignored."""
+    gpus = [GpuInfo(index=int(m.group("index")), name=m.group("name").strip(),
+                    uuid=m.group("uuid") if _HEX_UUID.match(m.group("uuid")) else None)
+            for line in text.splitlines() if (m := _GPU.match(line.strip())) is not None]
+    return SmiReport(driver_version=None, cuda_version=None, attached_gpus=None, gpus=gpus, source_kind="list")
