@@ -155,15 +155,20 @@ def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kerne
     if kind == "error-text":
         errors.append(text)
         return (kind, True, "captured nvidia-smi/NVML/docker error output"), None
+    return _not_applicable(text, reports), None
+
+
+def _not_applicable(text: str, reports: list[SmiReport]) -> tuple[str, bool, str]:
+    """A recognised block without health evidence (nvlink -s's GPU headings still name GPUs), else unknown."""
     na = not_applicable_kind(text)
     if na is not None and na[0] == "smi-nvlink":  # its GPU headings identify GPUs; link states are not analysed
         report = gpus_listed_in(text)
         if report.gpus:
             reports.append(report)
-        return (na[0], True, f"{na[1]}: {len(report.gpus)} GPU(s) named; link states not analysed"), None
+        return na[0], True, f"{na[1]}: {len(report.gpus)} GPU(s) named; link states not analysed"
     if na is not None:
-        return (na[0], True, f"{na[1]}: recognised, not used in the analysis"), None
-    return ("unknown", False, "not a recognised capture"), None
+        return na[0], True, f"{na[1]}: recognised, not used in the analysis"
+    return "unknown", False, "not a recognised capture"
 
 
 def _describe(report: SmiReport) -> str:
