@@ -19,7 +19,7 @@ _SOURCES = {
     "PciDevice": "lspci", "classify_pci": "lspci", "parse_lspci": "lspci",
     "Finding": "model", "GpuInfo": "model", "SmiReport": "model",
     "HostReport": "report", "junit_xml": "report", "verify_report": "report",
-    "parse_smi_csv": "smi_csv", "parse_smi_list": "smi_csv",
+    "parse_smi_csv": "smi_csv", "parse_smi_list": "smi_list",
     "parse_smi_table": "smi_table",
     "parse_smi_text": "smi_text",
     "parse_smi_xml": "smi_xml",
@@ -57,7 +57,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from gpunode.verify.lspci import PciDevice, classify_pci, parse_lspci
     from gpunode.verify.model import Finding, GpuInfo, SmiReport
     from gpunode.verify.report import HostReport, junit_xml, verify_report
-    from gpunode.verify.smi_csv import parse_smi_csv, parse_smi_list
+    from gpunode.verify.smi_csv import parse_smi_csv
+    from gpunode.verify.smi_list import parse_smi_list
     from gpunode.verify.smi_table import parse_smi_table
     from gpunode.verify.smi_text import parse_smi_text
     from gpunode.verify.smi_xml import parse_smi_xml

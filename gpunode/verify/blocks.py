@@ -58,12 +58,17 @@ def undisguise(text: str) -> str:
     """text as the program printed it: CRLF, ANSI codes, `> ` quoting, common indentation and hard wraps undone."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text).replace("\x1b", "")
-    lines = text.split("\n")
+    lines = _unquote(text.split("\n"))
+    lines = _unquote(_unwrap(lines))  # quoted lines wrapped at 80 columns: their tails carried no `> `
+    return "\n".join(_dedent(lines))
+
+
+def _unquote(lines: list[str]) -> list[str]:
+    """lines without their `> ` quoting, when most lines are quoted."""
     quoted = [line for line in lines if line.strip()]
     if quoted and sum(1 for line in quoted if _QUOTE.match(line)) * 2 > len(quoted):
-        lines = [_QUOTE.sub("", line, count=1) for line in lines]
-    lines = _unwrap(lines)
-    return "\n".join(_dedent(lines))
+        return [_QUOTE.sub("", line, count=1) for line in lines]
+    return lines
 
 
 def without_prompts(text: str) -> str:
@@ -77,10 +82,21 @@ def without_prompts(text: str) -> str:
 
 
 def _dedent(lines: list[str]) -> list[str]:
-    """Remove the indentation every non-blank line shares (a Markdown list, a quoted code block)."""
-    indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
+    """Remove the indentation every non-blank line shares (a Markdown list, a quoted code block); a prompt or
+    fence line above the output does not count."""
+    indents = [_indent(line) for line in lines if line.strip() and not _is_prompt_or_header(line)]
     cut = min(indents, default=0)
-    return [line[cut:] for line in lines] if cut else lines
+    return [line[min(cut, _indent(line)):] for line in lines] if cut else lines
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_prompt_or_header(line: str) -> bool:
+    """A prompt line or a fence a poster typed above an indented output: not part of the output's indentation."""
+    prompt = _PROMPT.match(line)
+    return (prompt is not None and prompt.group("prompt") is not None) or _HEADER.match(line) is not None
 
 
 def _unwrap(lines: list[str]) -> list[str]:
@@ -95,14 +111,19 @@ def _unwrap(lines: list[str]) -> list[str]:
         line = carry + line
         carry = ""
         following = lines[number + 1] if number + 1 < len(lines) else ""
-        if len(lines[number]) == width and following.strip() and not _RECORD_START.match(following) and \
-                not _same_indent(lines[number], following):
+        if len(lines[number]) == width and following.strip() and (_open_box(lines[number]) or (
+                not _RECORD_START.match(following) and not _same_indent(lines[number], following))):
             carry = line
             continue
         joined.append(line)
     if carry:
         joined.append(carry)
     return joined
+
+
+def _open_box(line: str) -> bool:
+    """A table box line cut before its closing `|`/`+`: the next line is its tail, whatever its indentation."""
+    return _BOX.match(line) is not None and not line.endswith(("|", "+"))
 
 
 def _same_indent(line: str, following: str) -> bool:
@@ -145,21 +166,22 @@ def _continues(previous: Block, kind: str, piece: str) -> bool:
     if previous.kind in ("smi-xml", "lspci-vv") or kind == "smi-xml":
         return False
     if kind == "unknown":
-        return _structural_continuation(previous.kind, piece)
+        return _structural_continuation(previous.kind, piece, previous.text)
     if kind != previous.kind:
         return previous.kind == "smi-text" and kind == "smi-text"
     new_document = _NEW_DOCUMENT.get(kind)
     return new_document is None or not new_document.search(piece)
 
 
-def _structural_continuation(kind: str, piece: str) -> bool:
+def _structural_continuation(kind: str, piece: str, previous_text: str) -> bool:
     first = piece.lstrip("\n").split("\n", 1)[0]
+    last = previous_text.rstrip("\n").rsplit("\n", 1)[-1]
     if kind == "smi-table":
         return bool(_BOX.match(first))
     if kind == "smi-text":
         return first.startswith((" ", "\t", "GPU ")) or " : " in first
-    if kind == "smi-csv":  # rows after a blank line below their header
-        return "," in first
+    if kind == "smi-csv":  # rows after a blank line below their rows: as many fields as those
+        return "," in first and first.count(",") == last.count(",")
     return False
 
 
@@ -174,13 +196,26 @@ def _pieces(text: str) -> list[tuple[str, str | None]]:
             break
         line_start = rest.rfind("\n", 0, start.start()) + 1
         end = rest.find(_XML_END, start.start())
-        end = len(rest) if end == -1 else end + len(_XML_END)
+        end = _truncated_xml_end(rest, start.start()) if end == -1 else end + len(_XML_END)
         pieces += _cut(rest[:line_start])
         command = pieces.pop()[1] if pieces and pieces[-1][0] == "" else None
         pieces.append((rest[line_start:end].strip("\n"), command))
         rest = rest[end:]
     pieces += _cut(rest)
     return [(piece, command) for piece, command in pieces if piece.strip()]
+
+
+def _truncated_xml_end(text: str, start: int) -> int:
+    """Where an XML document cut before `</nvidia_smi_log>` ends: at the first line after it that is not markup
+    (a tag, a DTD line, its `]>`), so what was pasted below it is read on its own."""
+    position = text.find("\n", start)
+    while position != -1:
+        following = text.find("\n", position + 1)
+        line = text[position + 1:following if following != -1 else len(text)].strip()
+        if line and not line.startswith(("<", "]")):
+            return position
+        position = following
+    return len(text)
 
 
 def _cut(text: str) -> list[tuple[str, str | None]]:

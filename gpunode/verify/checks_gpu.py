@@ -240,11 +240,22 @@ def _mig(gpus: list[GpuInfo]) -> Finding | None:
         "(`nvidia-smi -r -i <id>`) or reboot so the pending MIG mode applies.", hits)
 
 
+def _uuid_missing(gpus: list[GpuInfo]) -> Finding | None:
+    hits, notes = _collect(gpus, lambda g: f"GPU {g.index}: UUID: GPU- (empty)" if g.uuid_missing else None)
+    if not hits:
+        return None
+    return _finding(
+        "gpu-uuid-unreadable", "critical", f"the driver cannot read the UUID of {len(hits)} GPU(s)", notes,
+        "An empty UUID means the driver does not fully support or cannot read this board (its infoROM): container "
+        "runtimes and schedulers that address GPUs by UUID cannot use it. Install a driver branch that supports "
+        "this GPU (see NVIDIA's legacy driver list), then check `nvidia-smi -q` for an infoROM warning.", hits)
+
+
 def _on(flag: bool) -> str:
     return "Enabled" if flag else "Disabled"
 
 
 _CHECKS: tuple[Callable[[list[GpuInfo]], Finding | None], ...] = (
     _ecc, _remap_failure, _remap_pending, _retired_pending, _lost, _unknown_fields, _throttle, _pcie, _persistence,
-    _inforom, _mig,
+    _inforom, _mig, _uuid_missing,
 )

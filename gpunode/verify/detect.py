@@ -8,6 +8,7 @@ from gpunode.verify.errors_text import has_user_space_error
 from gpunode.verify.kernel_log import has_kernel_markers
 from gpunode.verify.lspci import is_lspci_line
 from gpunode.verify.smi_csv import csv_query_kind
+from gpunode.verify.smi_list import is_smi_list
 from gpunode.verify.smi_table import TABLE_ROW
 from gpunode.verify.smi_text import is_gpu_fragment
 
@@ -16,8 +17,6 @@ KINDS = ("smi-xml", "smi-text", "smi-table", "smi-csv", "smi-list", "lspci", "ke
 _TABLE_BANNER = re.compile(r"^[ \t]*\|\s*NVIDIA-SMI\s+\S+", re.M)
 _TEXT_HEADER = re.compile(r"^Driver Version\s+: \S+", re.M)
 _TEXT_ATTACHED = re.compile(r"^Attached GPUs\s+: \d+", re.M)
-_LIST_LINE = re.compile(
-    r"^(?:GPU \d+: .+ \(UUID: GPU-[^)]+\)|\s+MIG \S+\s+Device\s+\d+: \(UUID: MIG-[^)]+\))$")
 
 
 def detect_kind(text: str) -> str:
@@ -31,7 +30,7 @@ def detect_kind(text: str) -> str:
     if _TABLE_BANNER.search(text) or TABLE_ROW.search(text):
         return "smi-table"
     lines = [line for line in text.splitlines() if line.strip()]
-    if lines and all(_LIST_LINE.match(line.rstrip()) for line in lines):
+    if is_smi_list(text):
         return "smi-list"
     if csv_query_kind(text):
         return "smi-csv"

@@ -14,6 +14,7 @@ from gpunode.verify.checks import analyze, is_healthy
 from gpunode.verify.evidence import Evidence, Expectations
 from gpunode.verify.file_reader import FileRead, read_text
 from gpunode.verify.gpu_merge import merge_reports
+from gpunode.verify.gpus_seen import gpus_seen, matrix_gpus
 from gpunode.verify.lspci import PciDevice
 from gpunode.verify.model import Finding, SmiReport
 from gpunode.verify.not_applicable import NOT_APPLICABLE_KINDS, not_applicable_kind
@@ -47,6 +48,7 @@ class FileResult:
     kernel_lines: int = 0
     nvidia_lines: int = 0
     reports: list[SmiReport] = field(default_factory=list, repr=False)
+    seen: list[str] = field(default_factory=list)  # GPUs named outside nvidia-smi output (kernel log, lspci)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -104,6 +106,13 @@ class DiagnoseResult:
         return {True: "healthy", False: "unhealthy", None: "unknown"}[self.healthy]
 
     @property
+    def gpu_count(self) -> int:
+        """GPUs the inputs show: nvidia-smi's, else those kernel messages and lspci name by PCI address."""
+        if self.combined and self.combined.gpus:
+            return len(self.combined.gpus)
+        return len({ident for f in self.files for ident in f.seen})
+
+    @property
     def report(self) -> SmiReport | None:
         """Every GPU of every file's nvidia-smi output, merged by identity (richest source first)."""
         return self.combined
@@ -115,7 +124,7 @@ class DiagnoseResult:
             for kind in result.blocks or [result.kind]:
                 kinds[kind] = kinds.get(kind, 0) + 1
         blocks = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items()) or "none"
-        gpus = len(self.combined.gpus) if self.combined else 0
+        gpus = self.gpu_count
         samples = sum(g.samples for g in self.combined.gpus) if self.combined else 0
         lines = sum(f.kernel_lines for f in self.files)
         nvidia = sum(f.nvidia_lines for f in self.files)
@@ -267,9 +276,13 @@ def _one_file(path: str, raw: bytes | OSError, expectations: Expectations) -> tu
     if not read.blocks or (not read.understood and not read.failed):
         na = not_applicable_kind(text) or not_applicable_kind(without_prompts(text))
         if na is not None:
-            return FileResult(path, na[0], True, f"{na[1]}: recognised, not used in the analysis"), None
+            return FileResult(path, na[0], True, f"{na[1]}: recognised, not used in the analysis",
+                              seen=sorted(matrix_gpus(without_prompts(text)))), None
         return FileResult(path, "unknown", False, _UNKNOWN), None
-    return _file_result(path, read)
+    result, evidence = _file_result(path, read)
+    if "smi-topo" in result.blocks:  # a topology matrix names its GPUs, though it says nothing of their health
+        result.seen = sorted(set(result.seen) | matrix_gpus(without_prompts(text)))
+    return result, evidence
 
 
 def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None]:
@@ -285,7 +298,7 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
     partial = list(evidence.smi.missing) if evidence.smi else []
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
                       read.has_evidence or bool(findings), partial, read.kernel_lines, read.nvidia_lines,
-                      read.reports), evidence
+                      read.reports, sorted(gpus_seen(evidence))), evidence
 
 
 def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[FileResult, Evidence | None]:

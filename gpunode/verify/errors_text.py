@@ -67,7 +67,7 @@ _BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"  # nvidi
 SIGNATURES: tuple[ErrorSignature, ...] = (
     ErrorSignature(
         "driver-not-loaded",
-        re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.*"),
+        re.compile(r"NVIDIA-SMI has failed because it couldn[\'‘’`´]?t communicate with the NVIDIA driver.*"),
         "host", "nvidia-smi cannot talk to the NVIDIA kernel driver", _NOT_LOADED_REMEDY, "critical"),
     ErrorSignature(
         "driver-not-loaded",
@@ -116,6 +116,26 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
                    r"version mismatch.*", re.I),
         "host", "NVML library and loaded kernel module are different driver versions", _MISMATCH_REMEDY,
         "critical"),
+    ErrorSignature(
+        "driver-library-mismatch",
+        re.compile(r"Mismatch in versions between nvidia-smi and NVML.*"),
+        "host", "nvidia-smi and the NVML library it loaded are from different driver versions", _MISMATCH_REMEDY,
+        "critical"),
+    ErrorSignature(
+        "nvidia-runtime-not-listed",
+        re.compile(r"^ ?Runtimes:(?![^\n]*\bnvidia\b)[^\n]*\brunc\b[^\n]*$", re.M),
+        "container", "`docker info` lists no nvidia runtime",
+        "`--gpus` works through the toolkit's prestart hook, but `--runtime=nvidia`, compose files naming that "
+        "runtime and Kubernetes (containerd/CRI-O) need it registered: " + _RUNTIME_REMEDY, "warning"),
+    ErrorSignature(
+        "driver-library-unlinkable",
+        re.compile(r"ldconfig(?:\.real)?: Can't link \S*lib(?:nvidia-ml|cuda)\.so\.1 to \S+.*"),
+        "container", "ldconfig cannot link the NVIDIA driver libraries (libnvidia-ml / libcuda): they are missing "
+        "or broken where they were mounted",
+        "The libraries the runtime or GPU manager mounted are absent or of another version than the links name: "
+        "check the host driver version matches the mounted libnvidia-ml.so.<version> / libcuda.so.<version>, "
+        "re-create the container after a driver upgrade (or regenerate the CDI spec: `nvidia-ctk cdi generate`), "
+        "and check `ldconfig -p | grep -E 'libcuda|libnvidia-ml'` inside it.", "critical"),
     ErrorSignature(
         "nvml-library-missing",
         re.compile(r"NVIDIA-SMI couldn't find libnvidia-ml\.so library.*"),

@@ -17,7 +17,8 @@ from gpunode.verify.lspci import PciDevice, parse_lspci
 from gpunode.verify.lspci_vv import LinkState, parse_lspci_vv
 from gpunode.verify.model import SmiReport
 from gpunode.verify.not_applicable import not_applicable_kind
-from gpunode.verify.smi_csv import csv_query_kind, parse_smi_csv, parse_smi_list
+from gpunode.verify.smi_csv import csv_query_kind, parse_smi_csv
+from gpunode.verify.smi_list import gpus_listed_in, parse_smi_list
 from gpunode.verify.smi_table import apply_inforom_warnings, parse_smi_table
 from gpunode.verify.smi_text import parse_smi_text
 from gpunode.verify.smi_xml import parse_smi_xml
@@ -154,10 +155,20 @@ def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kerne
     if kind == "error-text":
         errors.append(text)
         return (kind, True, "captured nvidia-smi/NVML/docker error output"), None
+    return _not_applicable(text, reports), None
+
+
+def _not_applicable(text: str, reports: list[SmiReport]) -> tuple[str, bool, str]:
+    """A recognised block without health evidence (nvlink -s's GPU headings still name GPUs), else unknown."""
     na = not_applicable_kind(text)
+    if na is not None and na[0] == "smi-nvlink":  # its GPU headings identify GPUs; link states are not analysed
+        report = gpus_listed_in(text)
+        if report.gpus:
+            reports.append(report)
+        return na[0], True, f"{na[1]}: {len(report.gpus)} GPU(s) named; link states not analysed"
     if na is not None:
-        return (na[0], True, f"{na[1]}: recognised, not used in the analysis"), None
-    return ("unknown", False, "not a recognised capture"), None
+        return na[0], True, f"{na[1]}: recognised, not used in the analysis"
+    return "unknown", False, "not a recognised capture"
 
 
 def _describe(report: SmiReport) -> str:

@@ -15,10 +15,12 @@ _UNION = ("throttle_reasons_active", "unknown_error_fields", "lost_fields")
 
 
 def same_gpu(a: GpuInfo, b: GpuInfo) -> bool:
-    """UUID decides when both have one; else the PCI bus id; else the index."""
-    if a.uuid and b.uuid:
-        return a.uuid.lower() == b.uuid.lower()
+    """UUID decides when both have one (unless both PCI bus ids are known and differ: a UUID anonymised to one
+    placeholder); else the PCI bus id; else the index."""
     bus_a, bus_b = normalize_bus_id(a.pci_bus_id), normalize_bus_id(b.pci_bus_id)
+    if a.uuid and b.uuid:
+        same_bus = not (bus_a and bus_b) or bus_a.split(".")[0] == bus_b.split(".")[0]
+        return a.uuid.lower() == b.uuid.lower() and same_bus
     if bus_a and bus_b:
         return bus_a.split(".")[0] == bus_b.split(".")[0]
     return a.index is not None and a.index == b.index

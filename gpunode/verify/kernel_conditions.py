@@ -22,12 +22,21 @@ _I = re.IGNORECASE
 CONDITIONS: tuple[KernelCondition, ...] = (
     KernelCondition(
         "nvidia-device-claimed",
-        re.compile(r"NVIDIA probe routine was not called|No NVIDIA graphics adapter probed", _I), "critical",
+        re.compile(r"NVIDIA probe routine was not called|No NVIDIA (?:graphics adapter|devices) probed|"
+                   r"NVRM: GPU \S+ is already bound to \S+", _I), "critical",
         "the nvidia module found no GPU to drive: another driver (usually nouveau) owns the device",
         "Blacklist nouveau (`echo 'blacklist nouveau' > /etc/modprobe.d/blacklist-nouveau.conf`, plus "
         "`options nouveau modeset=0`), rebuild the initramfs (`update-initramfs -u` / `dracut -f`) and reboot; "
         "check `lspci -k -d 10de:` shows `Kernel driver in use: nvidia`. Also unbind vfio-pci if the GPU is "
         "reserved for passthrough."),
+    KernelCondition(
+        "nouveau-bound",
+        re.compile(r"\bnouveau\s+(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]:\s*(?:Detected an NV|NVIDIA \S+ \(|"
+                   r"bios:|DRM:|fb\d|BIT BIOS found|Bios version)", _I), "critical",
+        "the nouveau driver drives the NVIDIA GPU (the nvidia driver cannot use it)",
+        "Blacklist nouveau (`blacklist nouveau` and `options nouveau modeset=0` in "
+        "/etc/modprobe.d/blacklist-nouveau.conf), rebuild the initramfs (`update-initramfs -u` / `dracut -f`), "
+        "reboot, and check `lspci -k -d 10de:` shows `Kernel driver in use: nvidia`."),
     KernelCondition(
         "nvidia-no-adapter",
         re.compile(r"No NVIDIA graphics adapter found|NVIDIA init module failed|None of the NVIDIA "

@@ -23,6 +23,7 @@ _PREFIXES = (
     re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*(?P<ts>\d{4}-\d{2}-\d{2}T\S+)\s"),  # dmesg -x --time-format iso
     re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]\s?"),
     re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?"),
+    re.compile(r"^\[\s*(?P<ts>\+\d+\.\d+)\]\s?"),  # dmesg -H / --reltime: "[  +0.000012] msg"
     re.compile(r"^kernel:\s?"),
 )
 _MICROSECONDS = re.compile(r"\.\d{6}")
@@ -70,7 +71,9 @@ def _journal_json(line: str) -> str | None:
 def kernel_messages(text: str) -> list[KernelMessage]:
     """Logical kernel messages of text, NVRM continuation lines joined to the message they continue."""
     physical: list[str] = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    indent = min((len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()), default=0)
+    for line in (line[indent:] for line in lines):  # a log indented as a whole (a quoted block): not continued
         message = _journal_json(line.strip())
         physical.extend((message if message is not None else line).split("#012"))
     messages: list[KernelMessage] = []

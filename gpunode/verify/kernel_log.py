@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -16,6 +17,9 @@ _PCI = r"(?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-
 # the PCI address may be redacted by the poster ("Xid (PCI:...): 145"): still an Xid of an unknown GPU
 _XID = re.compile(r"NVRM: Xid \((?:" + _PCI + r"|PCI:[^)]*)\):\s*(?P<code>\d+),?\s*(?P<rest>.*)$")
 _XID_DETAIL = re.compile(r"^pid=(?P<pid>'[^']*'|[^,\s]+),\s*name=(?P<name>[^,]*),\s*(?P<msg>.*)$")
+# The Kubernetes device plugin relays the Xids it receives from NVML (klog lines or bare):
+# "XidCriticalError: Xid=48 on Device=GPU-...; marking device as unhealthy."
+_XID_PLUGIN = re.compile(r"XidCriticalError: Xid=(?P<code>\d+) on Device=(?P<device>[^;\s]+)")
 _LOST_OLD = re.compile(r"NVRM: GPU at " + _PCI + r" has fallen off the bus")
 _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
 _LOST_ANY = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?" + _PCI + r"\b.*fallen off the bus", re.I)
@@ -24,7 +28,8 @@ _MARKER = re.compile(
     r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
     r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
-    r"|SXid \(PCI:",
+    r"|SXid \(PCI:|^\[drm\] |\bnouveau (?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
+    r"|XidCriticalError: Xid=\d+ on Device=",
     re.M)
 
 
@@ -105,11 +110,23 @@ def _conditions(scan: KernelScan, messages: list[KernelMessage]) -> None:
                                                                condition.id, message.timestamp, message.text)))
     for run in _runs(messages):  # a sentence split over several NVRM lines
         for condition in CONDITIONS:
-            if condition.id not in found and condition.pattern.search(run.text):
+            if not condition.pattern.search(run.text):
+                continue
+            pci = re.search(_PCI, run.text)
+            event = KernelEvent(pci.group("pci").lower() if pci else "", condition.id, run.timestamp, run.text)
+            if condition.id not in found:
                 found.add(condition.id)
-                pci = re.search(_PCI, run.text)
-                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
-                                                               condition.id, run.timestamp, run.text)))
+                scan.conditions.append((condition, event))
+            elif pci:  # the GPU's address was on the sentence's first line only
+                _name_gpu(scan, condition.id, event)
+
+
+def _name_gpu(scan: KernelScan, condition_id: str, event: KernelEvent) -> None:
+    """Give the first event of condition_id that names no GPU the PCI address its whole sentence names."""
+    for number, (condition, old) in enumerate(scan.conditions):
+        if condition.id == condition_id and not old.pci and old.line.removeprefix("NVRM:").strip() in event.line:
+            scan.conditions[number] = (condition, dataclasses.replace(old, pci=event.pci))
+            return
 
 
 def scan_kernel_log(text: str) -> KernelScan:
@@ -119,6 +136,13 @@ def scan_kernel_log(text: str) -> KernelScan:
     _conditions(scan, messages)
     for message in messages:
         line, ts = message.text, message.timestamp
+        plugin = _XID_PLUGIN.search(line)
+        if plugin:
+            scan.xids.append(XidEvent(int(plugin.group("code")), plugin.group("device").lower(), None, None,
+                                      "reported by the NVIDIA device plugin", ts, line))
+            if plugin.group("code") == "79":
+                scan.lost.append(KernelEvent(plugin.group("device").lower(), "Xid 79", ts, line))
+            continue
         if "NVRM" not in line:
             continue
         xid = _XID.search(line)

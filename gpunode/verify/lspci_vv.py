@@ -10,7 +10,8 @@ from gpunode.verify.model import Finding
 
 _HEADER = re.compile(r"^(?P<slot>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>\S.*)$")
 _PROG_IF = re.compile(r"\s*\(prog-if [^)]*(?:\[[^\]]*\])?\)\s*$")
-_FIELD = re.compile(r"^\s*(?P<name>LnkCap|LnkSta|UESta|CESta):\s*(?P<value>.*)$")
+_FIELD = re.compile(r"^\s*(?P<name>LnkCap|LnkSta|UESta|CESta|Kernel driver in use):\s*(?P<value>.*)$")
+_NOT_NVIDIA_DRIVER = ("nouveau", "nova_core", "nova-core")
 _SPEED = re.compile(r"Speed\s+(?P<speed>[\d.]+)\s*GT/s")
 _WIDTH = re.compile(r"Width\s+x(?P<width>\d+)")
 _SET_BIT = re.compile(r"(?<![\w-])(?P<bit>[A-Za-z][\w]*)\+")
@@ -39,11 +40,12 @@ class LinkState:
     downgraded: list[str] = field(default_factory=list)  # what lspci itself marks "(downgraded)" in LnkSta
     uncorrectable: list[str] = field(default_factory=list)
     correctable: list[str] = field(default_factory=list)
+    driver: str | None = None  # "Kernel driver in use"
 
 
 def is_lspci_vv(text: str) -> bool:
     """True for verbose lspci output (a device with its indented details, or LnkCap/LnkSta lines)."""
-    if re.search(r"^\s*(?:LnkSta|LnkCap):\s", text, re.M) is None:
+    if re.search(r"^\s*(?:LnkSta|LnkCap|Kernel driver in use):\s", text, re.M) is None:
         return False
     return len(_DETAIL.findall(text)) >= 2
 
@@ -82,6 +84,8 @@ def _read_field(state: LinkState, name: str, value: str) -> None:
         state.sta_speed = float(speed.group("speed")) if speed else None
         state.sta_width = int(width.group("width")) if width else None
         state.downgraded = [f"{part.strip()}" for part in value.split(",") if "(downgraded)" in part]
+    elif name == "Kernel driver in use":
+        state.driver = value.strip()
     else:
         bits = [m.group("bit") for m in _SET_BIT.finditer(value)]
         (state.uncorrectable if name == "UESta" else state.correctable).extend(bits)
@@ -96,6 +100,14 @@ def link_findings(states: list[LinkState]) -> list[Finding]:
             "pcie-degraded", "warning", f"PCIe link below its capability on {len(slow)} NVIDIA device(s) (lspci -vv)",
             "; ".join(f"{s.slot} {s.description[:60]}: {note}" for s, note in slow), _PCIE_FIX,
             ", ".join(s.slot for s, _ in slow)))
+    foreign = [s for s in states if s.driver in _NOT_NVIDIA_DRIVER]
+    if foreign:
+        findings.append(Finding(
+            "nouveau-bound", "critical", f"{len(foreign)} NVIDIA GPU(s) driven by {foreign[0].driver}, not nvidia",
+            "; ".join(f"{s.slot}: Kernel driver in use: {s.driver}" for s in foreign),
+            "Blacklist nouveau (`blacklist nouveau`, `options nouveau modeset=0` in "
+            "/etc/modprobe.d/blacklist-nouveau.conf; nova_core likewise), rebuild the initramfs and reboot; "
+            "`lspci -k -d 10de:` must then show `Kernel driver in use: nvidia`.", ", ".join(s.slot for s in foreign)))
     for attr, check_id, severity, what in (
             ("uncorrectable", "pcie-aer-uncorrectable", "critical", "uncorrectable"),
             ("correctable", "pcie-aer-correctable", "warning", "correctable")):

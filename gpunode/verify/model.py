@@ -69,6 +69,7 @@ class GpuInfo:
     fabric_state: str | None = None
     fabric_status: str | None = None
     pci_device_id: str | None = None
+    uuid_missing: bool = False  # `nvidia-smi -L` printed an empty UUID ("GPU-"): the driver cannot read it
     samples: int = 1  # how many outputs (sections, files, rows of a time series) described this GPU
 
     @property

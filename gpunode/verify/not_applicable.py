@@ -7,8 +7,9 @@ import re
 # Recognised files that carry no health evidence: listed as "not applicable", never as unknown.
 _NOT_APPLICABLE = (
     ("smi-topo", re.compile(r"GPU0\s.*CPU Affinity"), "nvidia-smi topo -m"),
+    ("smi-topo", re.compile(r"^\s*GPU0(?:[ \t]+GPU\d+)+[ \t]*\n\s*GPU0[ \t]+X\b", re.M), "nvidia-smi topo -p2p"),
     ("smi-nvlink", re.compile(r"^GPU \d+: .*\n\s+Link \d+: ", re.M), "nvidia-smi nvlink -s"),
-    ("smi-dmon", re.compile(r"^# gpu\s+(?:pwr|sm)\b", re.M), "nvidia-smi dmon / pmon"),
+    ("smi-dmon", re.compile(r"^\\?# gpu\s+(?:pwr|sm)\b", re.M), "nvidia-smi dmon / pmon"),
     ("smi-help", re.compile(r"List of valid properties to query|NVIDIA System Management Interface -- "
                             r"v\d", re.M), "nvidia-smi help text"),
     ("command-line", re.compile(r"^\s*(?:\$ )?nvidia-smi\S*(?: [^\n]*)?\s*$"), "an nvidia-smi command line"),

@@ -1,4 +1,4 @@
-"""Parse `nvidia-smi --query-gpu=... --format=csv` output and `nvidia-smi -L` lists."""
+"""Parse `nvidia-smi --query-gpu=... --format=csv` output."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_er
 _FIX = "capture it with `nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,... --format=csv`"
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")
 _FIELD = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
-_LIST_GPU = re.compile(r"^GPU\s+(?P<index>\d+):\s+(?P<name>.+?)\s+\(UUID:\s*(?P<uuid>[^)\s]+)\)\s*$")
-_LIST_MIG = re.compile(r"^\s+MIG\s+\S+\s+Device\s+\d+:\s+\(UUID:\s*MIG-[^)]+\)\s*$")
 _GPU_FIELDS = frozenset({"index", "name", "gpu_name", "uuid", "gpu_uuid", "pci.bus_id", "driver_version",
                          "memory.total", "count", "serial", "gpu_serial"})
 _PROCESS_FIELDS = frozenset({"pid", "process_name", "used_gpu_memory", "used_memory"})
@@ -41,7 +39,20 @@ def csv_body(text: str) -> str:
         if query and "noheader" in lines[0]:
             header = ", ".join(query.group("fields").split(",")) + "\n"
         lines.pop(0)
-    return (header or "") + "".join(lines)
+    return (header or "") + "".join(_from_columns(lines))
+
+
+_COLUMNS = re.compile(r"\s{2,}|\t")
+
+
+def _from_columns(lines: list[str]) -> list[str]:
+    """CSV piped through `column -s, -t` (fields aligned with spaces, no commas) back to CSV; other lines as
+    they are."""
+    first = next((line for line in lines if line.strip()), "")
+    names = _COLUMNS.split(first.strip())
+    if "," in first or len(names) < 2 or not all(_FIELD.match(field_name(n)) for n in names):
+        return lines
+    return [", ".join(_COLUMNS.split(line.strip())) + "\n" if line.strip() else line for line in lines]
 
 
 def csv_query_kind(text: str) -> str | None:
@@ -156,25 +167,3 @@ def _gpu(record: dict[str, str], position: int) -> GpuInfo:
         fabric_status=clean(record.get("fabric.status")),
         pci_device_id=device_id[2:] if device_id and device_id.lower().startswith("0x") else device_id,
     )
-
-
-def parse_smi_list(text: str) -> SmiReport:
-    """Parse `nvidia-smi -L`: one "GPU n: NAME (UUID: ...)" line per GPU, MIG devices indented below."""
-    gpus: list[GpuInfo] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        gpu = _LIST_GPU.match(line)
-        if gpu:
-            index = int(gpu.group("index"))
-            gpus.append(GpuInfo(index=index, name=gpu.group("name"), uuid=gpu.group("uuid")))
-        elif _LIST_MIG.match(line) and gpus:
-            gpus[-1].mig_devices += 1
-            gpus[-1].mig_mode_current = True
-        else:
-            raise SmiParseError(f"unexpected line in `nvidia-smi -L` output: {line.strip()!r}",
-                                fix="capture it again with `nvidia-smi -L`")
-    if not gpus:
-        raise SmiParseError("no 'GPU n: NAME (UUID: ...)' lines", fix="capture it again with `nvidia-smi -L`")
-    return SmiReport(driver_version=None, cuda_version=None, attached_gpus=None, gpus=gpus,
-                     source_kind="list")

@@ -54,7 +54,10 @@ class _Node:
 
 
 _SECTION = re.compile(r"^\s*(?:Remapped Rows|ECC Errors|Retired Pages|Temperature|GPU Power Readings|Power Readings|"
-                      r"Clocks (?:Event|Throttle) Reasons|Inforom Version|PCI|Persistence Mode)\b.*$", re.M)
+                      r"Clocks (?:Event|Throttle) Reasons|Inforom Version|PCI|Persistence Mode)\b.*$", re.M | re.I)
+# Sections of a GPU's -q output that speak about its health: a head cut before all of them shows none.
+_HEALTH_SECTIONS = ("ECC Errors", "Ecc Mode", "Retired Pages", "Remapped Rows", "Temperature", "Power Readings",
+                    "GPU Power Readings", "Clocks Event Reasons", "Clocks Throttle Reasons", "Performance State")
 _KEY_VALUE = re.compile(r"^\s+[A-Z][\w ./()-]*?\s+: \S", re.M)
 
 
@@ -96,6 +99,8 @@ def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
         end = list(last.walk())[-1][0] if last.children else last.key
         warnings.append(f"output is truncated: section '{last.key}' ends at '{end}' without the final "
                         "'Processes' entry, so later fields are missing")
+        if not any(last.child(name) is not None for name in _HEALTH_SECTIONS):
+            missing.append(f"every health field of {last.key} (the -q output is cut before them)")
     if strict and warnings:
         raise SmiParseError("incomplete `nvidia-smi -q` output: " + "; ".join(warnings), fix=_FIX)
     return SmiReport(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.model import GpuInfo, SmiReport
 from gpunode.verify.values import clean, first_token, is_gpu_lost, is_unknown_error, to_bool, to_float, to_int
+from gpunode.verify.xml_repair import close_truncated
 
 _DTD = re.compile(r"nvsmi_device_v(\d+)\.dtd")
 _FIX = "capture it again with `nvidia-smi -q -x > smi.xml` and check the file is complete"
@@ -28,7 +29,8 @@ _REASON_PREFIXES = ("clocks_event_reason_", "clocks_throttle_reason_")
 
 def parse_smi_xml(text: str | bytes) -> SmiReport:
     """Parse one `nvidia-smi -q -x` capture; raise SmiParseError if it is not one."""
-    root = _parse_root(text)
+    repaired = close_truncated(text) if isinstance(text, str) else None
+    root = _parse_root(repaired or text)
     head = text[:400].decode("utf-8", "replace") if isinstance(text, bytes) else text[:400]
     dtd = _DTD.search(head)
     driver = first_token(_text(root, "driver_version"))
@@ -37,6 +39,9 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
     attached = to_int(_text(root, "attached_gpus"))
     warnings = []
     missing = []
+    if repaired:
+        warnings.append("the XML is cut off before </nvidia_smi_log>")
+        missing.append("the rest of the -q -x document (cut off)")
     if attached is not None and attached != len(gpus):
         warnings.append(f"attached_gpus is {attached} but the XML holds {len(gpus)} <gpu> element(s)")
         if attached > len(gpus):
