@@ -30,6 +30,7 @@ from gpunode.playbook.validate import check_arguments
 from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
+DRIVER_BASES = ("al2023-ecs-gpu",)  # AWS bases that ship NVIDIA's driver (README: AWS Batch)
 
 
 @dataclass
@@ -37,7 +38,7 @@ class BuildRequest:
     """Everything `build-ami` / `build-image` was asked for."""
 
     builder: str = "aws"
-    playbook: str = "gpu-node"  # a built-in name or a path
+    playbook: str = ""  # a built-in name or a path; empty: the base's default (default_playbook)
     variables: list[str] = field(default_factory=list)     # playbook variables, KEY=VALUE
     base: str = "ubuntu-22.04"
     region: str | None = None
@@ -193,9 +194,32 @@ def _check_base(request: BuildRequest) -> None:
         request.source_image = str(local)
 
 
+def default_playbook(request: BuildRequest) -> str:
+    """The playbook a build runs without --playbook: `base` on a base that ships its NVIDIA driver, else gpu-node."""
+    if request.builder == "aws" and request.base in DRIVER_BASES:
+        return "base"
+    return "gpu-node"
+
+
+def check_playbook_for_base(request: BuildRequest, book: Playbook) -> None:
+    """A base that ships NVIDIA's driver (the ECS GPU AMI) must not get a second one: another driver breaks it."""
+    if request.builder != "aws" or request.base not in DRIVER_BASES:
+        return
+    steps = [*book.steps, *book.handlers.values()]
+    driver = next((step for step in steps if step.kind == "nvidia_driver"), None)
+    if driver:
+        raise UsageError(f"--base {request.base} already carries AWS's NVIDIA driver and container toolkit; playbook "
+                         f"{book.name} installs another driver ({driver.source}:{driver.line}), which breaks it",
+                         source="--playbook",
+                         fix="leave --playbook out (the default on this base is `base`), or give a playbook without "
+                             "an nvidia_driver step (e.g. --playbook base)")
+
+
 def _prepare(request: BuildRequest) -> _Build:
-    packer = packer_cli.find_packer()
+    request.playbook = request.playbook or default_playbook(request)
     book = load_playbook(request.playbook)
+    check_playbook_for_base(request, book)
+    packer = packer_cli.find_packer()
     variables = parse_vars(request.variables)
     check_var_types(book, variables)
     # every templated argument the controller can render is checked now, as provision does, not on the build instance
