@@ -83,6 +83,16 @@ class _Build:
     directory: Path
     key_file: str = ""
     public_key: str = ""
+    made_parents: list[Path] = field(default_factory=list)  # folders above `directory` this build created
+
+    def discard(self) -> None:
+        """Remove the build folder, and the parents this build made (.gpunode/builds) when they are left empty."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+        for parent in self.made_parents:  # deepest first
+            try:
+                parent.rmdir()
+            except OSError:  # another build's folder (or anything else) is in it: kept
+                break
 
     @property
     def name(self) -> str:
@@ -127,7 +137,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
         packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
         packer_cli.validate(build.packer, staged, var_file)
     except BaseException:
-        shutil.rmtree(build.directory, ignore_errors=True)
+        build.discard()
         raise
     if variables.get("accelerator") == "tcg":
         out("the build VM runs under software emulation (accelerator tcg: no usable /dev/kvm, or asked for), many "
@@ -136,7 +146,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
         f"(build {build.build_id})")
     result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
     if request.validate_only:
-        shutil.rmtree(build.directory, ignore_errors=True)
+        build.discard()
         return result
     out(f"build folder: {build.directory}")
     if request.builder == "aws":
@@ -231,8 +241,9 @@ def _prepare(request: BuildRequest) -> _Build:
                          fix="give the path of an existing private key, or leave --ssh-key out: gpunode makes one")
     build_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     directory = Path(request.build_root).resolve() / build_id
+    made = [parent for parent in directory.parents if not parent.exists()]
     directory.mkdir(parents=True)
-    build = _Build(request, packer, book, build_id, directory)
+    build = _Build(request, packer, book, build_id, directory, made_parents=made)
     if request.ssh_key:
         build.key_file = str(Path(request.ssh_key).resolve())
         build.public_key = public_key_line(build.key_file)
