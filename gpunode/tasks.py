@@ -440,7 +440,8 @@ ns.add_task(cache)
 
 
 IMAGE_HELP = {
-    "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node",
+    "playbook": f"playbook run on the build instance: {PLAYBOOK_HELP}; default gpu-node (base on --base "
+                "al2023-ecs-gpu, whose NVIDIA driver is AWS's)",
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
     "driver_branch": "NVIDIA driver branch, e.g. 580",
     "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also debian-13, al2023, al2023-ecs and "
@@ -495,7 +496,7 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
-              playbook="gpu-node", var=None, validate_only=False, name=None, source_ami=None,
+              playbook="", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
               launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
               job_gpus=None, job_vcpus=None, job_memory=None, user_data=None, extra_vars=None):
@@ -523,7 +524,7 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
                     "family of --base)",
 })
 def build_image(c, builder="qemu", region=None, instance_type=None, base="ubuntu-22.04", driver_branch=None,
-                playbook="gpu-node", var=None, validate_only=False, name=None, source_image=None,
+                playbook="", var=None, validate_only=False, name=None, source_image=None,
                 packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None, extra_vars=None):
     """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""
     from gpunode.commands.image_cmd import build

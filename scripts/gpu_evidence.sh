@@ -1,5 +1,5 @@
 # Evidence for verify-gpu, printed after facts.sh's output in the same exec: nvidia-smi's XML (or its error),
-# the kernel's NVIDIA lines since boot, and `lspci -vv` of the NVIDIA devices. Sections start with
+# the kernel's NVIDIA lines since boot, the running kernel's nvidia module file and `lspci -vv` of the NVIDIA devices. Sections start with
 # "@@evidence NAME"; "@@exit N" ends a command.
 echo "@@evidence nvidia-smi"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -19,6 +19,9 @@ elif command -v apt-cache >/dev/null 2>&1 && ls /var/lib/apt/lists/*_Packages >/
   c=$(apt-cache policy "linux-headers-$k" 2>/dev/null | sed -n 's/^ *Candidate: *//p')
   echo "candidate ${c:-(none)}"
 fi
+echo "@@evidence modules"
+# the nvidia module file of the running kernel (a precompiled package's, DKMS's or the runfile's), whatever dkms says
+modinfo -k "$k" -n nvidia 2>/dev/null || find "/lib/modules/$k" -name 'nvidia.ko*' 2>/dev/null | head -n 1
 echo "@@evidence lspci-vv"
 # PCIe link (LnkCap vs LnkSta) and AER state of the NVIDIA devices; the capabilities need root (sudo -n: never asks)
 if command -v lspci >/dev/null 2>&1; then

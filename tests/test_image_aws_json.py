@@ -150,3 +150,16 @@ def test_aws_builds_without_boto3_name_the_extra(tmp_path: Path) -> None:
     assert not (tmp_path / "builds").exists()
     validated = run_cli("build-ami", "--validate-only", env=env)  # never asks for boto3
     assert validated.code == 0 or "packer not found" in validated.output, validated.output
+
+
+def test_validate_only_leaves_no_empty_builds_folder(tmp_path: Path) -> None:
+    """`build-ami --validate-only` left an empty .gpunode/builds/ behind: the folders it made are removed when empty;
+    a builds folder that was there before (with another build in it) is kept."""
+    made = tmp_path / "new" / ".gpunode" / "builds"
+    result = run_cli("build-ami", "--validate-only", env={"GPUNODE_BUILDS": str(made)})
+    assert result.code == 0 or "packer" in result.output, result.output
+    assert not (tmp_path / "new").exists(), list((tmp_path / "new").rglob("*"))
+    kept = tmp_path / "kept"
+    (kept / "20260101-000000-abcdef").mkdir(parents=True)
+    run_cli("build-ami", "--validate-only", env={"GPUNODE_BUILDS": str(kept)})
+    assert [p.name for p in kept.iterdir()] == ["20260101-000000-abcdef"]

@@ -117,3 +117,23 @@ def test_validation_reads_the_users_file_over_the_images() -> None:
     assert "Batch GPU jobs would get no GPU" in ecs_problems(both, True, [])[0]
     spaced = ECS_OK + conf("/etc/ecs/ecs.config", "ECS_ENABLE_GPU_SUPPORT = true") + "runtimes nvidia\n"
     assert "Batch GPU jobs would get no GPU" in ecs_problems(spaced, True, [])[0]  # ecs-init reads no such key
+
+
+def test_the_ecs_gpu_base_defaults_to_the_base_playbook_and_refuses_gpu_node(tmp_path) -> None:
+    """README (AWS Batch): the ECS GPU AMI carries AWS's driver; another one breaks it. Without --playbook that base
+    gets `base`, other bases gpu-node; gpu-node (an nvidia_driver step) on it exits 2 before any build folder."""
+    from gpunode.image.build import BuildRequest, default_playbook
+    from tests.conftest import run_cli
+
+    assert default_playbook(BuildRequest(base="al2023-ecs-gpu")) == "base"
+    assert default_playbook(BuildRequest(base="al2023-ecs")) == "gpu-node"
+    assert default_playbook(BuildRequest(base="ubuntu-22.04")) == "gpu-node"
+    env = {"GPUNODE_BUILDS": str(tmp_path / "builds")}
+    refused = run_cli("build-ami", "--base", "al2023-ecs-gpu", "--playbook", "gpu-node", "--validate-only", env=env)
+    assert refused.code == 2, refused.output
+    assert "installs another driver" in refused.output and "--playbook base" in refused.output, refused.output
+    assert "gpu-node.yml:" in refused.output
+    default = run_cli("build-ami", "--base", "al2023-ecs-gpu", "--validate-only", env=env)
+    assert "installs another driver" not in default.output, default.output
+    assert default.code == 0 or "packer not found" in default.output, default.output
+    assert not (tmp_path / "builds").exists() or not any((tmp_path / "builds").iterdir())

@@ -176,3 +176,14 @@ def test_graph_text(inv: Inventory) -> None:
     ]
     assert "  |  |--@empty_group:" in lines
     assert lines[-1] == "  |  |--node8"
+
+
+@pytest.mark.parametrize("command", ["verify-gpu", "facts", "collect"])
+def test_a_positional_host_that_matches_nothing_is_named_as_such(command: str) -> None:
+    """`verify-gpu nosuch -i INV`: the pattern came from the HOST argument, not --limit; exit 2 before connecting."""
+    from tests.conftest import run_cli
+
+    result = run_cli(command, "nosuch", "-i", str(DATA / "nested.yml"))
+    assert result.code == 2, result.output
+    assert "HOST (the positional argument): no host or group matches 'nosuch'" in result.output, result.output
+    assert "--limit" not in result.output

@@ -114,3 +114,23 @@ def test_a_missing_fact_is_named_without_internal_type_names():
         with pytest.raises(TemplateError) as caught:
             render(text, {"facts": facts})
         assert owner in str(caught.value) and "gpunode." not in str(caught.value), caught.value
+
+
+def test_a_when_reading_a_name_registered_nowhere_before_is_refused_before_connecting(tmp_path):
+    """Trial: `when: rr.rc == 0` with rr registered by no earlier step failed on each host after connecting. Names an
+    earlier step registers, playbook/inventory/-e vars, facts and `is defined` tests are left alone."""
+    book = load(tmp_path, "steps:\n  - command: {cmd: 'true'}\n    register: r\n"
+                          "  - command: {cmd: 'true'}\n    when: r.rc == 0 and facts.os.id == 'ubuntu'\n"
+                          "  - command: {cmd: 'true'}\n    when: facts.gpus and rr is defined\n"
+                          "  - command: {cmd: 'true'}\n    when: rr.rc == 0\n"
+                          "  - command: {cmd: 'false'}\n    register: rr\n")
+    host = Host(name="a", address="10.0.0.1")
+    with pytest.raises(UsageError) as caught:
+        check_arguments(book, [host], {})
+    assert "p.yml:8: " in str(caught.value) and "'rr' is undefined" in str(caught.value), str(caught.value)
+    assert "only a later step registers it" in str(caught.value)
+    assert "register: rr" in caught.value.fix and "-e rr=" in caught.value.fix
+    check_arguments(book, [host], {"rr": {"rc": 0}})  # -e
+    check_arguments(book, [Host(name="b", address="10.0.0.2", vars={"rr": {"rc": 1}})], {})  # inventory var
+    with_var = load(tmp_path, "vars: {rr: {rc: 0}}\nsteps:\n  - command: {cmd: 'true'}\n    when: rr.rc == 0\n")
+    check_arguments(with_var, [host], {})  # playbook var

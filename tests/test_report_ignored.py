@@ -48,3 +48,17 @@ def test_a_real_runs_diff_says_before_and_after():
         print_summary(RunResult("p.yml", status != "changed", [host]), Console(file=out, width=200, color_system=None),
                       show_diffs=True)
         assert f"--- /etc/x {old}" in out.getvalue() and f"+++ /etc/x {new}" in out.getvalue(), out.getvalue()
+
+
+def test_check_mode_prints_a_would_header_only_with_something_under_it() -> None:
+    """--check: an "unknown until run" step (no actions, no diff) printed `... would:` with nothing under it."""
+    unknown = StepOutcome("echo it", "command", "would-change", where="p.yml:5",
+                          message="would change (unknown until run): reads r, the result of a step that would run")
+    empty = StepOutcome("empty", "command", "would-change", where="p.yml:7")
+    host = HostOutcome("a", status="would-change", steps=[unknown, empty])
+    out = io.StringIO()
+    print_summary(RunResult("p.yml", True, [host]), Console(file=out, width=200, color_system=None))
+    lines = out.getvalue().splitlines()
+    header = lines.index("a echo it (p.yml:5) would:")
+    assert "unknown until run" in lines[header + 1]
+    assert "a empty (p.yml:7) would:" not in lines

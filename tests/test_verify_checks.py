@@ -260,3 +260,33 @@ def test_model_match_is_whole_token():
         expect_model="A10")))}
     assert "gpu-model-expected" not in {f.id for f in analyze(Evidence(smi=a10g, expectations=Expectations(
         expect_model="a10g")))}
+
+
+@pytest.mark.parametrize(("kernel", "packages", "modinfo"), [
+    # Ubuntu precompiled (nvidia_driver method distro): Canonical's signed modules package, no DKMS entry
+    ("6.8.0-1021-aws", {"linux-modules-nvidia-535-server-6.8.0-1021-aws": "6.8.0-1021.23",
+                        "nvidia-headless-no-dkms-535-server": "535.230.02-0ubuntu0.24.04.3"},
+     "/lib/modules/6.8.0-1021-aws/kernel/nvidia-535-srv/nvidia.ko\n"),
+    # EL precompiled stream: NVIDIA's kmod for the running kernel (rpm NAME), its module under extra/
+    ("5.14.0-570.12.1.el9_6.x86_64", {"kmod-nvidia-570.133.20-5.14.0-570.12.1": "3:570.133.20-1.el9",
+                                      "nvidia-driver": "3:570.133.20-1.el9"},
+     "/lib/modules/5.14.0-570.12.1.el9_6.x86_64/extra/drivers/video/nvidia/nvidia.ko.xz\n"),
+    # only the module file is known (a package of another name): modinfo's answer is enough
+    ("6.8.0-1021-aws", {"nvidia-utils-535-server": "535.230.02-0ubuntu0.24.04.3"},
+     "/lib/modules/6.8.0-1021-aws/kernel/nvidia-535-srv/nvidia.ko\n"),
+])
+def test_precompiled_modules_are_not_an_unbuilt_dkms_module(kernel, packages, modinfo):
+    """A host whose NVIDIA modules came precompiled has no `dkms status` entry: with nvidia-smi failing (not loaded
+    yet, a GPU fault) it was reported `dkms-not-built` critical. The modules package or the module file of the
+    running kernel (gpu_evidence.sh's `modules` section) says the module is there."""
+    from gpunode.facts import Facts
+    from gpunode.facts.model import KernelInfo, NvidiaInfo
+    from gpunode.verify.host_evidence import evidence_from
+
+    facts = Facts(kernel=KernelInfo(running=kernel), nvidia=NvidiaInfo(packages=packages))
+    smi = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n@@exit 9\n"
+    sections = {"nvidia-smi": smi, "kernel-log": "", "headers": "installed\n", "modules": modinfo}
+    findings = by_id(analyze(evidence_from(facts, sections, Expectations())))
+    assert "dkms-not-built" not in findings, findings.get("dkms-not-built")
+    absent = by_id(analyze(evidence_from(facts, {**sections, "modules": ""}, Expectations())))
+    assert ("dkms-not-built" in absent) == (not any(p.startswith(("linux-modules", "kmod")) for p in packages))

@@ -41,6 +41,9 @@ def _print_error(exc: GpunodeError) -> None:
         err_console.print(line("  ", ("fix:", "bold"), " ", exc.fix))
 
 
+HOST_ARGUMENT = "HOST (the positional argument)"  # what facts/verify-gpu/collect name a pattern given there
+
+
 def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None,
                limit_source: str = "--limit") -> tuple[Inventory, list[Host]]:
     """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit` (or a playbook's `hosts:`)."""
@@ -52,7 +55,7 @@ def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None
     base = load_inventory(inventory) if inventory else None
     inv = adhoc_inventory(hosts, base) if hosts else base
     assert inv is not None
-    selected = inv.select(limit)
+    selected = _select(inv, limit, limit_source)
     if not selected and limit and inv.hosts:
         raise UsageError("no hosts selected", source=limit_source, fix=f"check {limit_source} and the inventory")
     if not selected:
@@ -63,6 +66,17 @@ def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None
                          fix="add hosts under a group; a [group:children] entry must name a group defined with its "
                          "own [name] section (or children:/hosts: in YAML)")
     return inv, selected
+
+
+def _select(inv: Inventory, limit: str | None, limit_source: str) -> list[Host]:
+    """inv.select(limit); a pattern that matches nothing names where it was given (--limit, HOST, hosts:)."""
+    try:
+        return inv.select(limit)
+    except UsageError as exc:
+        if exc.source != "--limit" or limit_source == "--limit":
+            raise
+        cause = exc.cause.removeprefix(f"{exc.source}: ")
+        raise UsageError(cause, source=limit_source, fix=exc.fix) from exc
 
 
 def check_forks(forks: object) -> int:

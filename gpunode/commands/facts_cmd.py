@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gpunode.commands.common import load_hosts
+from gpunode.commands.common import HOST_ARGUMENT, load_hosts
 from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts, facts_script, parse_facts
@@ -28,7 +28,7 @@ def gather(host, options: ConnectOptions) -> Facts:
 
 def show_facts(inventory: list[str], hosts: str | None, limit: str | None, as_json: bool,
                accept_new_host_keys: bool) -> int:
-    _, selected = load_hosts(inventory, hosts, limit)
+    _, selected = load_hosts(inventory, hosts, limit, HOST_ARGUMENT)
     options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
     collected, failed = {}, False
     for host in selected:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_hosts
+from gpunode.commands.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, HOST_ARGUMENT, load_hosts
 from gpunode.connection import ConnectOptions, connect, q
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.facts import Facts, facts_subshell, parse_facts
@@ -102,7 +102,7 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
                accept_new_host_keys: bool) -> int:
     """Exit 0 when every host is healthy, 1 when one is not, 2 when one is unreachable."""
     hosts, limit = (None, target) if inventory else (target, None)
-    _, selected = load_hosts(inventory, hosts, limit)
+    _, selected = load_hosts(inventory, hosts, limit, HOST_ARGUMENT)
     connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
     reports, unreachable = [], False
     for host in selected:
@@ -185,7 +185,7 @@ def diagnose(paths: list[str], as_json: bool, expectations: Expectations) -> int
 def collect(inventory: list[str], target: str, output: str | None, accept_new_host_keys: bool) -> list[Path]:
     """Write a support bundle (tar.gz) per host; `gpunode diagnose` reads its unpacked files."""
     hosts, limit = (None, target) if inventory else (target, None)
-    _, selected = load_hosts(inventory, hosts, limit)
+    _, selected = load_hosts(inventory, hosts, limit, HOST_ARGUMENT)
     written = []
     for host in selected:
         conn = connect(host, ConnectOptions(accept_new_host_keys=accept_new_host_keys))

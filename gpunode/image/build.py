@@ -30,6 +30,7 @@ from gpunode.playbook.validate import check_arguments
 from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
+DRIVER_BASES = ("al2023-ecs-gpu",)  # AWS bases that ship NVIDIA's driver (README: AWS Batch)
 
 
 @dataclass
@@ -37,7 +38,7 @@ class BuildRequest:
     """Everything `build-ami` / `build-image` was asked for."""
 
     builder: str = "aws"
-    playbook: str = "gpu-node"  # a built-in name or a path
+    playbook: str = ""  # a built-in name or a path; empty: the base's default (default_playbook)
     variables: list[str] = field(default_factory=list)     # playbook variables, KEY=VALUE
     base: str = "ubuntu-22.04"
     region: str | None = None
@@ -82,6 +83,16 @@ class _Build:
     directory: Path
     key_file: str = ""
     public_key: str = ""
+    made_parents: list[Path] = field(default_factory=list)  # folders above `directory` this build created
+
+    def discard(self) -> None:
+        """Remove the build folder, and the parents this build made (.gpunode/builds) when they are left empty."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+        for parent in self.made_parents:  # deepest first
+            try:
+                parent.rmdir()
+            except OSError:  # another build's folder (or anything else) is in it: kept
+                break
 
     @property
     def name(self) -> str:
@@ -126,7 +137,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
         packer_cli.ensure_plugins(request.builder, build.packer, staged, out)
         packer_cli.validate(build.packer, staged, var_file)
     except BaseException:
-        shutil.rmtree(build.directory, ignore_errors=True)
+        build.discard()
         raise
     if variables.get("accelerator") == "tcg":
         out("the build VM runs under software emulation (accelerator tcg: no usable /dev/kvm, or asked for), many "
@@ -135,7 +146,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
         f"(build {build.build_id})")
     result = BuildResult(build.build_id, build.directory, region=str(variables.get("region", "")))
     if request.validate_only:
-        shutil.rmtree(build.directory, ignore_errors=True)
+        build.discard()
         return result
     out(f"build folder: {build.directory}")
     if request.builder == "aws":
@@ -193,9 +204,32 @@ def _check_base(request: BuildRequest) -> None:
         request.source_image = str(local)
 
 
+def default_playbook(request: BuildRequest) -> str:
+    """The playbook a build runs without --playbook: `base` on a base that ships its NVIDIA driver, else gpu-node."""
+    if request.builder == "aws" and request.base in DRIVER_BASES:
+        return "base"
+    return "gpu-node"
+
+
+def check_playbook_for_base(request: BuildRequest, book: Playbook) -> None:
+    """A base that ships NVIDIA's driver (the ECS GPU AMI) must not get a second one: another driver breaks it."""
+    if request.builder != "aws" or request.base not in DRIVER_BASES:
+        return
+    steps = [*book.steps, *book.handlers.values()]
+    driver = next((step for step in steps if step.kind == "nvidia_driver"), None)
+    if driver:
+        raise UsageError(f"--base {request.base} already carries AWS's NVIDIA driver and container toolkit; playbook "
+                         f"{book.name} installs another driver ({driver.source}:{driver.line}), which breaks it",
+                         source="--playbook",
+                         fix="leave --playbook out (the default on this base is `base`), or give a playbook without "
+                             "an nvidia_driver step (e.g. --playbook base)")
+
+
 def _prepare(request: BuildRequest) -> _Build:
-    packer = packer_cli.find_packer()
+    request.playbook = request.playbook or default_playbook(request)
     book = load_playbook(request.playbook)
+    check_playbook_for_base(request, book)
+    packer = packer_cli.find_packer()
     variables = parse_vars(request.variables)
     check_var_types(book, variables)
     # every templated argument the controller can render is checked now, as provision does, not on the build instance
@@ -207,8 +241,9 @@ def _prepare(request: BuildRequest) -> _Build:
                          fix="give the path of an existing private key, or leave --ssh-key out: gpunode makes one")
     build_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     directory = Path(request.build_root).resolve() / build_id
+    made = [parent for parent in directory.parents if not parent.exists()]
     directory.mkdir(parents=True)
-    build = _Build(request, packer, book, build_id, directory)
+    build = _Build(request, packer, book, build_id, directory, made_parents=made)
     if request.ssh_key:
         build.key_file = str(Path(request.ssh_key).resolve())
         build.public_key = public_key_line(build.key_file)

@@ -77,10 +77,12 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
     registered = {spec.register for spec in specs if spec.register}
     for host in hosts:
         for index, spec in enumerate(specs):
-            if not has_template(spec.args):
-                continue
             variables = resolve_variables({**book.vars, **spec.vars, **host.vars, **extra_vars,
                                            "inventory_hostname": host.name, "check_mode": False})
+            if index < len(book.steps):
+                _check_when(book, index, host.name, variables)
+            if not has_template(spec.args):
+                continue
             try:
                 if spec.when is not None and not evaluate(str(spec.when), variables):
                     continue
@@ -104,6 +106,29 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
                 build_step(spec.kind, args)
             except ValueError as exc:
                 raise _refusal(spec, exc, host.name, {**book.vars, **spec.vars}) from None
+
+
+def _check_when(book: Any, index: int, host: str, variables: dict[str, Any]) -> None:
+    """A step's `when:` that reads a variable set nowhere (no var, no -e, not facts, registered by no earlier step
+    or handler) is undefined on the host too: refused now rather than failing each host after connecting."""
+    spec = book.steps[index]
+    if spec.when is None:
+        return
+    try:
+        evaluate(str(spec.when), variables)
+    except TemplateError as exc:
+        missing = _UNDEFINED.search(str(exc))
+        known = {"facts"} | {s.register for s in [*book.steps[:index], *book.handlers.values()] if s.register}
+        if not missing or missing.group(1) in known:
+            return  # facts or a registered result: known on the host only
+        name = missing.group(1)
+        later = any(s.register == name for s in book.steps[index + 1:])
+        why = "only a later step registers it" if later else "no earlier step registers it"
+        raise UsageError(f"{exc} (for host {host}: {why}; no playbook var, inventory var or -e sets it)",
+                         source=spec.source, line=spec.line,
+                         fix=f"register {name} in an earlier step (`register: {name}`), give it a value "
+                         f"(-e {name}=..., the inventory or the playbook's vars), or test it first: "
+                         f"`when: {name} is defined and ...`") from None
 
 
 def _refusal(spec: Any, exc: ValueError, host: str, defaults: dict[str, Any]) -> UsageError:

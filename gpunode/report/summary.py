@@ -20,9 +20,11 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
         for host in result.hosts:
             for step in host.steps:
                 verb = DIFF_VERBS.get(step.status)  # changed: a real run with --diff
-                if not verb:
-                    continue
+                if not verb or not (step.actions or step.diffs or step.message):
+                    continue  # a header with nothing under it says nothing
                 console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) {verb}:"))
+                if not step.actions and not step.diffs:  # e.g. unknown until run: only the reason is known
+                    console.print(line("    ", (step.message, "dim")))
                 for action in step.actions:
                     reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
                     console.print(line(f"    - {action['summary']}", reason))

@@ -63,6 +63,18 @@ DKMS_JOBS_CONTENT = ("# Written by gpunode: NVIDIA's dkms.conf builds with make 
                      + "\"\n")
 
 
+CUDA_KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"  # cuda-repo's keyring package on apt
+CA_BUNDLES = {"debian": "/etc/ssl/certs/ca-certificates.crt", "rpm": "/etc/pki/tls/certs/ca-bundle.crt"}
+
+
+def curl_first(facts: Facts, manager: PackageManager) -> str:
+    """A shell test that installs curl and ca-certificates when the host lacks them (minimal images do), before a
+    command fetches over https with curl; as the container toolkit step does on apt."""
+    bundle = CA_BUNDLES["debian" if facts.os.family == "debian" else "rpm"]
+    install = manager.install([Wanted("curl"), Wanted("ca-certificates")], refresh=True, recommends=False)
+    return f"{{ {{ command -v curl >/dev/null && [ -s {bundle} ]; }} || {{ {install}; }}; }}"
+
+
 @register
 @dataclass
 class NvidiaDriverStep(Step):
@@ -397,6 +409,8 @@ class NvidiaDriverStep(Step):
         facts, target = ctx.facts, ctx.target_kernel
         stale = self._stale_holds(facts, pkgs, flavor, held, switch)
         setup = pkgs.module_switch() if switch else pkgs.repo_setup
+        if setup and CUDA_KEYRING in setup:  # cuda-repo on apt: the keyring package is fetched with curl
+            setup = f"{{ [ -e {CUDA_KEYRING} ] || {curl_first(facts, manager)}; }} && {{ {setup}; }}"
         repos = _dkms_repos(facts, manager) if pkgs.dkms_module else ""  # precompiled modules need no dkms
         steps = [manager.unhold(stale) if stale else "", repos, setup]
         setup = " && ".join(x for x in steps if x)
@@ -466,8 +480,8 @@ class NvidiaDriverStep(Step):
                                   f"{setup} && {{ {install}; }}" if setup else install, timeout=self.timeout))
         if self._runfile_installs(facts):
             source = self.runfile or ""
-            fetch = f"curl -fsSL -o /tmp/nvidia.run {q(source)}" if "://" in source else \
-                f"cp {q(source)} /tmp/nvidia.run"
+            fetch = f"{curl_first(facts, manager)} && curl -fsSL -o /tmp/nvidia.run {q(source)}" \
+                if "://" in source else f"cp {q(source)} /tmp/nvidia.run"
             module = "kernel-open" if flavor == "open" else "kernel"  # the runfile's default changed in 560
             extra, why = _runfile_nouveau_options(facts)
             actions.append(Action(

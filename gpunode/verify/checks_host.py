@@ -38,7 +38,7 @@ def _dkms(evidence: Evidence) -> list[Finding]:
             + _headers_note(evidence),
             _built_other_remedy(evidence, kernel, others),
         )]
-    if not entries and works:
+    if not entries and (works or _precompiled(evidence)):
         return []  # driver from precompiled modules: DKMS is simply not used
     shown = "; ".join(f"dkms status: {e.line!r}" for e in entries) or "dkms status lists no nvidia module"
     return [Finding(
@@ -46,6 +46,12 @@ def _dkms(evidence: Evidence) -> list[Finding]:
         f"{shown}; running kernel: {kernel}{loaded}" + _headers_note(evidence),
         _not_built_remedy(evidence, kernel),
     )]
+
+
+def _precompiled(evidence: Evidence) -> bool:
+    """The running kernel has an nvidia module without DKMS: a precompiled modules package (Ubuntu
+    linux-modules-nvidia-*, EL kmod-nvidia-*) or the module file itself (`modinfo -n nvidia`)."""
+    return bool(evidence.precompiled_modules or evidence.running_module)
 
 
 def _built_other_remedy(evidence: Evidence, kernel: str, others: list[str]) -> str:

@@ -49,6 +49,10 @@ class Evidence:
     # headers for the running kernel: "installed", "candidate VERSION", "candidate (none)" (apt knows no such
     # package: a remedy must not tell to install it) or None (not known)
     running_headers: str | None = None
+    # the nvidia module file for the running kernel (`modinfo -n`; "" none) and the installed precompiled modules
+    # packages for it (Ubuntu linux-modules-nvidia-*-<kver>, EL kmod-nvidia-<ver>-<kernel>); None: not known
+    running_module: str | None = None
+    precompiled_modules: list[str] | None = None
     nouveau_loaded: bool | None = None
     container_test: ContainerTest | None = None
     link_states: list[LinkState] | None = None  # from `lspci -vv`

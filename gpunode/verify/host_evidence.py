@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpunode.facts import Facts, parse_facts
+from gpunode.gpu.distro import el_kernel_stem
 from gpunode.verify.errors import SmiParseError
 from gpunode.verify.evidence import Evidence, Expectations, FabricManagerState
 from gpunode.verify.lspci import classify_pci
@@ -32,6 +33,8 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
         dkms_status=_dkms_lines(facts),
         running_kernel=facts.kernel.running,
         running_headers=sections.get("headers", "").strip() or None,
+        running_module=sections["modules"].strip().partition("\n")[0] if "modules" in sections else None,
+        precompiled_modules=_precompiled_modules(facts),
         nouveau_loaded=facts.nvidia.nouveau_loaded,
     )
     states, _ = parse_lspci_vv(sections.get("lspci-vv", ""))
@@ -60,6 +63,17 @@ def _dkms_lines(facts: Facts) -> list[str] | None:
         return None
     return [f"{d.module}/{d.version}, {d.kernel}, {d.arch}: {d.status}" if d.kernel
             else f"{d.module}/{d.version}: {d.status}" for d in facts.nvidia.dkms]
+
+
+def _precompiled_modules(facts: Facts) -> list[str]:
+    """Installed precompiled NVIDIA module packages of the running kernel (no DKMS entry is made for them)."""
+    kernel = facts.kernel.running or ""
+    stem = el_kernel_stem(kernel)
+    if not kernel:
+        return []
+    return sorted(name for name in facts.nvidia.packages
+                  if (name.startswith("linux-modules-nvidia-") and name.endswith(f"-{kernel}"))
+                  or (stem and name.startswith("kmod-nvidia-") and name.endswith(f"-{stem}")))
 
 
 def evidence_from_output(output: str, expectations: Expectations) -> Evidence:
