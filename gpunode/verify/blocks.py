@@ -135,17 +135,21 @@ def _same_indent(line: str, following: str) -> bool:
 def split_blocks(text: str) -> list[Block]:
     """The blocks of a capture, in order, each with its own kind (see detect.KINDS, plus "lspci-vv")."""
     blocks: list[Block] = []
+    parts: list[list[str]] = []  # each block's pieces, joined once at the end (not one copy per piece)
     for piece, command in _pieces(undisguise(text)):
         if command and "--query-" in command:  # the field list of `--format=csv,noheader` output
             piece = f"{command}\n{piece}"
         kind = _kind(piece, command)
         previous = blocks[-1] if blocks else None
         if previous is not None and command is None and _continues(previous, kind, piece):
-            previous.text += "\n\n" + piece
+            parts[-1].append(piece)
             if previous.kind == "unknown":
                 previous.kind = kind
             continue
         blocks.append(Block(kind, piece, command))
+        parts.append([piece])
+    for block, pieces in zip(blocks, parts, strict=True):
+        block.text = "\n\n".join(pieces)
     return blocks
 
 

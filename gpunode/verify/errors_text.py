@@ -6,6 +6,7 @@ import re
 from typing import NamedTuple
 
 from gpunode.verify.model import Severity
+from gpunode.verify.regex_needles import fold, needles, without_space
 
 
 class ErrorSignature(NamedTuple):
@@ -272,6 +273,7 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
 
 
 _LOOSE: dict[str, re.Pattern[str]] = {}
+_NEEDLES: dict[re.Pattern[str], tuple[str, ...]] = {}  # pattern -> words one of which it needs ("" when none derived)
 
 
 def _loose(pattern: re.Pattern[str]) -> re.Pattern[str]:
@@ -283,15 +285,25 @@ def _loose(pattern: re.Pattern[str]) -> re.Pattern[str]:
     return loose
 
 
+def _search(pattern: re.Pattern[str], text: str, folded: str, spaceless: bool = False) -> re.Match[str] | None:
+    """pattern.search(text), skipped when folded (fold(text), without_space() of it when spaceless) lacks every
+    word the pattern needs."""
+    words = _NEEDLES.get(pattern)
+    if words is None:
+        words = _NEEDLES[pattern] = needles(pattern, spaceless) or ("",)
+    return pattern.search(text) if any(word in folded for word in words) else None
+
+
 def classify_errors(text: str) -> list[ErrorMatch]:
     """Every known error signature in text (first matching line each), in SIGNATURES order; the stable words of
     a message are matched even when its spaces were lost or doubled or its lines wrapped."""
     found: list[ErrorMatch] = []
     joined = re.sub(r"[ \t]*\n[ \t]*", " ", text)  # messages wrapped over lines by the terminal or the poster
+    folded, spaceless = fold(text), without_space(fold(joined))
     for signature in SIGNATURES:
-        match = signature.pattern.search(text)
+        match = _search(signature.pattern, text, folded)
         if match is None:
-            match = _loose(signature.pattern).search(joined)
+            match = _search(_loose(signature.pattern), joined, spaceless, spaceless=True)
             if match:
                 found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,
                                         signature.severity, match.group(0)[:400]))

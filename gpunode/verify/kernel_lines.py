@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Prefixes in front of the message text, tried in order; group "ts" is the timestamp when there is one.
 _PREFIXES = (
@@ -69,7 +70,16 @@ def _journal_json(line: str) -> str | None:
 
 
 def kernel_messages(text: str) -> list[KernelMessage]:
-    """Logical kernel messages of text, NVRM continuation lines joined to the message they continue."""
+    """Logical kernel messages of text, NVRM continuation lines joined to the message they continue.
+
+    The result is kept for the last few texts (diagnose reads one log several times): do not modify it.
+    """
+    return list(_kernel_messages(text))
+
+
+@lru_cache(maxsize=4)
+def _kernel_messages(text: str) -> tuple[KernelMessage, ...]:
+    """kernel_messages(text), computed once per text."""
     physical: list[str] = []
     lines = text.splitlines()
     indent = min((len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()), default=0)
@@ -88,7 +98,7 @@ def kernel_messages(text: str) -> list[KernelMessage]:
             previous.raw += "\n" + raw
             continue
         messages.append(KernelMessage(body, ts, raw, clock))
-    return messages
+    return tuple(messages)
 
 
 def _continues(previous: KernelMessage, raw: str, clock: str | None, had_prefix: bool, body: str) -> bool:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from gpunode.verify.kernel_conditions import CONDITIONS, KernelCondition
 from gpunode.verify.kernel_lines import KernelMessage, kernel_messages
+from gpunode.verify.regex_needles import candidates, needles
 from gpunode.verify.xid_catalog import XID_DOC_URL, XID_MEANINGS, XidInfo, xid_info
 
 __all__ = ["XID_DOC_URL", "XID_MEANINGS", "XidInfo", "xid_info", "XidEvent", "KernelEvent", "KernelScan",
@@ -31,6 +33,7 @@ _MARKER = re.compile(
     r"|SXid \(PCI:|^\[drm\] |\bnouveau (?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
     r"|XidCriticalError: Xid=\d+ on Device=",
     re.M)
+_NEEDLES = tuple(needles(condition.pattern) for condition in CONDITIONS)
 
 
 @dataclass(frozen=True)
@@ -99,26 +102,35 @@ def _runs(messages: list[KernelMessage]) -> list[KernelMessage]:
     return runs
 
 
+def _matches(texts: list[str]) -> list[tuple[int, KernelCondition]]:
+    """(text index, condition) for every condition matching a text, in text then CONDITIONS order.
+
+    The regexes run only on texts holding one of the words their condition needs (see regex_needles).
+    """
+    chances = candidates(texts, _NEEDLES)
+    indexes = sorted(set().union(*(c for c in chances if c is not None))) if None not in chances else range(len(texts))
+    return [(index, condition) for index in indexes for condition, chance in zip(CONDITIONS, chances, strict=True)
+            if (chance is None or index in chance) and condition.pattern.search(texts[index])]
+
+
 def _conditions(scan: KernelScan, messages: list[KernelMessage]) -> None:
     found: set[str] = set()
-    for message in messages:
-        for condition in CONDITIONS:
-            if condition.pattern.search(message.text):
-                found.add(condition.id)
-                pci = re.search(_PCI, message.text)
-                scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
-                                                               condition.id, message.timestamp, message.text)))
-    for run in _runs(messages):  # a sentence split over several NVRM lines
-        for condition in CONDITIONS:
-            if not condition.pattern.search(run.text):
-                continue
-            pci = re.search(_PCI, run.text)
-            event = KernelEvent(pci.group("pci").lower() if pci else "", condition.id, run.timestamp, run.text)
-            if condition.id not in found:
-                found.add(condition.id)
-                scan.conditions.append((condition, event))
-            elif pci:  # the GPU's address was on the sentence's first line only
-                _name_gpu(scan, condition.id, event)
+    for index, condition in _matches([message.text for message in messages]):
+        message = messages[index]
+        found.add(condition.id)
+        pci = re.search(_PCI, message.text)
+        scan.conditions.append((condition, KernelEvent(pci.group("pci").lower() if pci else "",
+                                                       condition.id, message.timestamp, message.text)))
+    runs = _runs(messages)  # a sentence split over several NVRM lines
+    for index, condition in _matches([run.text for run in runs]):
+        run = runs[index]
+        pci = re.search(_PCI, run.text)
+        event = KernelEvent(pci.group("pci").lower() if pci else "", condition.id, run.timestamp, run.text)
+        if condition.id not in found:
+            found.add(condition.id)
+            scan.conditions.append((condition, event))
+        elif pci:  # the GPU's address was on the sentence's first line only
+            _name_gpu(scan, condition.id, event)
 
 
 def _name_gpu(scan: KernelScan, condition_id: str, event: KernelEvent) -> None:
@@ -131,6 +143,14 @@ def _name_gpu(scan: KernelScan, condition_id: str, event: KernelEvent) -> None:
 
 def scan_kernel_log(text: str) -> KernelScan:
     """Parse kernel messages in any common log form (see kernel_lines) for Xids, lost GPUs and conditions."""
+    scan = KernelScan()
+    scan.extend(_scan(text))  # a copy: the cached scan stays as it was
+    return scan
+
+
+@lru_cache(maxsize=4)
+def _scan(text: str) -> KernelScan:
+    """scan_kernel_log's work, kept for the last few texts (diagnose scans one log several times)."""
     scan = KernelScan()
     messages = kernel_messages(text)
     _conditions(scan, messages)
