@@ -29,10 +29,12 @@ class LineList(list):
 
 class _LineLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # type: ignore[override]
+        own = {id(key_node) for key_node, _ in node.value}  # keys written here, not merged in by `<<:`
         self.flatten_mapping(node)
         result = LineDict()
         result.line = node.start_mark.line + 1
         result.key_lines = {}
+        written: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
             try:
@@ -41,6 +43,12 @@ class _LineLoader(yaml.SafeLoader):
                 raise yaml.constructor.ConstructorError(
                     None, None, "found an unhashable key", key_node.start_mark
                 ) from exc
+            if id(key_node) in own:
+                if key in written:  # PyYAML keeps the last silently; Ansible only warns
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (also at line {written[key]}): YAML keeps only the last, "
+                        "so the other is lost", key_node.start_mark)
+                written[key] = key_node.start_mark.line + 1
             result[key] = self.construct_object(value_node, deep=True)
             result.key_lines[key] = key_node.start_mark.line + 1
         return result
@@ -65,7 +73,8 @@ def load_yaml_text(text: str, source: str) -> Any:
         line = mark.line + 1 if mark else None
         raise UsageError(
             f"malformed YAML: {exc.problem or exc}",
-            fix="fix the YAML syntax at that line (indentation, quotes, a missing ':')",
+            fix="keep one of the two keys" if str(exc.problem).startswith("duplicate key") else
+            "fix the YAML syntax at that line (indentation, quotes, a missing ':')",
             source=source,
             line=line,
         ) from exc

@@ -5,6 +5,7 @@ before any host is contacted (issue 27: `-e k=v` was Invoke's --echo; `--var ins
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,14 @@ from gpunode.extravars import as_var_pairs, parse_extra_vars
 from gpunode.playbook import load_playbook
 from gpunode.playbook.vartypes import check_var_types
 from tests.conftest import run_cli
+
+GPU_NODE = Path(__file__).resolve().parents[1] / "gpunode" / "_playbooks" / "gpu-node.yml"
+
+
+def declared_at(name: str) -> int:
+    """The line of gpu-node.yml that declares `name` (the playbook grows; the tests should not count lines)."""
+    return next(n for n, line in enumerate(GPU_NODE.read_text().splitlines(), 1) if line.startswith(f"  {name}:"))
+
 
 UNREACHABLE = "192.0.2.1"  # TEST-NET-1: a run that got as far as connecting would fail with exit 1, not 2
 
@@ -57,7 +66,7 @@ def test_a_bool_variable_refuses_what_is_not_true_or_false(value):
     book = load_playbook("gpu-node")
     with pytest.raises(UsageError) as error:
         check_var_types(book, {"install_docker": value})
-    assert error.value.source.endswith("gpu-node.yml") and error.value.line == 16  # `install_docker: true`
+    assert error.value.source.endswith("gpu-node.yml") and error.value.line == declared_at("install_docker")
     assert "install_docker=true or install_docker=false" in error.value.fix
 
 
@@ -82,7 +91,7 @@ def test_a_variable_declared_by_an_include_is_found_where_it_is_declared(tmp_pat
     assert (error.value.source, error.value.line) == (str(site), 5)
     with pytest.raises(UsageError) as error:
         check_var_types(load_playbook(site), {"driver_branch": "x"})
-    assert error.value.source.endswith("gpu-node.yml") and error.value.line == 11
+    assert error.value.source.endswith("gpu-node.yml") and error.value.line == declared_at("driver_branch")
 
 
 @pytest.mark.parametrize("args", [("--var", "install_docker=maybe"), ("-e", "install_docker=flase"),
@@ -90,7 +99,7 @@ def test_a_variable_declared_by_an_include_is_found_where_it_is_declared(tmp_pat
 def test_provision_refuses_a_mistyped_variable_before_connecting(args):
     result = run_cli("provision", "-H", UNREACHABLE, "--playbook", "gpu-node", *args)
     assert result.code == 2, result.output
-    assert "gpu-node.yml:16:" in result.stderr and "is not true or false" in result.stderr
+    assert f"gpu-node.yml:{declared_at('install_docker')}:" in result.stderr and "is not true or false" in result.stderr
     assert "fix: give install_docker=true or install_docker=false" in result.stderr
     assert UNREACHABLE not in result.stdout
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, host_inventory, run_cli
+from tests.test_extra_vars import declared_at
 
 pytestmark = pytest.mark.lab
 
@@ -56,8 +57,8 @@ def test_a_mistyped_extra_variable_is_refused_before_any_login(lab, fresh_host, 
     result = run_cli("provision", "-i", str(inventory), "--playbook", "gpu-node", "-e", "install_docker=maybe",
                      "--log-dir", str(tmp_path / "l"))
     assert result.code == 2, result.output
-    assert "gpu-node.yml:16:" in result.stderr and "fix: give install_docker=true or install_docker=false" in \
-        result.stderr
+    assert f"gpu-node.yml:{declared_at('install_docker')}:" in result.stderr
+    assert "fix: give install_docker=true or install_docker=false" in result.stderr
     log = fresh_host.run_inside("journalctl --sync; journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
                                 f"--since @{since:.6f}").stdout
     assert "Connection from" not in log and "Accepted" not in log, log

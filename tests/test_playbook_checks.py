@@ -134,3 +134,17 @@ def test_a_when_reading_a_name_registered_nowhere_before_is_refused_before_conne
     check_arguments(book, [Host(name="b", address="10.0.0.2", vars={"rr": {"rc": 1}})], {})  # inventory var
     with_var = load(tmp_path, "vars: {rr: {rc: 0}}\nsteps:\n  - command: {cmd: 'true'}\n    when: rr.rc == 0\n")
     check_arguments(with_var, [host], {})  # playbook var
+
+
+def test_a_key_written_twice_in_one_mapping_is_refused_with_both_lines(tmp_path) -> None:
+    """PyYAML keeps the last of two equal keys silently (a merge once left gpu-node.yml with module_cache twice);
+    a key that overrides one merged in by `<<:` is YAML's own override and stays allowed."""
+    from gpunode.errors import UsageError
+    from gpunode.yamlfile import load_yaml_text
+
+    with pytest.raises(UsageError) as error:
+        load_yaml_text("name: x\nvars:\n  a: 1\n  a: 2\nsteps: []\n", "dup.yml")
+    assert error.value.line == 4 and "duplicate key 'a' (also at line 3)" in str(error.value)
+    assert error.value.fix == "keep one of the two keys"
+    merged = load_yaml_text("base: &b\n  a: 1\nvars:\n  <<: *b\n  a: 2\n", "merge.yml")
+    assert merged["vars"] == {"a": 2}
