@@ -244,11 +244,13 @@ def test_a_cri_section_in_an_imported_file_is_found_before_anything_is_written(l
     assert "nvidia" not in json.dumps(loaded(host))
 
 
-def test_a_bad_value_from_a_variable_names_the_variable(lab, tmp_path):
-    """`--var containerd_default_runtime=maybe`: the error names the variable to change, not only the argument."""
-    host = lab.hosts[sorted(lab.hosts)[0]]
+def test_a_bad_value_from_a_variable_names_the_variable(tmp_path):
+    """`--var containerd_default_runtime=maybe`: refused before any host is contacted (the playbook declares it a
+    true/false variable), naming the variable, where it is declared and what to give instead."""
     playbook = runtime_playbook(tmp_path / "containerd.yml", CONTAINERD_STEPS)
-    result, report = provision(lab, host, playbook, tmp_path, "--var", "containerd_default_runtime=maybe")
-    assert result.code == 1, result.output
-    assert "container_runtime.default_runtime must be true or false" in report["error"]
-    assert "the variable containerd_default_runtime" in report["error"]
+    result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(playbook),
+                     "--var", "containerd_default_runtime=maybe")
+    assert result.code == 2, result.output
+    assert "containerd_default_runtime='maybe' is not true or false" in result.stderr
+    assert f"{playbook}:" in result.stderr
+    assert "fix: give containerd_default_runtime=true or containerd_default_runtime=false" in result.stderr
