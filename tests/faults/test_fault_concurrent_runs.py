@@ -15,7 +15,7 @@ pytestmark = pytest.mark.lab
 
 PLAYBOOK = """steps:
   - name: count this run
-    command: {cmd: "echo run >> /root/runs && sleep 3"}
+    command: {cmd: "echo run >> /root/runs && sleep 8"}  # long enough to overlap on a loaded machine
 """
 
 
