@@ -31,18 +31,20 @@ HELLO_PLAYBOOK = """steps:
     dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
 """
 SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
-         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms linux-headers-cloud-amd64 "
-         ">/tmp/setup.log 2>&1 && ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | "
-         "sort -V | tail -1")
+         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms {headers} "
+         ">/tmp/setup.log 2>&1 || {{ tail -20 /tmp/setup.log; exit 1; }}; "
+         "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")
 COUNT = {"hello": "cat /var/log/gpunode-hello-builds 2>/dev/null | wc -l",
          "nvidia": "ls /var/lib/dkms/nvidia-current/*/build/make.log 2>/dev/null | wc -l"}
 
 
-def _prepare_hello(host) -> str:  # noqa: ANN001
+def prepare_hello(host, headers: str = "linux-headers-cloud-amd64") -> str:  # noqa: ANN001
+    """dkms and a cloud kernel's headers from Debian's mirror, the hello module's source in /usr/src; the newest
+    headers' kernel (the bench and tests/test_lab_module_cache.py share it)."""
     shutil.copytree(HELLO, host.root / "usr/src/gpunode-hello-1.0", dirs_exist_ok=True)
-    result = host.run_inside(SETUP, timeout=1200)
+    result = host.run_inside(SETUP.format(headers=headers), timeout=1200)
     if result.returncode != 0:
-        raise RuntimeError(f"{host.name}: setup failed: {result.stderr or result.stdout}")
+        raise RuntimeError(f"{host.name}: setup failed: {result.stdout}{result.stderr}")
     return result.stdout.strip()
 
 
@@ -64,7 +66,7 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
         playbook = "gpu-node"
         if module == "hello":
             with ThreadPoolExecutor(min(count, 8)) as pool:
-                kernel = next(iter(set(pool.map(_prepare_hello, hosts))))
+                kernel = next(iter(set(pool.map(prepare_hello, hosts))))
             (work / "hello.yml").write_text(HELLO_PLAYBOOK)
             playbook, args = str(work / "hello.yml"), ["--var", f"hello_kernel={kernel}"]
         inventory = _inventory(lab, hosts, work / f"inv-{index}.yml")

@@ -12,27 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.ready import HELLO_PLAYBOOK, prepare_hello  # one setup for the bench and this test
 from tests.conftest import host_inventory, run_cli
 
 pytestmark = pytest.mark.lab
-SOURCE = Path(__file__).parent / "data" / "dkms-hello"
 MODULE, VERSION = "gpunode-hello", "1.0"
-PLAYBOOK = """steps:
-  - name: hello module
-    dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
-"""
-SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
-         "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms {headers} "
-         ">/tmp/setup.log 2>&1 || {{ tail -20 /tmp/setup.log; exit 1; }}; "
-         "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")
-
-
-def _prepare(host, headers: str = "linux-headers-cloud-amd64") -> str:
-    """dkms and a cloud kernel's headers from Debian's mirror, the module's source in /usr/src; the kernel."""
-    shutil.copytree(SOURCE, host.root / f"usr/src/{MODULE}-{VERSION}", dirs_exist_ok=True)
-    result = host.run_inside(SETUP.format(headers=headers), timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.strip()
 
 
 def _builds(host) -> int:
@@ -57,11 +41,11 @@ def _installed(host, kernel: str) -> None:
 @pytest.mark.slow  # 75 s on a quiet machine, 115-140 s with another session's suite on the 2 cores (mostly apt)
 def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio, tmp_path):
     with ThreadPoolExecutor(3) as pool:
-        kernels = set(pool.map(_prepare, fresh_trio))
+        kernels = set(pool.map(prepare_hello, fresh_trio))
     assert len(kernels) == 1, kernels
     kernel = kernels.pop()
     playbook = tmp_path / "hello.yml"
-    playbook.write_text(PLAYBOOK)
+    playbook.write_text(HELLO_PLAYBOOK)
     cache = tmp_path / "cache"
     inventory = host_inventory(lab, fresh_trio, tmp_path / "inv.yml")
 
@@ -151,7 +135,7 @@ def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host
     hosts = [new_host(), new_host(), new_host()]
     older = "linux-headers-6.1.0-55-cloud-amd64"
     with ThreadPoolExecutor(3) as pool:
-        kernels = list(pool.map(_prepare, hosts, ["linux-headers-cloud-amd64"] * 2 + [older]))
+        kernels = list(pool.map(prepare_hello, hosts, ["linux-headers-cloud-amd64"] * 2 + [older]))
     assert kernels[0] == kernels[1] != kernels[2] == "6.1.0-55-cloud-amd64", kernels
     inventory = host_inventory(lab, hosts, tmp_path / "inv.yml")
     data = yaml.safe_load(inventory.read_text())
@@ -159,7 +143,7 @@ def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host
         data["all"]["children"]["lab"]["hosts"][host.name]["hello_kernel"] = kernel
     inventory.write_text(yaml.safe_dump(data))
     playbook = tmp_path / "hello.yml"
-    playbook.write_text(PLAYBOOK)
+    playbook.write_text(HELLO_PLAYBOOK)
     cache = tmp_path / "cache"
     result = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--var",
                      f"module_cache={cache}", timeout=900)
