@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpunode.verify.smi_xml import parse_smi_xml  # noqa: E402
+from gpunode.parsers.smi_xml import parse_smi_xml  # noqa: E402
 
 DEFAULT_DIR = REPO / "tests" / "data" / "nvidia" / "xml"
 TARGET_MS = 50.0

@@ -321,7 +321,7 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
     """Print a Kubernetes RuntimeClass for the nvidia runtime (clusters where it is not the default)."""
     from gpunode.errors import UsageError
     from gpunode.kube import runtime_class as make
-    from gpunode.steps.nfs_k8s import manifests_yaml
+    from gpunode.steps.nfs.k8s import manifests_yaml
 
     with cli_errors():
         selector = {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gpunode.facts.packages import dkms_installed, parse_dkms, version_at_least, version_key
 from gpunode.facts.parse import kernel_package_name
+from gpunode.parsers.dkms import parse_dkms_status
 from gpunode.steps.pkgmgr import AptManager, DnfManager
-from gpunode.verify.dkms import parse_dkms_status
 
 # `dnf versionlock list` (dnf 4: name-EPOCH:VERSION-RELEASE.*) and `yum versionlock list` (AL2: EPOCH:name-...).
 DNF_LOCKS = ("Last metadata expiration check: 0:12:09 ago on Mon 23 Nov 2026 10:00:00 AM UTC.\n"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpunode.steps.nfs_fstab import FstabConflict, edit, entry_line, find, marker
+from gpunode.steps.nfs.fstab import FstabConflict, edit, entry_line, find, marker
 
 LINE = entry_line("nas:/", "/mnt/data", "nfs", "vers=3,hard,_netdev")
 USER_FSTAB = (

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from gpunode.steps.nfs_fstab import marker
+from gpunode.steps.nfs.fstab import marker
 from tests.conftest import host_inventory, host_iptables, run_cli
 
 pytestmark = pytest.mark.lab

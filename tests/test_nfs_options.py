@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpunode.steps import build_step
-from gpunode.steps.nfs_options import kernel_options, live_differences, merge, parse_options, preset, render
+from gpunode.steps.nfs.options import kernel_options, live_differences, merge, parse_options, preset, render
 
 # /proc/mounts lines as the Linux NFS client prints them (nfs_show_options), for the vendors' presets
 ALIBABA_V3_LIVE = ("rw,relatime,vers=3,rsize=1048576,wsize=1048576,namlen=255,hard,nolock,noresvport,proto=tcp,"

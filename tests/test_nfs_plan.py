@@ -13,8 +13,8 @@ import pytest
 from gpunode.facts.model import Facts, OsInfo
 from gpunode.inventory import Host
 from gpunode.steps import StepContext, StepFailed, build_step
-from gpunode.steps.nfs_fstab import edit
-from gpunode.steps.nfs_state import parse_state
+from gpunode.steps.nfs.fstab import edit
+from gpunode.steps.nfs.state import parse_state
 from gpunode.steps.probe import ProbeOutput
 from tests.test_nfs_options import EFS_LIVE
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpunode.steps.nfs_state import parse_state
+from gpunode.steps.nfs.state import parse_state
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "nfs_mount.sh"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import yaml
 
 from gpunode.facts.model import Facts, Mount, StorageInfo
-from gpunode.steps.nfs_check import check_mounts
-from gpunode.steps.nfs_fstab import edit
+from gpunode.steps.nfs.check import check_mounts
+from gpunode.steps.nfs.fstab import edit
 from tests.conftest import run_cli
 from tests.test_nfs_options import ALIBABA_V3_LIVE, EFS_LIVE
 

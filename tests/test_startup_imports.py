@@ -87,7 +87,7 @@ def test_provision_of_the_gpu_node_playbook_imports_no_image_code(tmp_path):
 def test_verify_gpu_imports_neither_boto3_nor_the_image_lab_or_bench_code():
     code, output, modules = run_cli("verify-gpu", UNREACHABLE, "--json")
     assert code == 2 and "refused the connection" in output, output
-    assert "gpunode.verify.checks" in modules  # the analysis was loaded: this was a real verify-gpu run
+    assert "gpunode.verify.checks.analyze" in modules  # the analysis was loaded: this was a real verify-gpu run
     assert loaded(modules, NEVER_ON_PROVISION) == []
     assert loaded(modules, ("rich", "jinja2", "tomlkit")) == []  # JSON output and no playbook: none of them
 
@@ -114,11 +114,12 @@ def test_a_step_type_is_imported_when_first_used():
     assert proc.returncode == 0, proc.stderr
     first, where, every = json.loads(proc.stdout)
     assert "gpunode.steps.files" in first
-    assert loaded(set(first), ("gpunode.steps.nfs", "gpunode.steps.nvidia", "gpunode.steps.containers",
+    assert loaded(set(first), ("gpunode.steps.nfs.mount", "gpunode.steps.nvidia", "gpunode.steps.containers",
                                "gpunode.steps.image", "gpunode.steps.kernel")) == []
     from gpunode.steps.base import STEP_MODULES
 
-    registered = {p.stem for p in (REPO / "gpunode" / "steps").glob("*.py")}
+    steps_dir = REPO / "gpunode" / "steps"
+    registered = {".".join(p.relative_to(steps_dir).with_suffix("").parts) for p in steps_dir.rglob("*.py")}
     assert set(STEP_MODULES.values()) <= registered
     assert where == every == {kind: f"gpunode.steps.{module}" for kind, module in STEP_MODULES.items()}
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from gpunode.verify import diagnose_files
-from gpunode.verify.blocks import split_blocks
+from gpunode.verify.captures.blocks import split_blocks
 from gpunode.verify.report import SCHEMA_PATH
 
 CAPTURES = Path(__file__).resolve().parent / "data" / "captures"
@@ -229,7 +229,7 @@ def test_a_gzipped_log_is_read_like_its_text(tmp_path: Path):
 def test_verify_gpu_reads_the_lspci_vv_section_of_its_evidence():
     """gpu_evidence.sh adds `lspci -vv -d 10de:`; its link and AER state become findings on the host."""
     from gpunode.facts import parse_facts
-    from gpunode.verify.checks import analyze
+    from gpunode.verify.checks.analyze import analyze
     from gpunode.verify.evidence import Expectations
     from gpunode.verify.host_evidence import evidence_from
 

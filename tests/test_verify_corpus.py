@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpunode.parsers.catalogs.xid_nvidia import NVIDIA_XID_CATALOG
+from gpunode.parsers.kernel_lines import kernel_messages
+from gpunode.parsers.kernel_log import XID_MEANINGS, xid_info
+from gpunode.parsers.lspci import parse_lspci
 from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
-from gpunode.verify.kernel_lines import kernel_messages
-from gpunode.verify.kernel_log import XID_MEANINGS, xid_info
-from gpunode.verify.lspci import parse_lspci
 from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
-from gpunode.verify.xid_nvidia_catalog import NVIDIA_XID_CATALOG
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS = [p for d in ("nvidia", "captures") for p in sorted((DATA / d).rglob("*"))

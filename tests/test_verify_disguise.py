@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from gpunode.parsers.smi_values import normalize_bus_id
 from gpunode.verify import diagnose_files
 from gpunode.verify.diagnose import DiagnoseResult
-from gpunode.verify.values import normalize_bus_id
 
 DATA = Path(__file__).resolve().parent / "data"
 CAPTURES = [p for d in sorted(DATA.iterdir()) if d.is_dir() and (d.name == "nvidia" or d.name.startswith("captures"))

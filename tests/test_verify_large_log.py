@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from gpunode.verify import diagnose_files, errors_text, kernel_log
-from gpunode.verify.blocks import split_blocks
-from gpunode.verify.errors_text import classify_errors
-from gpunode.verify.kernel_conditions import CONDITIONS
-from gpunode.verify.kernel_lines import kernel_messages
-from gpunode.verify.kernel_log import scan_kernel_log
-from gpunode.verify.model import Finding
-from gpunode.verify.regex_needles import ASCII_TWINS, candidates, fold, needles, without_space
+from gpunode.parsers import errors_text, kernel_log
+from gpunode.parsers.catalogs.kernel_conditions import CONDITIONS
+from gpunode.parsers.errors_text import classify_errors
+from gpunode.parsers.kernel_lines import kernel_messages
+from gpunode.parsers.kernel_log import scan_kernel_log
+from gpunode.parsers.model import Finding
+from gpunode.parsers.regex_needles import ASCII_TWINS, candidates, fold, needles, without_space
+from gpunode.verify import diagnose_files
+from gpunode.verify.captures.blocks import split_blocks
 
 DATA = Path(__file__).resolve().parent / "data"
 CAPTURES = [DATA / "captures" / "dmesg" / "gpud__dmesg-with-xid-119.log",

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from gpunode.parsers.errors_text import classify_errors
+from gpunode.parsers.kernel_log import xid_info
 from gpunode.verify import XID_MEANINGS, parse_lspci, scan_kernel_log
-from gpunode.verify.errors_text import classify_errors
-from gpunode.verify.kernel_log import xid_info
 
 BUMBLEBEE = "dmesg__fallen-off-bus__old-format__Bumblebee-Project-Bumblebee-554.txt"
 NO_DEVICES = "nvidia-smi__no-devices-were-found__NVIDIA-open-gpu-kernel-modules-862.txt"

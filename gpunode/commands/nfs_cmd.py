@@ -9,8 +9,8 @@ from gpunode.commands.provision import run_and_report
 from gpunode.errors import UsageError
 from gpunode.playbook import Playbook, StepSpec
 from gpunode.steps import build_step
-from gpunode.steps.nfs import NfsMountStep
-from gpunode.steps.nfs_k8s import manifests_yaml, parse_labels, volume_manifests
+from gpunode.steps.nfs.k8s import manifests_yaml, parse_labels, volume_manifests
+from gpunode.steps.nfs.mount import NfsMountStep
 
 SOURCE = "mount-nfs"
 

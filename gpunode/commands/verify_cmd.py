@@ -40,7 +40,7 @@ def mount_findings(facts: Facts, expected: list[dict]) -> list[Finding]:
     """The shared storage the inventory expects (`expected_mounts`: nfs_mount arguments), checked from the facts."""
     if not expected:
         return []
-    from gpunode.steps.nfs_check import check_mounts  # only with expected_mounts: it loads every step type
+    from gpunode.steps.nfs.check import check_mounts  # only with expected_mounts: it loads every step type
 
     findings = []
     for result in check_mounts(facts, list(expected)):

@@ -171,7 +171,7 @@ STEP_MODULES = {
     "command": "command", "file": "files", "line": "files", "json": "json_merge", "packages": "packages",
     "service": "service", "wait_for_package_manager": "system", "reboot": "system", "kernel_headers": "kernel",
     "nvidia_driver": "nvidia", "docker": "containers", "container_toolkit": "containers",
-    "container_runtime": "containers", "nfs_mount": "nfs", "image_cleanup": "image", "image_validate": "image",
+    "container_runtime": "containers", "nfs_mount": "nfs.mount", "image_cleanup": "image", "image_validate": "image",
     "ecs_gpu_support": "ecs", "dkms_module": "dkms_module",
 }
 

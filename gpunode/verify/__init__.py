@@ -10,19 +10,33 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _SOURCES = {
-    "analyze": "checks", "is_healthy": "checks",
-    "detect_kind": "detect",
-    "DiagnoseResult": "diagnose", "FileResult": "diagnose", "diagnose_files": "diagnose",
-    "SmiParseError": "errors",
-    "ContainerTest": "evidence", "Evidence": "evidence", "Expectations": "evidence", "FabricManagerState": "evidence",
-    "XID_MEANINGS": "kernel_log", "scan_kernel_log": "kernel_log",
-    "PciDevice": "lspci", "classify_pci": "lspci", "parse_lspci": "lspci",
-    "Finding": "model", "GpuInfo": "model", "SmiReport": "model",
-    "HostReport": "report", "junit_xml": "report", "verify_report": "report",
-    "parse_smi_csv": "smi_csv", "parse_smi_list": "smi_list",
-    "parse_smi_table": "smi_table",
-    "parse_smi_text": "smi_text",
-    "parse_smi_xml": "smi_xml",
+    "analyze": "gpunode.verify.checks.analyze",
+    "is_healthy": "gpunode.verify.checks.analyze",
+    "detect_kind": "gpunode.verify.captures.detect",
+    "DiagnoseResult": "gpunode.verify.diagnose",
+    "FileResult": "gpunode.verify.diagnose",
+    "diagnose_files": "gpunode.verify.diagnose",
+    "SmiParseError": "gpunode.parsers.errors",
+    "ContainerTest": "gpunode.verify.evidence",
+    "Evidence": "gpunode.verify.evidence",
+    "Expectations": "gpunode.verify.evidence",
+    "FabricManagerState": "gpunode.verify.evidence",
+    "XID_MEANINGS": "gpunode.parsers.kernel_log",
+    "scan_kernel_log": "gpunode.parsers.kernel_log",
+    "PciDevice": "gpunode.parsers.lspci",
+    "classify_pci": "gpunode.parsers.lspci",
+    "parse_lspci": "gpunode.parsers.lspci",
+    "Finding": "gpunode.parsers.model",
+    "GpuInfo": "gpunode.parsers.model",
+    "SmiReport": "gpunode.parsers.model",
+    "HostReport": "gpunode.verify.report",
+    "junit_xml": "gpunode.verify.report",
+    "verify_report": "gpunode.verify.report",
+    "parse_smi_csv": "gpunode.parsers.smi_csv",
+    "parse_smi_list": "gpunode.parsers.smi_list",
+    "parse_smi_table": "gpunode.parsers.smi_table",
+    "parse_smi_text": "gpunode.parsers.smi_text",
+    "parse_smi_xml": "gpunode.parsers.smi_xml",
 }
 
 __all__ = [
@@ -38,7 +52,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name not in _SOURCES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_SOURCES[name]}"), name)
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
     globals()[name] = value
     return value
 
@@ -48,17 +62,17 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
-    from gpunode.verify.checks import analyze, is_healthy
-    from gpunode.verify.detect import detect_kind
+    from gpunode.parsers.errors import SmiParseError
+    from gpunode.parsers.kernel_log import XID_MEANINGS, scan_kernel_log
+    from gpunode.parsers.lspci import PciDevice, classify_pci, parse_lspci
+    from gpunode.parsers.model import Finding, GpuInfo, SmiReport
+    from gpunode.parsers.smi_csv import parse_smi_csv
+    from gpunode.parsers.smi_list import parse_smi_list
+    from gpunode.parsers.smi_table import parse_smi_table
+    from gpunode.parsers.smi_text import parse_smi_text
+    from gpunode.parsers.smi_xml import parse_smi_xml
+    from gpunode.verify.captures.detect import detect_kind
+    from gpunode.verify.checks.analyze import analyze, is_healthy
     from gpunode.verify.diagnose import DiagnoseResult, FileResult, diagnose_files
-    from gpunode.verify.errors import SmiParseError
     from gpunode.verify.evidence import ContainerTest, Evidence, Expectations, FabricManagerState
-    from gpunode.verify.kernel_log import XID_MEANINGS, scan_kernel_log
-    from gpunode.verify.lspci import PciDevice, classify_pci, parse_lspci
-    from gpunode.verify.model import Finding, GpuInfo, SmiReport
     from gpunode.verify.report import HostReport, junit_xml, verify_report
-    from gpunode.verify.smi_csv import parse_smi_csv
-    from gpunode.verify.smi_list import parse_smi_list
-    from gpunode.verify.smi_table import parse_smi_table
-    from gpunode.verify.smi_text import parse_smi_text
-    from gpunode.verify.smi_xml import parse_smi_xml

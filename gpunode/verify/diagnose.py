@@ -8,16 +8,16 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpunode.parsers.lspci import PciDevice
+from gpunode.parsers.model import Finding, SmiReport
 from gpunode.verify import host_evidence
-from gpunode.verify.blocks import without_prompts
-from gpunode.verify.checks import analyze, is_healthy
+from gpunode.verify.captures.blocks import without_prompts
+from gpunode.verify.captures.file_reader import FileRead, read_text
+from gpunode.verify.captures.gpu_merge import merge_reports
+from gpunode.verify.captures.gpus_seen import gpus_seen, matrix_gpus
+from gpunode.verify.captures.not_applicable import NOT_APPLICABLE_KINDS, not_applicable_kind
+from gpunode.verify.checks.analyze import analyze, is_healthy
 from gpunode.verify.evidence import Evidence, Expectations
-from gpunode.verify.file_reader import FileRead, read_text
-from gpunode.verify.gpu_merge import merge_reports
-from gpunode.verify.gpus_seen import gpus_seen, matrix_gpus
-from gpunode.verify.lspci import PciDevice
-from gpunode.verify.model import Finding, SmiReport
-from gpunode.verify.not_applicable import NOT_APPLICABLE_KINDS, not_applicable_kind
 
 __all__ = ["NOT_APPLICABLE_KINDS", "DiagnoseResult", "FileResult", "diagnose_files"]
 _ACCEPTS = ("nvidia-smi -q -x / -q / plain table (or a fragment) / --query-gpu CSV / -L, lspci (-nn, -vv), a "

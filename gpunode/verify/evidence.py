@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpunode.verify.lspci import PciDevice
-from gpunode.verify.lspci_vv import LinkState
-from gpunode.verify.model import SmiReport
+from gpunode.parsers.lspci import PciDevice
+from gpunode.parsers.lspci_vv import LinkState
+from gpunode.parsers.model import SmiReport
 
 
 @dataclass

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from gpunode.facts import Facts, parse_facts
 from gpunode.gpu.distro import el_kernel_stem
-from gpunode.verify.errors import SmiParseError
+from gpunode.parsers.errors import SmiParseError
+from gpunode.parsers.lspci import classify_pci
+from gpunode.parsers.lspci_vv import parse_lspci_vv
+from gpunode.parsers.smi_xml import parse_smi_xml
 from gpunode.verify.evidence import Evidence, Expectations, FabricManagerState
-from gpunode.verify.lspci import classify_pci
-from gpunode.verify.lspci_vv import parse_lspci_vv
-from gpunode.verify.smi_xml import parse_smi_xml
 
 MARKER = "@@evidence nvidia-smi"
 

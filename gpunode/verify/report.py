@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpunode.verify.checks import is_healthy
-from gpunode.verify.model import Finding, SmiReport
+from gpunode.parsers.model import Finding, SmiReport
+from gpunode.verify.checks.analyze import is_healthy
 
 
 @dataclass

@@ -33,7 +33,7 @@ from gpunode.scripts import script_text
 from gpunode.steps import build_step
 from gpunode.steps.base import StepContext
 from gpunode.steps.files import LineStep
-from gpunode.steps.nfs import NfsMountStep
+from gpunode.steps.nfs.mount import NfsMountStep
 from gpunode.steps.packages import PACKAGE_SPEC
 from gpunode.steps.pkgmgr import AptManager, DnfManager, Wanted
 from gpunode.steps.probe import ProbeBatch, ProbeOutput

@@ -1,0 +1,1 @@
+"""Reading capture files: split any paste into blocks, recognise each, read it into Evidence."""

@@ -1,0 +1,181 @@
+"""Read one capture's text block by block into Evidence, and say what was seen."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpunode.parsers.dcgmi import dcgmi_findings
+from gpunode.parsers.errors import SmiParseError
+from gpunode.parsers.errors_text import classify_errors
+from gpunode.parsers.kernel_lines import kernel_messages
+from gpunode.parsers.kernel_log import scan_kernel_log
+from gpunode.parsers.lspci import PciDevice, parse_lspci
+from gpunode.parsers.lspci_vv import LinkState, parse_lspci_vv
+from gpunode.parsers.model import SmiReport
+from gpunode.parsers.smi_csv import csv_query_kind, parse_smi_csv
+from gpunode.parsers.smi_list import gpus_listed_in, parse_smi_list
+from gpunode.parsers.smi_table import apply_inforom_warnings, parse_smi_table
+from gpunode.parsers.smi_text import parse_smi_text
+from gpunode.parsers.smi_xml import parse_smi_xml
+from gpunode.verify.captures.blocks import Block, split_blocks, undisguise
+from gpunode.verify.captures.gpu_merge import merge_reports
+from gpunode.verify.captures.not_applicable import not_applicable_kind
+from gpunode.verify.evidence import Evidence, Expectations
+
+SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
+               "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
+# The kind a file is named by when it holds several: the richest evidence first.
+_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "lspci-vv", "lspci",
+            "error-text", "kernel-log")
+_NVIDIA_LINE = re.compile(r"NVRM|nvidia|nouveau|Xid|NVSwitch|10de:|\bGPU\b", re.I)
+
+
+@dataclass
+class BlockResult:
+    """One block of a file: its kind, whether it was understood, and a one-line description."""
+
+    kind: str
+    ok: bool
+    message: str
+
+
+@dataclass
+class FileRead:
+    """Everything read from one file."""
+
+    evidence: Evidence
+    reports: list[SmiReport] = field(default_factory=list)
+    blocks: list[BlockResult] = field(default_factory=list)
+    kernel_lines: int = 0
+    nvidia_lines: int = 0
+
+    @property
+    def kind(self) -> str:
+        """The file's main kind: its richest understood block, else its first block's kind."""
+        kinds = [b.kind for b in self.blocks if b.ok]
+        for kind in _PRIMARY:
+            if kind in kinds:
+                return kind
+        return kinds[0] if kinds else (self.blocks[0].kind if self.blocks else "unknown")
+
+    @property
+    def failed(self) -> list[BlockResult]:
+        """Blocks of a recognised kind that could not be parsed."""
+        return [b for b in self.blocks if not b.ok and b.kind != "unknown"]
+
+    @property
+    def understood(self) -> bool:
+        return any(b.ok for b in self.blocks) and not self.failed
+
+    @property
+    def has_evidence(self) -> bool:
+        """Whether anything read speaks about a GPU: a GPU in nvidia-smi output, an NVIDIA kernel message, a PCI
+        scan, a link state or an error message."""
+        ev = self.evidence
+        return bool((ev.smi is not None and ev.smi.gpus) or self.nvidia_lines or ev.smi_error
+                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi)
+
+
+def read_text(text: str, expectations: Expectations) -> FileRead:
+    """Split text into blocks, read each on its own, and merge their evidence (GPUs by identity)."""
+    result = FileRead(Evidence(expectations=expectations))
+    errors: list[str] = []
+    kernel: list[str] = []
+    pci: list[PciDevice] | None = None
+    links: list[LinkState] = []
+    dcgmi: list[str] = []
+    for block in split_blocks(text):
+        try:
+            message, found = _read_block(block, result.reports, errors, kernel, links, dcgmi)
+        except SmiParseError as exc:
+            result.blocks.append(BlockResult(block.kind, False, str(exc)))
+            continue
+        except Exception as exc:  # one odd block must not end diagnose with a traceback
+            result.blocks.append(BlockResult(block.kind, False, f"could not parse this {block.kind} block "
+                                             f"({exc!r}); please report it with the file attached"))
+            continue
+        if found is not None:
+            pci = [*(pci or []), *(d for d in found if d.slot not in {p.slot for p in pci or []})]
+        result.blocks.append(BlockResult(*message))
+    plain = undisguise(text)
+    _safety_net(plain, errors)
+    for report in result.reports:
+        apply_inforom_warnings(report.gpus, plain)
+    ev = result.evidence
+    ev.smi = merge_reports(result.reports)
+    ev.smi_error = "\n".join(errors) or None
+    ev.kernel_log = "\n".join(kernel) or None
+    ev.pci_devices = pci
+    ev.link_states = links or None
+    ev.dcgmi = "\n".join(dcgmi) or None
+    if ev.kernel_log:
+        messages = kernel_messages(ev.kernel_log)
+        result.kernel_lines = len(messages)
+        result.nvidia_lines = sum(1 for m in messages if _NVIDIA_LINE.search(m.text))
+    return result
+
+
+def _safety_net(text: str, errors: list[str]) -> None:
+    """Error messages inside blocks of another kind (a container error pasted into a table's block)."""
+    seen = {m.id for m in classify_errors("\n".join(errors))} if errors else set()
+    extra = [m.line for m in classify_errors(text) if m.context != "kernel" and m.id not in seen]
+    errors.extend(dict.fromkeys(extra))
+
+
+def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kernel: list[str],
+                links: list[LinkState], dcgmi: list[str]) -> tuple[tuple[str, bool, str], list[PciDevice] | None]:
+    """((kind, ok, message), PCI devices found) for one block; evidence goes into the lists."""
+    kind, text = block.kind, block.text
+    if kind == "smi-csv" and csv_query_kind(text) != "gpu":
+        rows = sum(1 for line in text.splitlines()[1:] if line.strip())
+        return (kind, True, f"nvidia-smi --query-{csv_query_kind(text)} CSV with {rows} row(s); it lists no GPUs "
+                            "and is not used in the analysis"), None
+    if kind in SMI_PARSERS:
+        report = SMI_PARSERS[kind](text)
+        reports.append(report)
+        return (kind, True, _describe(report)), None
+    if kind == "lspci":
+        devices = parse_lspci(text)
+        gpus = sum(1 for d in devices if not d.is_nvswitch)
+        return (kind, True, f"{gpus} NVIDIA GPU(s), {len(devices) - gpus} NVSwitch(es)"), devices
+    if kind == "lspci-vv":
+        states, devices = parse_lspci_vv(text)
+        links.extend(states)
+        return (kind, True, f"lspci -vv: link state of {len(states)} NVIDIA device(s)"), devices
+    if kind == "kernel-log":
+        kernel.append(text)
+        scan = scan_kernel_log(text)
+        counts = ", ".join(f"Xid {code} x{n}" for code, n in sorted(scan.xid_counts().items())) or "no Xid"
+        return (kind, True, f"{counts}; {len(scan.lost)} fallen-off-the-bus line(s)"), None
+    if kind == "dcgmi-diag":
+        dcgmi.append(text)
+        tests, found = dcgmi_findings(text)
+        return (kind, True, f"dcgmi diag: {tests} test result(s), {len(found)} finding(s)"), None
+    if kind == "error-text":
+        errors.append(text)
+        return (kind, True, "captured nvidia-smi/NVML/docker error output"), None
+    return _not_applicable(text, reports), None
+
+
+def _not_applicable(text: str, reports: list[SmiReport]) -> tuple[str, bool, str]:
+    """A recognised block without health evidence (nvlink -s's GPU headings still name GPUs), else unknown."""
+    na = not_applicable_kind(text)
+    if na is not None and na[0] == "smi-nvlink":  # its GPU headings identify GPUs; link states are not analysed
+        report = gpus_listed_in(text)
+        if report.gpus:
+            reports.append(report)
+        return na[0], True, f"{na[1]}: {len(report.gpus)} GPU(s) named; link states not analysed"
+    if na is not None:
+        return na[0], True, f"{na[1]}: recognised, not used in the analysis"
+    return "unknown", False, "not a recognised capture"
+
+
+def _describe(report: SmiReport) -> str:
+    report = merge_reports([report]) or report
+    names = sorted({g.name for g in report.gpus if g.name})
+    message = (f"driver {report.driver_version or '?'}, CUDA {report.cuda_version or '?'}, "
+               f"{report.gpu_count} GPU(s): {', '.join(names) or '?'}")
+    if report.warnings:
+        message += f" (warning: {'; '.join(report.warnings)})"
+    return message

@@ -1,0 +1,1 @@
+"""Health checks on Evidence, one module per subject; analyze() runs them all."""

@@ -1,0 +1,151 @@
+"""Host-level checks: DKMS build, nouveau, fabric manager, container runtime."""
+
+from __future__ import annotations
+
+from gpunode.parsers.dkms import parse_dkms_status
+from gpunode.parsers.errors_text import classify_errors
+from gpunode.parsers.model import Finding, Severity
+from gpunode.verify.evidence import Evidence
+
+
+def _driver_works(evidence: Evidence) -> bool:
+    return evidence.smi is not None and bool(evidence.smi.gpus or evidence.smi.attached_gpus)
+
+
+def host_checks(evidence: Evidence) -> list[Finding]:
+    """dkms-*, nouveau-loaded, fabricmanager-*, container checks."""
+    return [*_dkms(evidence), *_nouveau(evidence), *_fabric_manager(evidence), *_container(evidence)]
+
+
+def _dkms(evidence: Evidence) -> list[Finding]:
+    if evidence.dkms_status is None or not evidence.running_kernel:
+        return []
+    kernel = evidence.running_kernel.strip()
+    entries = [e for e in parse_dkms_status(evidence.dkms_status) if e.is_nvidia_driver]
+    if any(e.kernel == kernel and e.state == "installed" for e in entries):
+        return []
+    works = _driver_works(evidence)
+    severity: Severity = "warning" if works else "critical"
+    loaded = ("; nvidia-smi works, so the loaded module did not come from DKMS (prebuilt/precompiled)"
+              if works else "")
+    built = [e for e in entries if e.kernel and e.state in ("installed", "built")]
+    if built:
+        others = sorted({e.kernel for e in built if e.kernel})
+        return [Finding(
+            "dkms-built-other-kernel", severity,
+            f"NVIDIA DKMS module is built for {', '.join(others)} but not for the running kernel {kernel}",
+            "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}"
+            + _headers_note(evidence),
+            _built_other_remedy(evidence, kernel, others),
+        )]
+    if not entries and (works or _precompiled(evidence)):
+        return []  # driver from precompiled modules: DKMS is simply not used
+    shown = "; ".join(f"dkms status: {e.line!r}" for e in entries) or "dkms status lists no nvidia module"
+    return [Finding(
+        "dkms-not-built", severity, f"no NVIDIA DKMS module installed for the running kernel {kernel}",
+        f"{shown}; running kernel: {kernel}{loaded}" + _headers_note(evidence),
+        _not_built_remedy(evidence, kernel),
+    )]
+
+
+def _precompiled(evidence: Evidence) -> bool:
+    """The running kernel has an nvidia module without DKMS: a precompiled modules package (Ubuntu
+    linux-modules-nvidia-*, EL kmod-nvidia-*) or the module file itself (`modinfo -n nvidia`)."""
+    return bool(evidence.precompiled_modules or evidence.running_module)
+
+
+def _built_other_remedy(evidence: Evidence, kernel: str, others: list[str]) -> str:
+    if _no_headers(evidence):
+        return (f"Boot the kernel the module was built for ({', '.join(others)}); no headers package exists for the "
+                f"running kernel {kernel}, so no module can be built for it (a vendor or self-built kernel needs its "
+                "own headers).")
+    return (f"Install headers for the running kernel (`apt-get install linux-headers-{kernel}` / `dnf install "
+            f"kernel-devel-{kernel}`), then `dkms autoinstall -k {kernel}` and `modprobe nvidia`. Or boot the "
+            f"kernel the module was built for ({', '.join(others)}).")
+
+
+def _not_built_remedy(evidence: Evidence, kernel: str) -> str:
+    if _no_headers(evidence):
+        return (f"No headers package exists for the running kernel {kernel}: boot a distribution kernel that has "
+                "headers (gpunode: kernel_policy: upgrade installs the newest with its headers and reboots), then "
+                "install the driver's DKMS package there.")
+    return (f"Install the kernel headers for {kernel} and the driver's DKMS package (e.g. nvidia-dkms-<branch>), "
+            f"then `dkms autoinstall -k {kernel}`; read /var/lib/dkms/nvidia/*/build/make.log if the build fails.")
+
+
+def _no_headers(evidence: Evidence) -> bool:
+    """The package manager knows no headers package for the running kernel (checked on the host)."""
+    return evidence.running_headers == "candidate (none)"
+
+
+def _headers_note(evidence: Evidence) -> str:
+    if _no_headers(evidence):
+        return f"; apt knows no package linux-headers-{evidence.running_kernel}"
+    return ""
+
+
+def _nouveau(evidence: Evidence) -> list[Finding]:
+    if not evidence.nouveau_loaded:
+        return []
+    works = _driver_works(evidence)
+    return [Finding(
+        "nouveau-loaded", "warning" if works else "critical", "the nouveau driver is loaded",
+        "lsmod lists nouveau" + ("; nvidia-smi still works" if works else "; nvidia-smi does not work"),
+        "Blacklist nouveau: write `blacklist nouveau` and `options nouveau modeset=0` to "
+        "/etc/modprobe.d/blacklist-nouveau.conf, rebuild the initramfs (`update-initramfs -u` or `dracut "
+        "-f`) and "
+        "reboot.",
+    )]
+
+
+def _fabric_manager(evidence: Evidence) -> list[Finding]:
+    switches = evidence.nvswitches
+    if not switches:
+        return []
+    fm = evidence.fabricmanager
+    seen = f"{len(switches)} NVSwitch(es) on PCI at {', '.join(s.slot for s in switches)}"
+    findings: list[Finding] = []
+    gpus = evidence.smi.gpus if evidence.smi else []
+    gpu_states = sorted({g.fabric_state for g in gpus if g.fabric_state})
+    not_ready = [s for s in gpu_states if s.lower() != "completed"]
+    if (fm is not None and fm.active is False) or ((fm is None or fm.active is None) and not_ready):
+        state = "nvidia-fabricmanager is not active" if fm is not None and fm.active is False else \
+            f"GPU fabric state {', '.join(not_ready)}"
+        findings.append(Finding(
+            "fabricmanager-missing", "critical", "NVSwitch system without a running fabric manager",
+            f"{seen}; {state}",
+            "Install nvidia-fabricmanager of exactly the driver version (e.g. "
+            "nvidia-fabricmanager-<branch>), "
+            "then `systemctl enable --now nvidia-fabricmanager`; without it CUDA fails to initialise on "
+            "NVSwitch "
+            "systems. Check `journalctl -u nvidia-fabricmanager`.",
+        ))
+    driver = evidence.smi.driver_version if evidence.smi else None
+    if fm is not None and fm.version and driver and fm.version.strip() != driver:
+        findings.append(Finding(
+            "fabricmanager-version-mismatch", "critical",
+            f"fabric manager {fm.version} does not match driver {driver}",
+            f"{seen}; nvidia-fabricmanager version {fm.version}; nvidia-smi Driver Version {driver}",
+            "Fabric manager refuses to run with a different driver version: install nvidia-fabricmanager "
+            f"{driver} (hold both packages together), then restart nvidia-fabricmanager.",
+        ))
+    return findings
+
+
+def _container(evidence: Evidence) -> list[Finding]:
+    test = evidence.container_test
+    if test is None:
+        return []
+    matches = [m for m in classify_errors(test.output) if m.context != "kernel"]
+    findings = [Finding(m.id, m.severity, f"GPU container test: {m.summary}",
+                        f"docker run exit code {test.exit_code}: "
+                        f"{m.line[:400]!r}", m.remedy) for m in matches]
+    if test.exit_code != 0 and not findings:
+        tail = " | ".join(line.strip() for line in test.output.strip().splitlines()[-3:])
+        findings.append(Finding(
+            "container-gpu-test-failed", "critical", "the GPU container test failed",
+            f"docker run exit code {test.exit_code}; last output: {tail[:400]!r}",
+            "Run `docker run --rm --gpus all <cuda image> nvidia-smi` by hand and read the error; check "
+            "`nvidia-ctk runtime configure --runtime=docker` was applied and docker restarted.",
+        ))
+    return findings
