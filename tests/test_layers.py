@@ -1,0 +1,179 @@
+"""Layers that never reach up, and no import cycles: read from the code's own imports.
+
+Every import of every module under gpunode/ counts: at the top, inside functions (lazy imports) and under
+`if TYPE_CHECKING:` (a type-only import still ties the two modules together; use a protocol or move the type).
+A module may import only from its own layer or a lower one. No two packages may import each other (directly or
+around a loop), and no two modules either (a package's submodules are its own business only as long as
+they form no loop).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "gpunode"
+
+# The layers, lowest first: the key is the layer's name, the value the top-level names under gpunode/ (a package
+# or a module) that make it up. "" is gpunode/__init__.py itself (__version__).
+LAYERS: dict[str, tuple[str, ...]] = {
+    # L0 core: errors, plain values, YAML reading, vendor ids, the shipped shell scripts, kubectl/CLI helpers, the
+    # test lab (it provisions nothing: it starts hosts); vendor_aws is vendor data (the distro helper may move it)
+    "core": ("", "errors", "values", "yamlfile", "vendor_facts", "vendor_aws", "scripts", "kube", "cliflags",
+             "clihelp", "lab"),
+    "inventory": ("inventory",),            # L1 Ansible inventories, host patterns
+    "connection": ("connection",),          # L2 SSH/local connections, sudo, transcripts
+    "parsers": ("parsers", "facts"),        # L3 named parsers of probe outputs, and the host facts
+    "distros": ("distros", "gpu"),          # L4 distro adapters, GPU/driver knowledge
+    "modcache": ("modcache",),              # L5 the built-module cache (key, store, remote, coord): no steps
+    "steps": ("steps",),                    # L6 step kinds: plan and apply
+    "playbook": ("playbook",),              # L7 playbooks: load, validate, template
+    "report": ("report",),                  # L8 the one output path: console, text, live view, summary, JUnit
+    "runner": ("runner",),                  # L9 hosts in parallel, steps in order
+    "verify": ("verify",),                  # L10 GPU health: captures, checks, findings
+    "app": ("app",),                        # L11 load hosts, parse vars, run a playbook, verify a host
+    "image": ("image",),                    # L12 image builds (Packer, bake, user data)
+    "commands": ("commands",),              # L13 one module per command family
+    "entry": ("cli", "tasks", "__main__"),  # L14 the console script and its tasks
+}
+LEVEL = {top: (level, name) for level, (name, tops) in enumerate(LAYERS.items()) for top in tops}
+
+
+def modules() -> dict[str, Path]:
+    """Every module under gpunode/ by dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+    """(imported gpunode module, line) for every import in the file: `from pkg import mod` names the module."""
+    return imports_in(path.read_text(encoding="utf-8"), name, path.name == "__init__.py")
+
+
+def imports_in(source: str, name: str, is_package: bool) -> Iterator[tuple[str, int]]:
+    """The imports of one module's source (`name` and `is_package` resolve relative imports)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "gpunode")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = name.split(".") if is_package else name.split(".")[:-1]
+                base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
+            if base.split(".")[0] != "gpunode":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield (sub if sub in MODULES else base), node.lineno
+
+
+EDGES = {name: sorted(set(imports(name, path))) for name, path in MODULES.items()}
+
+
+def top(name: str) -> str:
+    """gpunode.steps.nfs.mount -> steps; gpunode -> ""."""
+    return name.split(".")[1] if "." in name else ""
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one member (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def explain(group: list[str], unit) -> list[str]:
+    """The import lines that tie a cycle's members together (file:line)."""
+    members = set(group)
+    return [f"{MODULES[m].relative_to(REPO)}:{line} {m} -> {t}" for m, targets in EDGES.items() if unit(m) in members
+            for t, line in targets if unit(t) in members and unit(t) != unit(m)]
+
+
+def test_every_module_has_a_layer():
+    unknown = sorted({top(m) for m in MODULES} - set(LEVEL))
+    assert not unknown, f"gpunode/{unknown} is in no layer: add it to LAYERS in tests/test_layers.py"
+
+
+def test_no_import_reaches_up():
+    upward = []
+    for name, targets in EDGES.items():
+        (mine, my_layer) = LEVEL[top(name)]
+        for target, line in targets:
+            (theirs, their_layer) = LEVEL[top(target)]
+            if theirs > mine:
+                upward.append(f"{MODULES[name].relative_to(REPO)}:{line}: {name} (L{mine} {my_layer}) imports "
+                              f"{target} (L{theirs} {their_layer})")
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_no_cycle_between_packages():
+    """Packages: the top-level names under gpunode/ (the units of LAYERS), so a loop inside one layer fails too."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, targets in EDGES.items():
+        graph[top(name)].update(top(t) for t, _ in targets if top(t) != top(name))
+    found = cycles(graph)
+    assert not found, "packages that import each other:\n" + "\n".join(
+        f"{group}:\n  " + "\n  ".join(explain(group, top)) for group in found)
+
+
+def test_no_cycle_between_modules():
+    graph = {name: {t for t, _ in targets if t != name} for name, targets in EDGES.items()}
+    found = cycles(graph)
+    assert not found, "modules that import each other:\n" + "\n".join(
+        f"{group}:\n  " + "\n  ".join(explain(group, lambda m: m)) for group in found)
+
+
+SAMPLE = """
+from __future__ import annotations
+from typing import TYPE_CHECKING
+import gpunode.errors
+from gpunode.steps import base, build_step
+from .sibling import thing
+if TYPE_CHECKING:
+    from gpunode.inventory import Host
+def lazy():
+    from gpunode.report.text import line
+"""
+
+
+def test_the_walk_sees_every_kind_of_import():
+    """Top-level, relative, type-only and lazy imports are all found (a walk that missed one would prove nothing);
+    `from package import module` names the module, `from package import name` the package."""
+    found = sorted(imports_in(SAMPLE, "gpunode.facts.model", is_package=False))
+    assert found == [("gpunode.errors", 4), ("gpunode.facts.sibling", 6), ("gpunode.inventory", 8),
+                     ("gpunode.report.text", 10), ("gpunode.steps", 5), ("gpunode.steps.base", 5)]
+    assert len(MODULES) > 150 and all(EDGES[m] for m in ("gpunode.tasks", "gpunode.runner.run"))
