@@ -350,7 +350,7 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
 def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, min_driver=None,
                container_test=None, no_container_test=None, json=False, junit=None, accept_new_host_keys=False):
     """Check GPUs, driver, fabric manager, kernel log and container runtime: exit 0 healthy, 1 not, 2 unreachable."""
-    from gpunode.commands.verify_cmd import VerifyOptions
+    from gpunode.app.verify import VerifyOptions
     from gpunode.commands.verify_cmd import verify_gpu as run
     from gpunode.verify import Expectations
 
@@ -473,7 +473,7 @@ def _all_vars(var: list[str] | None, extra_vars: list[str] | None) -> list[str]:
     """--var pairs, then -e's (K=V, @file, JSON/YAML) as pairs that read back to the same values."""
     if not extra_vars:
         return list(var or [])
-    from gpunode.extravars import as_var_pairs, parse_extra_vars
+    from gpunode.app.variables import as_var_pairs, parse_extra_vars
 
     return [*(var or []), *as_var_pairs(parse_extra_vars(extra_vars))]
 

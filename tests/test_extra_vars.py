@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from gpunode.app.variables import as_var_pairs, parse_extra_vars
 from gpunode.errors import UsageError
-from gpunode.extravars import as_var_pairs, parse_extra_vars
 from gpunode.playbook import load_playbook
 from gpunode.playbook.vartypes import check_var_types
 from tests.conftest import run_cli
@@ -55,7 +55,7 @@ def test_bad_extra_vars_are_usage_errors_with_the_fix(item, expected):
 
 
 def test_var_pairs_read_back_to_the_same_values():
-    from gpunode.commands.common import parse_vars
+    from gpunode.app.variables import parse_vars
 
     values = {"a": "550", "b": 550, "c": False, "d": ["x y", 1], "e": "yes", "f": None}
     assert parse_vars(as_var_pairs(values)) == values

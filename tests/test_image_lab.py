@@ -177,7 +177,7 @@ def fake_package(name: str, version: str) -> str:
 
 def test_inspection_reads_facts_packages_and_boot_kernel_from_one_exec(lab, fresh_host, tmp_path: Path) -> None:
     """image/inspect.py's one exec through the probe protocol: facts, the CUDA/toolkit packages, the boot kernel."""
-    from gpunode.commands.common import load_hosts
+    from gpunode.app.hosts import load_hosts
     from gpunode.connection import ConnectOptions, q
     from gpunode.image.inspect import inspect_host
     from gpunode.scripts import script_text

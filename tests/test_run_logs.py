@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpunode.commands.provision import KEEP_RUN_LOGS, prune_run_logs
+from gpunode.app.run import KEEP_RUN_LOGS, prune_run_logs
 
 
 def test_only_the_newest_run_folders_are_kept(tmp_path, monkeypatch):

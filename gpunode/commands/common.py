@@ -1,21 +1,17 @@
-"""Shared by the command-line tasks: choosing hosts, turning errors into exit codes."""
+"""Shared by the command-line tasks: turning errors into exit codes, flags every command checks alike."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
 
 from invoke.exceptions import Exit
 
+from gpunode.app.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gpunode.errors import GpunodeError, UsageError
 
-if TYPE_CHECKING:
-    from gpunode.inventory import Host, Inventory
-
 # Every command's task imports this module: it stays light (no rich, no inventory code until they are used).
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HOST_ARGUMENT", "check_forks", "cli_errors"]
 
 
 @contextmanager
@@ -44,41 +40,6 @@ def _print_error(exc: GpunodeError) -> None:
 HOST_ARGUMENT = "HOST (the positional argument)"  # what facts/verify-gpu/collect name a pattern given there
 
 
-def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None,
-               limit_source: str = "--limit") -> tuple[Inventory, list[Host]]:
-    """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit` (or a playbook's `hosts:`)."""
-    from gpunode.inventory import adhoc_inventory, load_inventory
-
-    if not inventory and not hosts:
-        raise UsageError("no hosts: give an inventory (-i FILE) or hosts (-H host1,host2)",
-                         fix="e.g. gpunode provision -i inventory/aws-gpu.yml, or -H ubuntu@10.0.1.5")
-    base = load_inventory(inventory) if inventory else None
-    inv = adhoc_inventory(hosts, base) if hosts else base
-    assert inv is not None
-    selected = _select(inv, limit, limit_source)
-    if not selected and limit and inv.hosts:
-        raise UsageError("no hosts selected", source=limit_source, fix=f"check {limit_source} and the inventory")
-    if not selected:
-        empty = [g for g in inv.groups if g not in ("all", "ungrouped") and not inv.group_hosts(g)]
-        listed = f"; groups without hosts: {', '.join(empty)}" if empty else ""
-        raise UsageError(f"the inventory has no hosts{listed}",
-                         source=", ".join(inventory or []) or "-H",
-                         fix="add hosts under a group; a [group:children] entry must name a group defined with its "
-                         "own [name] section (or children:/hosts: in YAML)")
-    return inv, selected
-
-
-def _select(inv: Inventory, limit: str | None, limit_source: str) -> list[Host]:
-    """inv.select(limit); a pattern that matches nothing names where it was given (--limit, HOST, hosts:)."""
-    try:
-        return inv.select(limit)
-    except UsageError as exc:
-        if exc.source != "--limit" or limit_source == "--limit":
-            raise
-        cause = exc.cause.removeprefix(f"{exc.source}: ")
-        raise UsageError(cause, source=limit_source, fix=exc.fix) from exc
-
-
 def check_forks(forks: object) -> int:
     """--forks/-f: a whole number of hosts in parallel, at least 1."""
     text = str(forks).strip()
@@ -86,23 +47,3 @@ def check_forks(forks: object) -> int:
         raise UsageError(f"--forks {forks!r} is not a number of hosts in parallel", source="--forks",
                          fix="give 1 or more, e.g. -f 10")
     return int(text)
-
-
-def parse_vars(pairs: list[str]) -> dict[str, Any]:
-    """`--var k=v` pairs; values parsed as YAML scalars (true, 3, [a, b])."""
-    import yaml
-
-    result: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=580")
-        try:
-            result[key] = yaml.safe_load(value) if value else ""
-        except yaml.YAMLError:
-            result[key] = value
-    return result
-
-
-def is_tty() -> bool:
-    return sys.stderr.isatty()

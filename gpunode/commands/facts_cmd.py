@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gpunode.commands.common import HOST_ARGUMENT, load_hosts
+from gpunode.app.hosts import load_hosts
+from gpunode.commands.common import HOST_ARGUMENT
 from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts, facts_script, parse_facts

@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from gpunode.commands.common import load_hosts
+from gpunode.app.hosts import load_hosts
 from gpunode.errors import UsageError
 from gpunode.inventory import redacted_vars
 

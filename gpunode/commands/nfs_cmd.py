@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpunode.commands.common import check_forks, load_hosts
-from gpunode.commands.provision import run_and_report
+from gpunode.app.hosts import load_hosts
+from gpunode.app.run import run_and_report
+from gpunode.commands.common import check_forks
 from gpunode.errors import UsageError
 from gpunode.playbook import Playbook, StepSpec
 from gpunode.steps import build_step

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
-from gpunode.commands.common import EXIT_FAILED, EXIT_OK, check_forks, is_tty, load_hosts, parse_vars
-from gpunode.connection import ConnectOptions
+from gpunode.app.hosts import load_hosts
+from gpunode.app.run import diff_size, run_and_report
+from gpunode.app.variables import parse_extra_vars, parse_vars
+from gpunode.commands.common import check_forks
 from gpunode.errors import UsageError
-from gpunode.extravars import parse_extra_vars
 from gpunode.inventory import Host
 from gpunode.inventory.connvars import with_extra_vars
-from gpunode.playbook import Playbook, load_playbook, select_steps, split_tags
-from gpunode.playbook.validate import check_arguments
+from gpunode.playbook import load_playbook, select_steps, split_tags
 from gpunode.playbook.vartypes import check_var_types
-from gpunode.report.model import RunResult
-from gpunode.runner.early import EarlyConnections
 
 
 def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str | None, check: bool,
@@ -39,92 +33,6 @@ def provision(inventory: list[str], hosts: str | None, playbook: str, limit: str
         selected = with_become_password(selected, ask_password())
     return run_and_report(book, selected, check, forks, extra, json_report, junit,
                           accept_new_host_keys, verbose, log_dir, diff, max_diff_size=diff_limit)
-
-
-def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int, extra_vars: dict[str, Any],
-                   json_report: str | None, junit: str | None, accept_new_host_keys: bool, verbose: bool,
-                   log_dir: str | None = None, diff: bool = False, *, max_diff_size: int | None = None) -> int:
-    """Run a (loaded or built) playbook with live progress, reports and the summary; returns the exit code.
-    Diffs show in check mode; `diff` (`--diff`) shows those of a real run's changes too.
-
-    The connections start opening first: the code for the run, the live display and the summary imports while the
-    hosts answer."""
-    check_arguments(book, selected, extra_vars)  # a wrong value is refused before any host is contacted
-    logs = Path(log_dir) if log_dir else default_log_path()
-    try:
-        logs.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create the per-host log folder {logs}: {exc.strerror or exc}",
-                         fix="run from a folder you can write to, or give --log-dir DIR") from None
-    if not log_dir:
-        prune_run_logs(logs.parent)
-    connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys, log_dir=logs)
-    early = EarlyConnections(selected, connect_options, forks)
-    try:
-        from gpunode.report.live import LiveEvents, PlainEvents
-        from gpunode.report.summary import print_summary
-        from gpunode.runner import RunOptions, run_playbook
-    except BaseException:
-        early.abandon()
-        raise
-    options = RunOptions(check=check, forks=forks, extra_vars=extra_vars, connect=connect_options)
-    if max_diff_size:
-        options.max_diff_size = max_diff_size
-    if is_tty() and not verbose:
-        with LiveEvents([h.name for h in selected]) as events:
-            result = run_playbook(book, selected, options, events, early)
-    else:
-        result = run_playbook(book, selected, options, PlainEvents(verbose=verbose), early)
-    write_reports(result, json_report, junit)
-    print_summary(result, show_diffs=True if diff else None)
-    print(f"per-host logs: {logs}/")
-    return EXIT_FAILED if result.exit_code else EXIT_OK
-
-
-def diff_size(value: str | int | None) -> int | None:
-    """--max-diff-size checked before anything connects (None: the default, 100 KB per step)."""
-    if value is None:
-        return None
-    from gpunode.steps.diffs import parse_size
-
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise UsageError(str(exc), fix="give bytes, or K/M: --max-diff-size 1M") from None
-
-
-KEEP_RUN_LOGS = 20  # run folders kept under .gpunode/logs (GPUNODE_KEEP_LOGS changes it)
-
-
-def prune_run_logs(folder: Path) -> None:
-    """Keep the newest run folders of .gpunode/logs (named <date>-<time>-<pid>: they sort by time); a --log-dir
-    folder is the user's and never pruned."""
-    import os
-    import re
-    import shutil
-
-    try:
-        keep = max(1, int(os.environ.get("GPUNODE_KEEP_LOGS", KEEP_RUN_LOGS)))
-    except ValueError:
-        keep = KEEP_RUN_LOGS
-    runs = sorted(p for p in folder.iterdir() if p.is_dir() and re.fullmatch(r"\d{8}-\d{6}-\d+", p.name))
-    for old in runs[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def default_log_path() -> Path:
-    from gpunode.runner import default_log_dir
-
-    return default_log_dir()
-
-
-def write_reports(result: RunResult, json_report: str | None, junit: str | None) -> None:
-    if json_report:
-        Path(json_report).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    if junit:
-        from gpunode.report.junit import junit_xml
-
-        Path(junit).write_text(junit_xml(result))
 
 
 def ask_password() -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpunode.commands.common import load_hosts
+from gpunode.app.hosts import load_hosts
 from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import UsageError
 from gpunode.image import aws

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpunode.commands.common import parse_vars
+from gpunode.app.variables import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
 from gpunode.image.bases import alicloud_image_family, aws_base, other_base, tencent_image_name

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from gpunode.commands.verify_cmd import VerifyOptions, verify_host
+from gpunode.app.verify import VerifyOptions, verify_host
 from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import GpunodeError
 from gpunode.image.inspect import inspect_host

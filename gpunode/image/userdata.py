@@ -208,7 +208,7 @@ def user_data(playbook: str, variables: list[str], fmt: str = "shell", bundle_ur
     if bundle_url and not bundle_out:
         raise UsageError("--bundle-url needs --bundle-out FILE (the bundle to upload there)",
                          fix="add --bundle-out gpunode-bundle.tar.xz")
-    from gpunode.commands.common import parse_vars
+    from gpunode.app.variables import parse_vars
     from gpunode.inventory import Host
     from gpunode.playbook.validate import check_arguments
     from gpunode.playbook.vartypes import check_var_types

@@ -1,6 +1,7 @@
-"""Ansible's `-e/--extra-vars`: `k=v` pairs (several in one argument, quoted like a shell), `@file` (YAML or JSON)
-and inline JSON or YAML (`-e '{"driver_branch": 550}'`). Values are typed as `--var` types them (YAML scalars),
-where Ansible keeps `k=v` values as strings; the playbook's declared defaults then check them."""
+"""Variables given on the command line: `--var K=V` (values read as YAML scalars) and Ansible's `-e/--extra-vars`:
+`k=v` pairs (several in one argument, quoted like a shell), `@file` (YAML or JSON) and inline JSON or YAML
+(`-e '{"driver_branch": 550}'`). Values are typed as `--var` types them (YAML scalars), where Ansible keeps `k=v`
+values as strings; the playbook's declared defaults then check them."""
 
 from __future__ import annotations
 
@@ -34,9 +35,23 @@ def as_var_pairs(variables: dict[str, Any]) -> list[str]:
     return [f"{key}={json.dumps(value)}" for key, value in variables.items()]
 
 
-def _pairs(text: str) -> dict[str, Any]:
-    from gpunode.commands.common import parse_vars
+def parse_vars(pairs: list[str]) -> dict[str, Any]:
+    """`--var k=v` pairs; values parsed as YAML scalars (true, 3, [a, b])."""
+    import yaml
 
+    result: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=580")
+        try:
+            result[key] = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            result[key] = value
+    return result
+
+
+def _pairs(text: str) -> dict[str, Any]:
     try:
         words = shlex.split(text)
     except ValueError as exc:
