@@ -13,8 +13,8 @@ from gpunode.image.keys import generate_key, public_key_line
 from gpunode.image.provision import finalize_vars
 from gpunode.image.report import BuildReport
 from gpunode.image.tags import static_tags, version_tags
-from gpunode.image.versions import cuda_version, driver_versions, toolkit_version, upstream_driver_version
 from gpunode.inventory import Host
+from gpunode.parsers.package_versions import cuda_version, driver_versions, toolkit_version, upstream_driver_version
 from gpunode.playbook import load_playbook
 from gpunode.steps import StepContext, StepFailed, build_step
 from gpunode.steps.image import ALL, key_blob, parse_leftovers

@@ -67,7 +67,7 @@ def test_precompiled_installs_plan_as_before_with_the_cache_on(tmp_path):
 
 def test_an_unquoted_off_is_off(tmp_path):
     """`--var module_cache=off` reaches the step as YAML's false: no cache; true is the default folder."""
-    from gpunode.modcache.plan import cache_store
+    from gpunode.steps.module_cache import cache_store
 
     case = load(PLANS / "debian12-half-converged.json")
     assert run_case({**case, "args": {**case["args"], "module_cache": False}}) == case["expected"]

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError
 from gpunode.facts import Facts, facts_subshell, parse_facts
-from gpunode.image.versions import cuda_version, driver_versions, toolkit_version
 from gpunode.inventory import Host
+from gpunode.parsers.package_versions import cuda_version, driver_versions, toolkit_version
 from gpunode.steps.image import validate_snippets
 from gpunode.steps.probe import ProbeBatch
 

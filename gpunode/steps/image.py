@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.facts.packages import parse_dkms
+from gpunode.parsers.package_versions import driver_versions
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.ecs_config import INSTANCE_CONFIG, KEY, RUNTIME, RUNTIME_KEY, USER_CONFIG, VALUE, config_value
@@ -143,14 +144,10 @@ class ImageValidateStep(Step):
 
     @staticmethod
     def _has_driver(ctx: StepContext, sections: ProbeOutput) -> bool:
-        from gpunode.image.versions import driver_versions  # not at the top: provision never loads gpunode.image
-
         return bool(driver_versions(ctx.facts.nvidia.packages) or ctx.facts.nvidia.dkms
                     or sections["modules"].split())
 
     def _driver_problems(self, ctx: StepContext, kernel: str, sections: ProbeOutput) -> list[str]:
-        from gpunode.image.versions import driver_versions
-
         facts = ctx.facts
         versions = driver_versions(facts.nvidia.packages)
         registered = [e for e in facts.nvidia.dkms if e.module.startswith("nvidia")]

@@ -24,8 +24,8 @@ from gpunode.gpu.distro import (
 )
 from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
 from gpunode.gpu.modules import choose_kernel_modules
-from gpunode.modcache.plan import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
@@ -347,7 +347,7 @@ class NvidiaDriverStep(Step):
             fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log")]
 
     def apply(self, ctx: StepContext, actions: list[Action]) -> None:
-        """As every step, except the module cache's actions (gpunode/modcache/plan.py)."""
+        """As every step, except the module cache's actions (gpunode/steps/module_cache.py)."""
         for action in actions:
             if isinstance(action, ModuleAction):
                 ctx.notes.append(f"{action.key.label if action.key else 'nvidia'}: {apply_module(ctx, action)}")

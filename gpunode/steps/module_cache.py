@@ -1,7 +1,8 @@
 """A DKMS module for one kernel through the module cache: what to plan, and how to carry it out on a host.
 
 Generic over the module (name and version come from the caller: a playbook, or the driver step from the installed
-packages), so the NVIDIA driver and any other DKMS module take the same path."""
+packages), so the NVIDIA driver and any other DKMS module take the same path. The step-facing half of the cache:
+gpunode/modcache (key, store, remote commands, coordination) stays below the steps and never imports them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Versions an image carries: the NVIDIA driver (all its packages on one version), CUDA, the container toolkit."""
+"""Versions read from installed packages: the NVIDIA driver (all its packages on one version), CUDA, the container
+toolkit (what an image carries; the image steps check the driver with them)."""
 
 from __future__ import annotations
 
