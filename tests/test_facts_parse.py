@@ -9,6 +9,7 @@ import pytest
 
 from gpunode.facts import DkmsEntry, Facts, LockHolder, cloud_vendor, link_gen, parse_facts
 from gpunode.facts.packages import parse_dkms, parse_package_lines, upstream_version
+from gpunode.facts.summary import summary_rows
 
 AZURE_TAG = "7783-7084-3265-9085-8269-3286-77"
 P4D = Path(__file__).parent / "data" / "facts" / "p4d-ubuntu2204.txt"
@@ -132,7 +133,7 @@ def test_to_dict_is_json_and_omits_raw_by_default(p4d: Facts) -> None:
 
 
 def test_summary_rows(p4d: Facts) -> None:
-    rows = dict(p4d.summary_rows())
+    rows = dict(summary_rows(p4d))
     assert rows["Cloud"] == "aws"
     assert rows["NVSwitch"] == "6 x 0x1af1 [nvidia] Gen4 x2"
     assert rows["GPUs"].startswith("7 x 0x20b0 [nvidia] Gen4 x16")
@@ -141,7 +142,7 @@ def test_summary_rows(p4d: Facts) -> None:
     assert rows["NVIDIA driver"].startswith("535.183.01")
     assert "/mnt/efs (nfs4)" in rows["Network mounts"]
     assert rows["Secure Boot"] == "disabled"
-    assert all(isinstance(k, str) and isinstance(v, str) for k, v in p4d.summary_rows())
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in summary_rows(p4d))
 
 
 # ---------------------------------------------------------------- robustness
@@ -162,7 +163,7 @@ def test_minimal_and_truncated_output() -> None:
     assert not facts.complete  # no @@end: the output was cut short
     assert facts.os.family == "unknown" and facts.gpus == () and facts.secure_boot is None
     assert facts.script_ms is None and facts.uid is None and facts.boot_marker == ""
-    assert facts.summary_rows()  # still renders
+    assert summary_rows(facts)  # still renders
 
 
 def test_garbage_lines_are_ignored() -> None:

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from gpunode.facts import facts_script, parse_facts
+from gpunode.facts import attach_loader, facts_script, parse_facts
 from gpunode.facts.blocks import combine
 from gpunode.facts.model import Facts, FactsNotGathered
 from gpunode.facts.sections import ALL, CORE, FIELD_SECTIONS, OPTIONAL, normalize, script_prefix, sections_read_by
@@ -53,7 +53,7 @@ def test_reading_a_section_not_gathered_gathers_it_once(full):
         asked.append(sections)
         return gather(sections)
 
-    core.attach_loader(loader)
+    attach_loader(core, loader)
     assert core.pkg.managers_found == full.pkg.managers_found
     assert core.nvidia == full.nvidia
     assert core.containers == full.containers

@@ -11,7 +11,8 @@ from typing import Any
 _WHERE = {
     **dict.fromkeys(("ContainerInfo", "DkmsEntry", "Facts", "KernelInfo", "LockHolder", "Mount", "NvidiaInfo",
                      "OsInfo", "PackageManagerInfo", "PciGpu", "ProcessInfo", "StorageInfo"), "model"),
-    "os_release_fields": "osrelease", "parse_facts": "parse", "parse_os_release": "parse", "link_gen": "pci",
+    "os_release_fields": "osrelease", "attach_loader": "parse", "parse_facts": "parse", "parse_os_release": "parse",
+    "link_gen": "pci",
     "facts_script": "script", "facts_subshell": "script", "cloud_vendor": "vendor",
 }
 __all__ = sorted(_WHERE)

@@ -9,7 +9,6 @@ from typing import Any
 
 from gpunode.errors import GpunodeError
 from gpunode.facts.sections import ALL, FIELD_SECTIONS
-from gpunode.facts.summary import summary_rows
 
 FAMILIES = ("debian", "redhat", "amazon", "suse", "unknown")
 PACKAGE_MANAGERS = ("apt", "dnf", "yum", "zypper")
@@ -209,7 +208,7 @@ class Facts:
     """Everything facts.sh found on one host. `raw` keeps the script output.
 
     `sections` says which of facts.sh's sections the output holds (gpunode/facts/sections.py). Reading a field of
-    another section gathers it first, through the loader the run lock attaches (`attach_loader`); without one it
+    another section gathers it first, through the loader the run lock attaches (`parse.attach_loader`); without one it
     raises FactsNotGathered: an empty default read as "nothing there" could make a step overwrite what is there.
     """
 
@@ -245,19 +244,17 @@ class Facts:
             object.__getattribute__(self, "_gather")(needs - object.__getattribute__(self, "sections"))
         return object.__getattribute__(self, name)
 
-    def attach_loader(self, loader: Callable[[frozenset[str]], str] | None) -> None:
-        """`loader(sections)` returns facts.sh's output for those sections (None: nothing more can be gathered)."""
-        object.__setattr__(self, "_loader", loader)
+    def attach_gatherer(self, gatherer: Callable[[frozenset[str]], Facts] | None) -> None:
+        """`gatherer(sections)` returns these facts with those sections added (None: nothing more can be gathered).
+        The model never parses: gpunode.facts.parse.attach_loader makes a gatherer from a loader of facts.sh text."""
+        object.__setattr__(self, "_gatherer", gatherer)
 
     def _gather(self, missing: frozenset[str]) -> None:
-        from gpunode.facts.blocks import combine  # noqa: PLC0415 - parse imports this module
-        from gpunode.facts.parse import parse_facts  # noqa: PLC0415
-
-        loader = self.__dict__.get("_loader")
-        if loader is None:
+        gatherer = self.__dict__.get("_gatherer")
+        if gatherer is None:
             raise FactsNotGathered(f"internal: facts section(s) {', '.join(sorted(missing))} were read but not "
                                    "gathered", fix="please report this with the host log")
-        merged = parse_facts(combine(self.raw, loader(missing)))
+        merged = gatherer(missing)
         for f in dataclasses.fields(self):
             object.__setattr__(self, f.name, object.__getattribute__(merged, f.name))
 
@@ -284,10 +281,6 @@ class Facts:
             data["gpu_count"] = self.gpu_count
             data["nvswitch_count"] = self.nvswitch_count
         return data
-
-    def summary_rows(self) -> list[tuple[str, str]]:
-        """(label, value) rows for a human table view."""
-        return summary_rows(self)
 
 
 def _as_plain_data(value: Any) -> Any:

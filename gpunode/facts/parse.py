@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 
-from gpunode.facts.blocks import Blocks, read_blocks
+from gpunode.facts.blocks import Blocks, combine, read_blocks
 from gpunode.facts.model import (
     ContainerInfo,
     Facts,
@@ -30,11 +31,20 @@ from gpunode.facts.pci import pci_gpus
 from gpunode.facts.sections import ALL
 from gpunode.facts.vendor import cloud_vendor
 
-__all__ = ["parse_facts", "parse_os_release"]
+__all__ = ["attach_loader", "parse_facts", "parse_os_release"]
 
 DOCKER_PACKAGES = ("docker-ce", "docker.io", "docker", "moby-engine", "docker-engine")
 CONTAINERD_PACKAGES = ("containerd.io", "containerd", "moby-containerd")
 TOOLKIT_BINS = ("nvidia-ctk", "nvidia-container-runtime", "nvidia-container-toolkit")
+
+
+def attach_loader(facts: Facts, loader: Callable[[frozenset[str]], str] | None) -> None:
+    """Reading a section `facts` lacks gathers it: `loader(sections)` returns facts.sh's output for those sections,
+    parsed here together with what `facts` holds (None: nothing more can be gathered, reading one is an error)."""
+    if loader is None:
+        facts.attach_gatherer(None)
+    else:
+        facts.attach_gatherer(lambda missing: parse_facts(combine(facts.raw, loader(missing))))
 
 
 def parse_facts(text: str) -> Facts:

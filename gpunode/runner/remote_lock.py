@@ -30,7 +30,7 @@ from gpunode.connection import Connection, ExecResult, RemoteProcess, q
 from gpunode.connection.guard import FUNCTIONS
 from gpunode.connection.ssh import DEAD_PEER_SECONDS, KEEPALIVE_SECONDS
 from gpunode.errors import ConnectError, GpunodeError
-from gpunode.facts import Facts, facts_subshell, parse_facts
+from gpunode.facts import Facts, attach_loader, facts_subshell, parse_facts
 
 FACTS_END = "@@gpunode-facts-end"
 RUN = "@@gpunode-run"
@@ -127,7 +127,7 @@ class RunLock:
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="lock-heartbeat", daemon=True)
         self._beat.start()
-        facts.attach_loader(self._gather_facts)
+        attach_loader(facts, self._gather_facts)
 
     def _gather_facts(self, sections: frozenset[str]) -> str:
         result = self.run(facts_subshell(sections=sections), f"facts: {', '.join(sorted(sections))} (read by a step)")
@@ -182,7 +182,7 @@ class RunLock:
         Without `leftovers_possible` (no command ran outside this session) there is nothing to hear back: the
         holder sees its input end, lets go on its own, and we do not wait the round trip for it."""
         self._stop.set()
-        self.facts.attach_loader(None)
+        attach_loader(self.facts, None)
         if not leftovers_possible:
             with contextlib.suppress(Exception):
                 self.process.end_input()
