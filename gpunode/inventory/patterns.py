@@ -10,7 +10,7 @@ from gpunode.errors import UsageError
 from gpunode.inventory.hostpattern import is_ipv6
 
 if TYPE_CHECKING:
-    from gpunode.inventory.model import Host, Inventory
+    from gpunode.inventory.data import Host, InventoryData
 
 _SOURCE = "--limit"
 
@@ -46,7 +46,7 @@ def _split_colons(text: str) -> list[str]:
     return parts
 
 
-def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
+def select_hosts(inventory: InventoryData, limit: str | None) -> list[Host]:
     """Hosts matching ``limit`` in inventory order: union, then ``&`` intersect, then ``!`` exclude."""
     patterns = split_patterns(limit) if limit else []
     plain = [p for p in patterns if p[0] not in "!&"]
@@ -62,7 +62,7 @@ def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
     return [host for name, host in inventory.hosts.items() if name in chosen]
 
 
-def match_pattern(inventory: Inventory, pattern: str, shown: str | None = None) -> set[str]:
+def match_pattern(inventory: InventoryData, pattern: str, shown: str | None = None) -> set[str]:
     """Host names one pattern matches; matching nothing at all is a UsageError."""
     if pattern in ("all", "*"):
         return set(inventory.hosts)

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 from gpunode.inventory.secrets import redacted_vars
 
 if TYPE_CHECKING:
-    from gpunode.inventory.model import Group, Inventory
+    from gpunode.inventory.data import Group, InventoryData
 
 
-def ansible_list(inventory: Inventory) -> dict[str, Any]:
+def ansible_list(inventory: InventoryData) -> dict[str, Any]:
     """``{"_meta": {"hostvars": ...}, "all": {"children": [...]}, group: {"hosts", "children", "vars"}}``.
 
     Like ``ansible-inventory --list``: hostvars are fully resolved, empty keys and empty groups are left out;
@@ -41,7 +41,7 @@ def ansible_list(inventory: Inventory) -> dict[str, Any]:
     return result
 
 
-def graph(inventory: Inventory, keep: set[str] | None = None) -> str:
+def graph(inventory: InventoryData, keep: set[str] | None = None) -> str:
     """``@all:`` then ``  |--@group:`` and ``  |  |--host`` lines, children before hosts; only `keep` hosts
     (and the groups that lead to them) when given, as ``ansible-inventory --graph --limit``."""
     lines: list[str] = []
