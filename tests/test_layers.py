@@ -177,3 +177,15 @@ def test_the_walk_sees_every_kind_of_import():
     assert found == [("gpunode.errors", 4), ("gpunode.facts.sibling", 6), ("gpunode.inventory", 8),
                      ("gpunode.report.text", 10), ("gpunode.steps", 5), ("gpunode.steps.base", 5)]
     assert len(MODULES) > 150 and all(EDGES[m] for m in ("gpunode.tasks", "gpunode.runner.run"))
+
+
+PRINTING = ("report", "commands", "entry", "lab")  # report/ is the output path; commands and tasks print results
+
+
+def test_only_the_output_path_and_the_commands_print():
+    """print() below the commands (image builds, the app layer, steps...) goes through gpunode.report instead."""
+    allowed = {top for name in PRINTING for top in LAYERS.get(name, (name,))}
+    found = [f"{path.relative_to(REPO)}:{node.lineno}" for name, path in MODULES.items() if top(name) not in allowed
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+    assert not found, "print() outside the output path (use gpunode.report.text.say or a console):\n" + "\n".join(found)

@@ -11,6 +11,7 @@ from gpunode.app.exitcodes import EXIT_FAILED, EXIT_OK
 from gpunode.connection import ConnectOptions
 from gpunode.errors import UsageError
 from gpunode.playbook.validate import check_arguments
+from gpunode.report.text import say
 from gpunode.runner.early import EarlyConnections
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
         result = run_playbook(book, selected, options, PlainEvents(verbose=verbose), early)
     write_reports(result, json_report, junit)
     print_summary(result, show_diffs=True if diff else None)
-    print(f"per-host logs: {logs}/")
+    say(f"per-host logs: {logs}/")
     return EXIT_FAILED if result.exit_code else EXIT_OK
 
 

@@ -25,6 +25,7 @@ from gpunode.playbook import Playbook, builtin_path, load_playbook
 from gpunode.report.live import PlainEvents
 from gpunode.report.model import RunResult
 from gpunode.report.summary import print_summary
+from gpunode.report.text import say
 from gpunode.runner import RunOptions, run_playbook
 from gpunode.steps.image import ALL
 from gpunode.verify import Expectations
@@ -63,9 +64,9 @@ def image_provision(spec_path: str, address: str, port: int, user: str) -> int:
         report.seconds = round(time.monotonic() - started, 1)
         report.write(spec.report_path)
     if report.ok:
-        print(f"gpunode: the build instance is provisioned, verified, cleaned and validated in {report.seconds}s")
+        say(f"gpunode: the build instance is provisioned, verified, cleaned and validated in {report.seconds}s")
         return 0
-    print(f"gpunode: FAILED at step '{report.failed_step}' ({report.phase}): {report.error}")
+    say(f"gpunode: FAILED at step '{report.failed_step}' ({report.phase}): {report.error}")
     return 1
 
 
@@ -91,7 +92,7 @@ def _phases(spec: BuildSpec, host: Host, report: BuildReport) -> None:
     if spec.power_off:
         report.phase = "power off"
         seconds = wait_until_powered_off(host)
-        print(f"gpunode: the build VM powered off ({seconds:.0f}s after the last step)", flush=True)
+        say(f"gpunode: the build VM powered off ({seconds:.0f}s after the last step)")
     report.phase, report.ok = "done", True
 
 
@@ -108,7 +109,7 @@ def finalize_vars(public_key: str | None, cleanup: list[str] | None, min_free_gb
 def run_phase(book: Playbook, host: Host, variables: dict, options: ConnectOptions, report: BuildReport,
               phase: str) -> bool:
     """Run a playbook on the one host (plain output, summary); False when it failed (the report says where)."""
-    print(f"gpunode: {phase}: {book.path} on {report.host}", flush=True)
+    say(f"gpunode: {phase}: {book.path} on {report.host}")
     result: RunResult = run_playbook(book, [host], RunOptions(forks=1, extra_vars=variables, connect=options),
                                      PlainEvents(verbose=False))
     print_summary(result)
@@ -127,9 +128,9 @@ def verify_phase(mode: str, expect_gpus: int | None, host: Host, options: Connec
     if mode == "never" or (mode == "auto" and gpu_count == 0):
         why = "skipped (verify: never)" if mode == "never" else "not run: no NVIDIA GPU on the instance"
         report.verify = {"ran": False, "healthy": None, "summary": why, "findings": []}
-        print(f"gpunode: verify-gpu {why}")
+        say(f"gpunode: verify-gpu {why}")
         return True
-    print("gpunode: verify-gpu on the build instance", flush=True)
+    say("gpunode: verify-gpu on the build instance")
     result = verify_host(host, VerifyOptions(Expectations(expect_gpus, None, None), None), options)
     critical = [f for f in result["findings"] if f["severity"] == "critical"]
     gpus = result.get("gpus", [])
@@ -140,7 +141,7 @@ def verify_phase(mode: str, expect_gpus: int | None, host: Host, options: Connec
                      "findings": [f"{f['severity']} {f['id']}: {f['summary']}" for f in result["findings"]]}
     if result.get("cuda_version"):
         report.image["cuda_driver"] = result["cuda_version"]  # the newest CUDA the driver supports
-    print(f"gpunode: verify-gpu {summary}")
+    say(f"gpunode: verify-gpu {summary}")
     if not result["healthy"]:
         report.failed_step = "verify-gpu"
         report.error = "; ".join(f"{f['id']}: {f['summary']}" for f in critical) or "the GPU stack is not healthy"

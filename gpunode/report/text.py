@@ -8,7 +8,8 @@ here, so none of that is interpreted; control bytes are shown as `\\xNN` escapes
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # rich is imported by the functions that build Text: plain output (visible) never loads it
     from rich.text import Text
@@ -39,3 +40,9 @@ def line(*parts: object) -> Text:
         else:
             out.append(visible(part))
     return out
+
+
+def say(*parts: object, stream: TextIO | None = None) -> None:
+    """One plain output line (stdout unless `stream`), flushed: for output read as a log (Packer's provisioner
+    output, CI), with control bytes visible as in `line`, and no rich (no markup, no wrapping)."""
+    print("".join(visible(part) for part in parts), file=stream or sys.stdout, flush=True)
