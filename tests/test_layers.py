@@ -1,10 +1,10 @@
 """Layers that never reach up, and no import cycles: read from the code's own imports.
 
-Every import of every module under gpunode/ counts: at the top, inside functions (lazy imports) and under
-`if TYPE_CHECKING:` (a type-only import still ties the two modules together; use a protocol or move the type).
-A module may import only from its own layer or a lower one. No two packages may import each other (directly or
-around a loop), and no two modules either (a package's submodules are its own business only as long as
-they form no loop).
+Every import of every module under gpunode/ counts: at the top, inside functions (lazy imports), under
+`if TYPE_CHECKING:` (a type-only import still ties the two modules together; use a protocol or move the type), and
+a module named in a lazy-import table (a string "gpunode.x.y" given to importlib later). A module may import only
+from its own layer or a lower one. No two packages may import each other (directly or around a loop), and no two
+modules either.
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ def imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
 def imports_in(source: str, name: str, is_package: bool) -> Iterator[tuple[str, int]]:
     """The imports of one module's source (`name` and `is_package` resolve relative imports)."""
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in MODULES:
+            yield node.value, node.lineno  # a lazy-import table's entry (importlib.import_module(NAME) later)
+        elif isinstance(node, ast.Import):
             yield from ((a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "gpunode")
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -116,11 +118,46 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def explain(group: list[str], unit) -> list[str]:
+Edges = dict[str, list[tuple[str, int]]]
+
+
+def where(name: str) -> str:
+    """A module's file, relative to the repository."""
+    path = MODULES.get(name)
+    return str(path.relative_to(REPO)) if path else name.replace(".", "/") + ".py"
+
+
+def explain(group: list[str], unit, edges: Edges) -> list[str]:
     """The import lines that tie a cycle's members together (file:line)."""
     members = set(group)
-    return [f"{MODULES[m].relative_to(REPO)}:{line} {m} -> {t}" for m, targets in EDGES.items() if unit(m) in members
+    return [f"{where(m)}:{line} {m} -> {t}" for m, targets in edges.items() if unit(m) in members
             for t, line in targets if unit(t) in members and unit(t) != unit(m)]
+
+
+def upward_imports(edges: Edges) -> list[str]:
+    """Each import from a lower layer to a higher one, as file:line, both modules and both layers."""
+    upward = []
+    for name, targets in edges.items():
+        (mine, my_layer) = LEVEL[top(name)]
+        for target, line in targets:
+            (theirs, their_layer) = LEVEL[top(target)]
+            if theirs > mine:
+                upward.append(f"{where(name)}:{line}: {name} (L{mine} {my_layer}) imports {target} "
+                              f"(L{theirs} {their_layer})")
+    return upward
+
+
+def package_cycles(edges: Edges) -> list[str]:
+    """Packages (the top-level names under gpunode/: the units of LAYERS) that import each other, with the lines."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, targets in edges.items():
+        graph[top(name)].update(top(t) for t, _ in targets if top(t) != top(name))
+    return [f"{group}:\n  " + "\n  ".join(explain(group, top, edges)) for group in cycles(graph)]
+
+
+def module_cycles(edges: Edges) -> list[str]:
+    graph = {name: {t for t, _ in targets if t != name} for name, targets in edges.items()}
+    return [f"{group}:\n  " + "\n  ".join(explain(group, lambda m: m, edges)) for group in cycles(graph)]
 
 
 def test_every_module_has_a_layer():
@@ -129,32 +166,33 @@ def test_every_module_has_a_layer():
 
 
 def test_no_import_reaches_up():
-    upward = []
-    for name, targets in EDGES.items():
-        (mine, my_layer) = LEVEL[top(name)]
-        for target, line in targets:
-            (theirs, their_layer) = LEVEL[top(target)]
-            if theirs > mine:
-                upward.append(f"{MODULES[name].relative_to(REPO)}:{line}: {name} (L{mine} {my_layer}) imports "
-                              f"{target} (L{theirs} {their_layer})")
-    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+    found = upward_imports(EDGES)
+    assert not found, "imports from a lower layer to a higher one:\n" + "\n".join(found)
 
 
 def test_no_cycle_between_packages():
-    """Packages: the top-level names under gpunode/ (the units of LAYERS), so a loop inside one layer fails too."""
-    graph: dict[str, set[str]] = defaultdict(set)
-    for name, targets in EDGES.items():
-        graph[top(name)].update(top(t) for t, _ in targets if top(t) != top(name))
-    found = cycles(graph)
-    assert not found, "packages that import each other:\n" + "\n".join(
-        f"{group}:\n  " + "\n  ".join(explain(group, top)) for group in found)
+    """A loop between two packages of one layer fails too."""
+    found = package_cycles(EDGES)
+    assert not found, "packages that import each other:\n" + "\n".join(found)
 
 
 def test_no_cycle_between_modules():
-    graph = {name: {t for t, _ in targets if t != name} for name, targets in EDGES.items()}
-    found = cycles(graph)
-    assert not found, "modules that import each other:\n" + "\n".join(
-        f"{group}:\n  " + "\n  ".join(explain(group, lambda m: m)) for group in found)
+    found = module_cycles(EDGES)
+    assert not found, "modules that import each other:\n" + "\n".join(found)
+
+
+def test_the_checks_fail_on_what_they_forbid():
+    """The checks themselves, on made-up imports: the shapes this redesign removed are each caught."""
+    assert upward_imports({"gpunode.image.bake": [("gpunode.commands.common", 18)]}) == [
+        "gpunode/image/bake.py:18: gpunode.image.bake (L12 image) imports gpunode.commands.common (L13 commands)"]
+    loop = {"gpunode.modcache.plan": [("gpunode.steps.base", 16)],
+            "gpunode.steps.nvidia": [("gpunode.modcache.plan", 27)]}
+    (found,) = package_cycles(loop)
+    assert "['modcache', 'steps']" in found and "gpunode/steps/nvidia.py:27" in found
+    same_layer = {"gpunode.parsers.x": [("gpunode.facts.y", 1)], "gpunode.facts.y": [("gpunode.parsers.x", 2)]}
+    assert package_cycles(same_layer) and not upward_imports(same_layer)
+    lazy = {"gpunode.facts.model": [("gpunode.facts.parse", 254)], "gpunode.facts.parse": [("gpunode.facts.model", 9)]}
+    assert not package_cycles(lazy) and len(module_cycles(lazy)) == 1
 
 
 SAMPLE = """
@@ -167,15 +205,17 @@ if TYPE_CHECKING:
     from gpunode.inventory import Host
 def lazy():
     from gpunode.report.text import line
+TABLE = {"say": "gpunode.report.text"}
 """
 
 
 def test_the_walk_sees_every_kind_of_import():
-    """Top-level, relative, type-only and lazy imports are all found (a walk that missed one would prove nothing);
-    `from package import module` names the module, `from package import name` the package."""
+    """Top-level, relative, type-only and lazy imports and lazy-import tables are all found (a walk that missed one
+    would prove nothing); `from package import module` names the module, `from package import name` the package."""
     found = sorted(imports_in(SAMPLE, "gpunode.facts.model", is_package=False))
     assert found == [("gpunode.errors", 4), ("gpunode.facts.sibling", 6), ("gpunode.inventory", 8),
-                     ("gpunode.report.text", 10), ("gpunode.steps", 5), ("gpunode.steps.base", 5)]
+                     ("gpunode.report.text", 10), ("gpunode.report.text", 11), ("gpunode.steps", 5),
+                     ("gpunode.steps.base", 5)]
     assert len(MODULES) > 150 and all(EDGES[m] for m in ("gpunode.tasks", "gpunode.runner.run"))
 
 
