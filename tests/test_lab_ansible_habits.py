@@ -17,6 +17,8 @@ from gpunode.inventory import load_inventory
 from gpunode.runner import remote_lock
 from tests.conftest import REPO, host_inventory, host_iptables, run_cli
 
+pytestmark = pytest.mark.lab  # real lab hosts: never in a `-m "not lab"` run
+
 SHOWN = "[/etc/foo] :end: \\x1b[31m"
 
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import host_inventory, run_cli
+
+pytestmark = pytest.mark.lab  # real lab hosts: never in a `-m "not lab"` run
 
 PATH = "/etc/t21j/daemon.json"
 SEED = '{\n    "data-root": "/var/lib/docker",\n    "log-opts": {"max-size": "10m"},\n    "zz-user": [1, 2]\n}\n'

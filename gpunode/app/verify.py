@@ -17,6 +17,9 @@ CONTAINER_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 @dataclass
 class VerifyOptions:
+    """What a host is checked against: the expected GPUs/model/driver, and whether (and with what) to run the
+    container test."""
+
     expectations: Expectations
     container_test: bool | None       # None: test when docker is installed
     container_image: str = CONTAINER_IMAGE
