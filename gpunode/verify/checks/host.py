@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpunode.parsers.dkms import parse_dkms_status
+from gpunode.parsers.dkms import DkmsEntry, parse_dkms_status
 from gpunode.parsers.errors_text import classify_errors
 from gpunode.parsers.model import Finding, Severity
 from gpunode.verify.evidence import Evidence
@@ -18,6 +18,8 @@ def host_checks(evidence: Evidence) -> list[Finding]:
 
 
 def _dkms(evidence: Evidence) -> list[Finding]:
+    """No NVIDIA DKMS module installed for the running kernel: built for another one, or not built at all
+    (fine when the driver comes from precompiled modules)."""
     if evidence.dkms_status is None or not evidence.running_kernel:
         return []
     kernel = evidence.running_kernel.strip()
@@ -25,27 +27,44 @@ def _dkms(evidence: Evidence) -> list[Finding]:
     if any(e.kernel == kernel and e.state == "installed" for e in entries):
         return []
     works = _driver_works(evidence)
-    severity: Severity = "warning" if works else "critical"
-    loaded = ("; nvidia-smi works, so the loaded module did not come from DKMS (prebuilt/precompiled)"
-              if works else "")
     built = [e for e in entries if e.kernel and e.state in ("installed", "built")]
     if built:
-        others = sorted({e.kernel for e in built if e.kernel})
-        return [Finding(
-            "dkms-built-other-kernel", severity,
-            f"NVIDIA DKMS module is built for {', '.join(others)} but not for the running kernel {kernel}",
-            "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}"
-            + _headers_note(evidence),
-            _built_other_remedy(evidence, kernel, others),
-        )]
+        return [_dkms_built_other_kernel(evidence, kernel, built, works)]
     if not entries and (works or _precompiled(evidence)):
         return []  # driver from precompiled modules: DKMS is simply not used
+    return [_dkms_not_built(evidence, kernel, entries, works)]
+
+
+def _dkms_severity(works: bool) -> tuple[Severity, str]:
+    """Critical unless nvidia-smi works, and the note that says why it works then."""
+    if works:
+        return "warning", "; nvidia-smi works, so the loaded module did not come from DKMS (prebuilt/precompiled)"
+    return "critical", ""
+
+
+def _dkms_built_other_kernel(evidence: Evidence, kernel: str, built: list[DkmsEntry],
+                             works: bool) -> Finding:
+    """The module is built (or installed) for other kernels only."""
+    severity, loaded = _dkms_severity(works)
+    others = sorted({e.kernel for e in built if e.kernel})
+    return Finding(
+        "dkms-built-other-kernel", severity,
+        f"NVIDIA DKMS module is built for {', '.join(others)} but not for the running kernel {kernel}",
+        "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}"
+        + _headers_note(evidence),
+        _built_other_remedy(evidence, kernel, others),
+    )
+
+
+def _dkms_not_built(evidence: Evidence, kernel: str, entries: list[DkmsEntry], works: bool) -> Finding:
+    """The module is built for no kernel (added only, or not there at all)."""
+    severity, loaded = _dkms_severity(works)
     shown = "; ".join(f"dkms status: {e.line!r}" for e in entries) or "dkms status lists no nvidia module"
-    return [Finding(
+    return Finding(
         "dkms-not-built", severity, f"no NVIDIA DKMS module installed for the running kernel {kernel}",
         f"{shown}; running kernel: {kernel}{loaded}" + _headers_note(evidence),
         _not_built_remedy(evidence, kernel),
-    )]
+    )
 
 
 def _precompiled(evidence: Evidence) -> bool:
