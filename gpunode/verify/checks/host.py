@@ -118,37 +118,48 @@ def _nouveau(evidence: Evidence) -> list[Finding]:
 
 
 def _fabric_manager(evidence: Evidence) -> list[Finding]:
+    """On an NVSwitch system: the fabric manager must run, and match the driver's version."""
     switches = evidence.nvswitches
     if not switches:
         return []
-    fm = evidence.fabricmanager
     seen = f"{len(switches)} NVSwitch(es) on PCI at {', '.join(s.slot for s in switches)}"
-    findings: list[Finding] = []
+    return [*_fabric_manager_missing(evidence, seen), *_fabric_manager_mismatch(evidence, seen)]
+
+
+def _fabric_manager_missing(evidence: Evidence, seen: str) -> list[Finding]:
+    """The service is inactive, or its state is unknown and a GPU's fabric state is not completed."""
+    fm = evidence.fabricmanager
     gpus = evidence.smi.gpus if evidence.smi else []
     gpu_states = sorted({g.fabric_state for g in gpus if g.fabric_state})
     not_ready = [s for s in gpu_states if s.lower() != "completed"]
-    if (fm is not None and fm.active is False) or ((fm is None or fm.active is None) and not_ready):
-        state = "nvidia-fabricmanager is not active" if fm is not None and fm.active is False else \
-            f"GPU fabric state {', '.join(not_ready)}"
-        findings.append(Finding(
-            "fabricmanager-missing", "critical", "NVSwitch system without a running fabric manager",
-            f"{seen}; {state}",
-            "Install nvidia-fabricmanager of exactly the driver version (e.g. "
-            "nvidia-fabricmanager-<branch>), "
-            "then `systemctl enable --now nvidia-fabricmanager`; without it CUDA fails to initialise on "
-            "NVSwitch "
-            "systems. Check `journalctl -u nvidia-fabricmanager`.",
-        ))
+    if not ((fm is not None and fm.active is False) or ((fm is None or fm.active is None) and not_ready)):
+        return []
+    state = "nvidia-fabricmanager is not active" if fm is not None and fm.active is False else \
+        f"GPU fabric state {', '.join(not_ready)}"
+    return [Finding(
+        "fabricmanager-missing", "critical", "NVSwitch system without a running fabric manager",
+        f"{seen}; {state}",
+        "Install nvidia-fabricmanager of exactly the driver version (e.g. "
+        "nvidia-fabricmanager-<branch>), "
+        "then `systemctl enable --now nvidia-fabricmanager`; without it CUDA fails to initialise on "
+        "NVSwitch "
+        "systems. Check `journalctl -u nvidia-fabricmanager`.",
+    )]
+
+
+def _fabric_manager_mismatch(evidence: Evidence, seen: str) -> list[Finding]:
+    """The fabric manager's version differs from the driver's."""
+    fm = evidence.fabricmanager
     driver = evidence.smi.driver_version if evidence.smi else None
-    if fm is not None and fm.version and driver and fm.version.strip() != driver:
-        findings.append(Finding(
-            "fabricmanager-version-mismatch", "critical",
-            f"fabric manager {fm.version} does not match driver {driver}",
-            f"{seen}; nvidia-fabricmanager version {fm.version}; nvidia-smi Driver Version {driver}",
-            "Fabric manager refuses to run with a different driver version: install nvidia-fabricmanager "
-            f"{driver} (hold both packages together), then restart nvidia-fabricmanager.",
-        ))
-    return findings
+    if not (fm is not None and fm.version and driver and fm.version.strip() != driver):
+        return []
+    return [Finding(
+        "fabricmanager-version-mismatch", "critical",
+        f"fabric manager {fm.version} does not match driver {driver}",
+        f"{seen}; nvidia-fabricmanager version {fm.version}; nvidia-smi Driver Version {driver}",
+        "Fabric manager refuses to run with a different driver version: install nvidia-fabricmanager "
+        f"{driver} (hold both packages together), then restart nvidia-fabricmanager.",
+    )]
 
 
 def _container(evidence: Evidence) -> list[Finding]:
