@@ -61,42 +61,68 @@ def _locks(f: Facts) -> str:
     return "; ".join(f"{h.path} held by {h.pid} {h.comm or h.command}" for h in f.pkg.lock_holders)
 
 
-def summary_rows(f: Facts) -> list[tuple[str, str]]:
-    """(label, value) rows, most important first."""
-    gpus = [g for g in f.gpus if not g.is_nvswitch]
-    switches = [g for g in f.gpus if g.is_nvswitch]
-    n = f.nvidia
-    c = f.containers
+def _system_rows(f: Facts) -> list[tuple[str, str]]:
+    """Who and what the host is: name, OS, kernel, cloud."""
     headers = "present" if f.kernel.running_headers_present else "MISSING"
-    network = [f"{m.source} on {m.target} ({m.fstype})" for m in f.storage.mounts if m.is_network]
-    services = ", ".join(f"{u.removesuffix('.service')}={a}/{e or '-'}" for u, (a, e) in c.services.items())
-    rows = [
-        ("Host", f"{f.hostname} (user {f.user or '?'}, uid {f.uid if f.uid is not None else '?'})"),
+    uid = f.uid if f.uid is not None else "?"
+    return [
+        ("Host", f"{f.hostname} (user {f.user or '?'}, uid {uid})"),
         ("OS", f"{f.os.pretty_name or f.os.id or 'unknown'} [{f.os.family}, {f.os.package_manager or '-'}]"),
         ("Arch", f.os.arch or "?"),
         ("Kernel", f"{f.kernel.running} (headers {headers})"),
         ("Installed kernels", ", ".join(f.kernel.installed) or "-"),
         ("Cloud", f.cloud_vendor or "unknown"),
+    ]
+
+
+def _gpu_stack_rows(f: Facts) -> list[tuple[str, str]]:
+    """GPUs, NVSwitches and the driver stack around them."""
+    gpus = [g for g in f.gpus if not g.is_nvswitch]
+    switches = [g for g in f.gpus if g.is_nvswitch]
+    n = f.nvidia
+    dkms = "; ".join(f"{d.module}/{d.version} {d.kernel or ''}: {d.status}" for d in n.dkms)
+    return [
         ("GPUs", _devices(gpus) if gpus else "none"),
         ("NVSwitch", _devices(switches) if switches else "none"),
         ("NVIDIA driver", _driver(f)),
         ("nouveau", _nouveau(f)),
-        ("DKMS", "; ".join(f"{d.module}/{d.version} {d.kernel or ''}: {d.status}" for d in n.dkms) or "-"),
+        ("DKMS", dkms or "-"),
         ("Fabric manager", {True: "active", False: "inactive", None: "unknown"}[n.fabricmanager_active]),
         ("Secure Boot", _secure_boot(f)),
+    ]
+
+
+def _container_rows(f: Facts) -> list[tuple[str, str]]:
+    """Container runtimes, the toolkit and their services."""
+    c = f.containers
+    services = ", ".join(f"{u.removesuffix('.service')}={a}/{e or '-'}" for u, (a, e) in c.services.items())
+    return [
         ("Docker", (c.docker_version or "installed") if c.docker_installed else "not installed"),
         ("containerd", c.containerd_version or "not installed"),
         ("NVIDIA container toolkit", "installed" if c.toolkit_installed else "not installed"),
         ("Services", services or "-"),
+    ]
+
+
+def _host_state_rows(f: Facts) -> list[tuple[str, str]]:
+    """What may block or follow a run: locks, cloud-init, reboots, mounts, space, uptime."""
+    network = [f"{m.source} on {m.target} ({m.fstype})" for m in f.storage.mounts if m.is_network]
+    free = ", ".join(f"{p} {_bytes(v)}" for p, v in f.storage.free_bytes.items())
+    return [
         ("Package locks", _locks(f)),
         ("cloud-init", "RUNNING" if f.pkg.cloud_init_running else "not running"),
         ("Reboot required", "yes" if f.pkg.reboot_required else "no"),
         ("Network mounts", "; ".join(network) or "none"),
-        ("Free space", ", ".join(f"{p} {_bytes(v)}" for p, v in f.storage.free_bytes.items()) or "-"),
+        ("Free space", free or "-"),
         ("Container", f.container_virt or "no"),
         ("Uptime", _duration(f.uptime_seconds) if f.uptime_seconds is not None else "?"),
         ("Boot marker", f.boot_marker or "-"),
     ]
+
+
+def summary_rows(f: Facts) -> list[tuple[str, str]]:
+    """(label, value) rows, most important first."""
+    rows = _system_rows(f) + _gpu_stack_rows(f) + _container_rows(f) + _host_state_rows(f)
     if f.script_ms is not None:
         rows.append(("Facts script", f"{f.script_ms:.0f} ms" + ("" if f.complete else " (TRUNCATED)")))
     return rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from gpunode.inventory.hostpattern import is_ipv6
@@ -119,34 +119,53 @@ def jump_from_proxy_command(command: str) -> tuple[str | None, str | None]:
         return None, None
     if not tokens or PurePosixPath(tokens[0]).name != "ssh":
         return None, None
-    port = user = key = None
-    forward = False
-    destinations: list[str] = []
-    for flag, arg in _getopt(tokens[1:]):
-        if flag is None:
-            destinations.append(arg or "")
-        elif flag == "W":
-            forward = arg == "%h:%p"
-        elif flag == "p":
-            port = port or arg
-        elif flag == "i":
-            key = key or arg
-        elif flag == "l":
-            user = user or arg
-        elif flag == "o":
-            match = _OPTION.match(arg or "")
-            option = match.group(1).lower() if match else ""
-            if not match or option in ("proxycommand", "proxyjump"):
-                return None, None
-            value = match.group(2).strip()
-            port = port or (value if option == "port" else None)
-            user = user or (value if option == "user" else None)
-            key = key or (value if option == "identityfile" else None)
-        elif flag not in _HARMLESS_SWITCHES:
-            return None, None
-    if not forward or len(destinations) != 1 or "%" in destinations[0]:
+    args = _JumpArgs()
+    if not all(args.read(flag, arg) for flag, arg in _getopt(tokens[1:])):
         return None, None
-    return _jump_spec(destinations[0], user, port), key
+    if not args.forward or len(args.destinations) != 1 or "%" in args.destinations[0]:
+        return None, None
+    return _jump_spec(args.destinations[0], args.user, args.port), args.key
+
+
+@dataclass
+class _JumpArgs:
+    """The arguments of a ProxyCommand's ssh that matter for a plain jump; first value wins, as in ssh."""
+
+    port: str | None = None
+    user: str | None = None
+    key: str | None = None
+    forward: bool = False   # -W %h:%p: forward stdin/stdout to the target
+    destinations: list[str] = field(default_factory=list)
+
+    def read(self, flag: str | None, arg: str | None) -> bool:
+        """Take one (flag, argument) pair; False when it makes the command more than a plain jump."""
+        if flag is None:
+            self.destinations.append(arg or "")
+        elif flag == "W":
+            self.forward = arg == "%h:%p"
+        elif flag == "p":
+            self.port = self.port or arg
+        elif flag == "i":
+            self.key = self.key or arg
+        elif flag == "l":
+            self.user = self.user or arg
+        elif flag == "o":
+            return self._option(arg)
+        else:
+            return flag in _HARMLESS_SWITCHES
+        return True
+
+    def _option(self, arg: str | None) -> bool:
+        """An -o option: Port, User and IdentityFile are taken; a nested proxy or a malformed option refuses."""
+        match = _OPTION.match(arg or "")
+        option = match.group(1).lower() if match else ""
+        if not match or option in ("proxycommand", "proxyjump"):
+            return False
+        value = match.group(2).strip()
+        self.port = self.port or (value if option == "port" else None)
+        self.user = self.user or (value if option == "user" else None)
+        self.key = self.key or (value if option == "identityfile" else None)
+        return True
 
 
 def _jump_spec(destination: str, user: str | None, port: str | None) -> str | None:

@@ -83,43 +83,70 @@ def _gpu_rows(text: str, driver: str | None, cuda: str | None, missing: list[str
     """GPU rows are the box lines after the first '|====' rule, up to the first non-box line; a GPU whose rows
     are cut off is named in missing."""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("|=")), None)
-    if start is None:  # a fragment: the GPU rows start at the first box line
-        first = next((i for i, line in enumerate(lines) if TABLE_ROW.match(line)), None)
-        if first is None:
-            return []
-        start = first - 1
-    gpus: list[GpuInfo] = []
-    current: GpuInfo | None = None
-    row = 0
+    start = _rows_start(lines)
+    if start is None:
+        return []
+    reader = _RowReader(driver, cuda)
     for line in lines[start + 1:]:
         if not line.startswith(("|", "+")):
             break
-        if line.startswith("+"):
-            current, row = None, 0
+        if line.startswith("+"):  # the rule under a GPU's rows
+            reader.current, reader.row = None, 0
             continue
-        if line.strip() in ("|", "") and current is not None:
+        if line.strip() in ("|", "") and reader.current is not None:
             break
-        cells = _cells(line)
-        if current is not None and any(is_gpu_lost(c.strip()) or c.strip() in ("GPU is lost", "Requires reset")
-                                       for c in cells):
-            current.lost_fields.append(f"table row {row + 1}")
+        reader.take(_cells(line))
+    if reader.current is not None:
+        lacking = " (no temperature, power and memory row)" if reader.row < 2 else ""
+        missing.append(f"the table is cut off after GPU {reader.current.index}{lacking}: later GPUs may be missing")
+    return reader.gpus
+
+
+def _rows_start(lines: list[str]) -> int | None:
+    """The index of the line just above the GPU rows: the first '|====' rule, or in a fragment the line above the
+    first GPU row; None when there are no GPU rows."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("|=")), None)
+    if start is not None:
+        return start
+    first = next((i for i, line in enumerate(lines) if TABLE_ROW.match(line)), None)
+    return None if first is None else first - 1
+
+
+def _is_lost(cells: list[str]) -> bool:
+    """A cell reads as a lost GPU ("GPU is lost", "Requires reset" or the like)."""
+    return any(is_gpu_lost(c.strip()) or c.strip() in ("GPU is lost", "Requires reset") for c in cells)
+
+
+class _RowReader:
+    """The GPUs read so far, the one whose rows are being read (`current`) and its row number (1 to 3)."""
+
+    def __init__(self, driver: str | None, cuda: str | None) -> None:
+        self.driver, self.cuda = driver, cuda
+        self.gpus: list[GpuInfo] = []
+        self.current: GpuInfo | None = None
+        self.row = 0
+
+    def take(self, cells: list[str]) -> None:
+        """One box line's cells: a GPU's first row starts a GPU; its second and third rows add to it."""
+        if self.current is not None and _is_lost(cells):
+            self.current.lost_fields.append(f"table row {self.row + 1}")
         first = _ROW1_LEFT.match(cells[0]) if len(cells) >= 3 else None
         mid = _ROW1_MID.match(cells[1]) if first else None
         if first and mid:
-            current = _first_row(first, mid, cells[2], driver, cuda)
-            gpus.append(current)
-            row = 1
-        elif current is not None and row == 1 and len(cells) >= 3:
-            _second_row(current, cells)
-            row = 2
-        elif current is not None and row == 2 and len(cells) >= 3:
-            current.mig_mode_current = to_bool(cells[2])
-            row = 3
-    if current is not None:
-        lacking = " (no temperature, power and memory row)" if row < 2 else ""
-        missing.append(f"the table is cut off after GPU {current.index}{lacking}: later GPUs may be missing")
-    return gpus
+            self.current = _first_row(first, mid, cells[2], self.driver, self.cuda)
+            self.gpus.append(self.current)
+            self.row = 1
+        elif self.current is not None and len(cells) >= 3:
+            self._later_row(self.current, cells)
+
+    def _later_row(self, gpu: GpuInfo, cells: list[str]) -> None:
+        """Row 2 (fan, temperature, power, memory, utilization) or row 3 (MIG mode); later rows are ignored."""
+        if self.row == 1:
+            _second_row(gpu, cells)
+            self.row = 2
+        elif self.row == 2:
+            gpu.mig_mode_current = to_bool(cells[2])
+            self.row = 3
 
 
 def _first_row(first: re.Match[str], mid: re.Match[str], ecc: str, driver: str | None,

@@ -74,33 +74,19 @@ def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
     """
     root = _tree(text)
     gpu_nodes = [node for node in root.children if _GPU_HEADER.match(node.key) and node.value is None]
-    driver_raw = root.get("Driver Version")
-    if driver_raw is None and not gpu_nodes and is_gpu_fragment(text):
-        fragment = _Node("GPU (fragment of nvidia-smi -q)", None, 0, root.children)
-        return SmiReport(None, None, None, [_gpu(fragment, 0, None, None, [])], "text",
-                         warnings=["a fragment of one GPU's `nvidia-smi -q` section: no header, no driver version"])
-    if driver_raw is None and not gpu_nodes:
+    if root.get("Driver Version") is None and not gpu_nodes:
+        if is_gpu_fragment(text):
+            return _fragment_report(root)
         raise SmiParseError(
             "no 'Driver Version' line and no 'GPU <bus id>' section: not `nvidia-smi -q` output", fix=_FIX)
-    driver = first_token(driver_raw)
-    if driver_raw and "deprecated" in driver_raw.lower():
-        driver = first_token(root.get("KMD Version")) or driver
-    cuda = first_token(root.get("CUDA Version")) or first_token(root.get("CUDA UMD Version"))
+    driver, cuda = _versions(root)
     attached = to_int(root.get("Attached GPUs"))
     warnings: list[str] = []
     missing: list[str] = []
     gpus = [_gpu(node, index, driver, cuda, warnings) for index, node in enumerate(gpu_nodes)]
-    if attached is not None and attached != len(gpus):
-        warnings.append(f"'Attached GPUs : {attached}' but the output holds {len(gpus)} GPU section(s)")
-        if attached > len(gpus):
-            missing.append(f"{attached - len(gpus)} of {attached} GPU section(s)")
-    if gpu_nodes and gpu_nodes[-1].child("Processes") is None:
-        last = gpu_nodes[-1]
-        end = list(last.walk())[-1][0] if last.children else last.key
-        warnings.append(f"output is truncated: section '{last.key}' ends at '{end}' without the final "
-                        "'Processes' entry, so later fields are missing")
-        if not any(last.child(name) is not None for name in _HEALTH_SECTIONS):
-            missing.append(f"every health field of {last.key} (the -q output is cut before them)")
+    _check_count(attached, len(gpus), warnings, missing)
+    if gpu_nodes:
+        _check_last_section(gpu_nodes[-1], warnings, missing)
     if strict and warnings:
         raise SmiParseError("incomplete `nvidia-smi -q` output: " + "; ".join(warnings), fix=_FIX)
     return SmiReport(
@@ -115,6 +101,43 @@ def parse_smi_text(text: str, *, strict: bool = False) -> SmiReport:
         error_fields=[f"{key}: {root.get(key)}" for key in ("Driver Version", "CUDA Version")
                       if is_unknown_error(root.get(key))],
     )
+
+
+def _fragment_report(root: _Node) -> SmiReport:
+    """A piece of one GPU's section, without the header: one GPU, no driver version."""
+    fragment = _Node("GPU (fragment of nvidia-smi -q)", None, 0, root.children)
+    return SmiReport(None, None, None, [_gpu(fragment, 0, None, None, [])], "text",
+                     warnings=["a fragment of one GPU's `nvidia-smi -q` section: no header, no driver version"])
+
+
+def _versions(root: _Node) -> tuple[str | None, str | None]:
+    """The driver version (KMD Version where Driver Version reads deprecated) and the CUDA (UMD) version."""
+    driver_raw = root.get("Driver Version")
+    driver = first_token(driver_raw)
+    if driver_raw and "deprecated" in driver_raw.lower():
+        driver = first_token(root.get("KMD Version")) or driver
+    cuda = first_token(root.get("CUDA Version")) or first_token(root.get("CUDA UMD Version"))
+    return driver, cuda
+
+
+def _check_count(attached: int | None, found: int, warnings: list[str], missing: list[str]) -> None:
+    """Warn when 'Attached GPUs' disagrees with the sections found; fewer sections means some are missing."""
+    if attached is None or attached == found:
+        return
+    warnings.append(f"'Attached GPUs : {attached}' but the output holds {found} GPU section(s)")
+    if attached > found:
+        missing.append(f"{attached - found} of {attached} GPU section(s)")
+
+
+def _check_last_section(last: _Node, warnings: list[str], missing: list[str]) -> None:
+    """The last GPU section ends with 'Processes'; without it the output was cut, maybe before the health fields."""
+    if last.child("Processes") is not None:
+        return
+    end = list(last.walk())[-1][0] if last.children else last.key
+    warnings.append(f"output is truncated: section '{last.key}' ends at '{end}' without the final "
+                    "'Processes' entry, so later fields are missing")
+    if not any(last.child(name) is not None for name in _HEALTH_SECTIONS):
+        missing.append(f"every health field of {last.key} (the -q output is cut before them)")
 
 
 def _tree(text: str) -> _Node:

@@ -86,6 +86,24 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
     Raises UsageError naming file:line for any problem."""
     path = resolve_playbook(ref) if isinstance(ref, str) else Path(ref)
     source = str(path)
+    data = _play(path, source)
+    variables = data.get("vars") or {}
+    _check_vars(variables, source, data.line_of("vars"))
+    steps_data = data.get("steps")
+    if not isinstance(steps_data, list) or not steps_data:
+        raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
+                         fix="add steps, e.g. `- packages: {names: [curl]}`")
+    chain = (*_chain, path.resolve())
+    steps, handlers, included = _steps(steps_data, data.line_of("steps"), source, variables, chain)
+    _add_handlers(data, source, handlers)
+    _check_notify(steps, handlers)
+    digest = hashlib.sha256(path.read_bytes() + "".join(b.sha256 for b in included).encode()).hexdigest()
+    return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
+                    steps, handlers, digest)
+
+
+def _play(path: Path, source: str) -> LineDict:
+    """The file's play: a mapping (or an Ansible-style one-play list) with only the known play keys."""
     data = load_yaml_file(path)
     if isinstance(data, LineList) and len(data) == 1 and isinstance(data[0], dict):
         data = data[0]  # an Ansible-style one-play list
@@ -96,18 +114,18 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
         if key not in PLAY_KEYS:
             raise UsageError(f"unknown playbook key {key!r}", source=source, line=data.line_of(key),
                              fix=f"use one of: {', '.join(sorted(PLAY_KEYS))}")
-    variables = data.get("vars") or {}
-    _check_vars(variables, source, data.line_of("vars"))
-    steps_data = data.get("steps")
-    if not isinstance(steps_data, list) or not steps_data:
-        raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
-                         fix="add steps, e.g. `- packages: {names: [curl]}`")
-    chain = (*_chain, path.resolve())
+    return data
+
+
+def _steps(steps_data: list, steps_line: int, source: str, variables: dict[str, Any], chain: tuple[Path, ...],
+           ) -> tuple[list[StepSpec], dict[str, StepSpec], list[Playbook]]:
+    """The play's steps with each include expanded in place, the included playbooks' handlers, and those
+    playbooks (their digests make the play's)."""
     steps: list[StepSpec] = []
     handlers: dict[str, StepSpec] = {}
     included: list[Playbook] = []
     for i, item in enumerate(steps_data):
-        line = _item_line(steps_data, i, data.line_of("steps"))
+        line = _item_line(steps_data, i, steps_line)
         if isinstance(item, dict) and "include" in item:
             book = _include(item, source, line, chain)
             steps += _scoped(book, item, dict(variables))
@@ -115,20 +133,26 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
             included.append(book)
         else:
             steps.append(_step(item, source, line))
+    return steps, handlers, included
+
+
+def _add_handlers(data: LineDict, source: str, handlers: dict[str, StepSpec]) -> None:
+    """The play's own `handlers:` into `handlers` (untagged: a handler runs when notified)."""
     for i, item in enumerate(data.get("handlers") or []):
         handler = _step(item, source, _item_line(data["handlers"], i, data.line_of("handlers")))
         if handler.tags:
             raise UsageError("`tags` on a handler have no effect (a handler runs when a step notifies it)",
                              source=source, line=handler.line, fix="tag the step that notifies it")
         _merge_handlers(handlers, {handler.name: handler}, source, handler.line)
+
+
+def _check_notify(steps: list[StepSpec], handlers: dict[str, StepSpec]) -> None:
+    """Every `notify:` names a handler."""
     for step in steps:
         for target in step.notify:
             if target not in handlers:
                 raise UsageError(f"notify: no handler named {target!r}", source=step.source, line=step.line,
                                  fix=f"define it under handlers: (known: {', '.join(handlers) or 'none'})")
-    digest = hashlib.sha256(path.read_bytes() + "".join(b.sha256 for b in included).encode()).hexdigest()
-    return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
-                    steps, handlers, digest)
 
 
 def _check_vars(variables: Any, source: str, line: int) -> None:

@@ -14,22 +14,38 @@ DIFF_VERBS = {"would-change": "would", "changed": "changed"}
 
 
 def print_summary(result: RunResult, console: Console | None = None, show_diffs: bool | None = None) -> None:
+    """Diffs (check mode or --diff), the per-host table, each failure with its fix, and the one-line total."""
     console = console or make_console()
     show_diffs = result.check if show_diffs is None else show_diffs
     if show_diffs:
         for host in result.hosts:
-            for step in host.steps:
-                verb = DIFF_VERBS.get(step.status)  # changed: a real run with --diff
-                if not verb or not (step.actions or step.diffs or step.message):
-                    continue  # a header with nothing under it says nothing
-                console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) {verb}:"))
-                if not step.actions and not step.diffs:  # e.g. unknown until run: only the reason is known
-                    console.print(line("    ", (step.message, "dim")))
-                for action in step.actions:
-                    reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
-                    console.print(line(f"    - {action['summary']}", reason))
-                for diff in step.diffs:
-                    console.print(literal(_labels(diff, step.status).rstrip("\n")))
+            _print_diffs(console, host)
+    console.print(_table(result))
+    for host in result.hosts:
+        _print_problems(console, host)
+    failed = [h.host for h in result.hosts if h.failed]
+    console.print(literal(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
+                          + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s"))
+
+
+def _print_diffs(console: Console, host: HostOutcome) -> None:
+    """Each changed (or would-change) step of a host: its actions with their reasons, then its diffs."""
+    for step in host.steps:
+        verb = DIFF_VERBS.get(step.status)  # changed: a real run with --diff
+        if not verb or not (step.actions or step.diffs or step.message):
+            continue  # a header with nothing under it says nothing
+        console.print(line((host.host, "cyan"), f" {step.name} ({step.where}) {verb}:"))
+        if not step.actions and not step.diffs:  # e.g. unknown until run: only the reason is known
+            console.print(line("    ", (step.message, "dim")))
+        for action in step.actions:
+            reason = ("  (" + action["reason"] + ")", "dim") if action["reason"] else ""
+            console.print(line(f"    - {action['summary']}", reason))
+        for diff in step.diffs:
+            console.print(literal(_labels(diff, step.status).rstrip("\n")))
+
+
+def _table(result: RunResult) -> Table:
+    """One row per host: status, step counts (Ansible's recap), remote execs and time."""
     table = Table(title=literal(f"{'CHECK (nothing changed)' if result.check else 'summary'}: {result.playbook}"))
     for column in ("host", "status", "ok", "changed", "skipped", "failed", "ignored", "remote execs", "time"):
         table.add_column(column, justify="right" if column not in ("host", "status") else "left")
@@ -39,21 +55,24 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
         table.add_row(literal(host.host), literal(host.status, STATUS_STYLE.get(host.status, "")),
                       str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
                       str(ignored), str(host.exec_count), f"{host.seconds:.1f}s")
-    console.print(table)
-    for host in result.hosts:
-        if host.error:
-            where = f" at step '{host.failed_step}'" if host.failed_step else ""
-            console.print(line((f"{host.host}{where}:", "bold red"), " ", host.error))
-            if host.fix:
-                console.print(line("  ", ("fix:", "bold"), " ", host.fix))
-        for note in host.notes:
-            if note.startswith(("handlers notified but not run", "handlers that would run", "still running on")):
-                console.print(line((f"{host.host}:", "yellow"), " ", note))
-        if host.error and host.log_path:
-            console.print(literal(f"  log: {host.log_path}"))
-    failed = [h.host for h in result.hosts if h.failed]
-    console.print(literal(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
-                          + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s"))
+    return table
+
+
+NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on")
+
+
+def _print_problems(console: Console, host: HostOutcome) -> None:
+    """A host's error with where and its fix, the notes worth showing, and its log path."""
+    if host.error:
+        where = f" at step '{host.failed_step}'" if host.failed_step else ""
+        console.print(line((f"{host.host}{where}:", "bold red"), " ", host.error))
+        if host.fix:
+            console.print(line("  ", ("fix:", "bold"), " ", host.fix))
+    for note in host.notes:
+        if note.startswith(NOTE_PREFIXES):
+            console.print(line((f"{host.host}:", "yellow"), " ", note))
+    if host.error and host.log_path:
+        console.print(literal(f"  log: {host.log_path}"))
 
 
 def _labels(diff: str, status: str) -> str:

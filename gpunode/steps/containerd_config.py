@@ -106,32 +106,13 @@ def add_nvidia_runtime(text: str, binary_major: int, runtime_path: str, default_
     had_runtimes = isinstance(containerd.get("runtimes"), Table)
     runtimes = _table_at(containerd, ["runtimes"], path)
     default_name = str(containerd.get("default_runtime_name") or loaded.default_name or "runc")
-    available = dict(loaded.runtimes)
-    if "runc" not in available and loaded.builtin_runc:
-        available["runc"] = loaded.builtin_runc
-    changes: list[str] = []
-    indent = _indent_of(containerd)
-    if not had_runtimes:  # containerd 1.x drops its built-in runtimes once the file lists one
-        kept = [name for name in available if name != RUNTIME and name not in runtimes]
-        for name in kept:
-            runtimes[name] = _copy_table(available[name], indent + 2 if indent else 0)
-        if kept:
-            changes.append(f"write out the loaded runtime(s) {', '.join(kept)} (containerd drops its built-in "
-                           "runtimes once the file lists one)")
-    elif default_name not in runtimes and default_name != RUNTIME and default_name in available:
-        runtimes[default_name] = _copy_table(available[default_name], indent + 2 if indent else 0)
-        changes.append(f"restore the default runtime {default_name} (missing: the CRI plugin cannot start)")
-    base_name = default_name if default_name != RUNTIME and default_name in runtimes else "runc"
-    base = _plain(runtimes.get(base_name)) or available.get(base_name, {})
-    current = runtimes.get(RUNTIME)
-    if not isinstance(current, Table):
-        table = copy.deepcopy(base)
-        table.setdefault("runtime_type", RUNC_TYPE)
-        table["options"] = {**(table.get("options") or {}), "BinaryName": runtime_path}
-        runtimes[RUNTIME] = _copy_table(table, indent + 2 if indent else 0, comment=MARKER)
-        changes.append(f"add the {RUNTIME} runtime ({base_name}'s settings, BinaryName {runtime_path})")
+    available = _available(loaded)
+    indent = _child_indent(_indent_of(containerd))
+    if not had_runtimes:
+        changes = _write_out_loaded(runtimes, available, indent)
     else:
-        changes += _converge_runtime(current, base, base_name, runtime_path)
+        changes = _restore_default(runtimes, default_name, available, indent)
+    changes += _put_nvidia(runtimes, default_name, available, runtime_path, indent)
     if default_runtime and containerd.get("default_runtime_name") != RUNTIME:
         containerd["default_runtime_name"] = RUNTIME
         changes.append(f"default_runtime_name = {RUNTIME!r}")
@@ -142,6 +123,55 @@ def add_nvidia_runtime(text: str, binary_major: int, runtime_path: str, default_
         result += "\n"
     _check(text_lf, result, path)
     return RuntimeEdit(result.replace("\n", newline), tuple(changes))
+
+
+def _available(loaded: Loaded) -> dict[str, dict[str, Any]]:
+    """The runtimes containerd loads now, with the built-in runc when even those lack it."""
+    available = dict(loaded.runtimes)
+    if "runc" not in available and loaded.builtin_runc:
+        available["runc"] = loaded.builtin_runc
+    return available
+
+
+def _child_indent(indent: int) -> int:
+    """The indent of a runtime table under an indented containerd table (none when containerd is flush left)."""
+    return indent + 2 if indent else 0
+
+
+def _write_out_loaded(runtimes: Table, available: dict[str, dict[str, Any]], indent: int) -> list[str]:
+    """The file lists no runtimes: write out the loaded ones (containerd 1.x drops its built-in runtimes once
+    the file lists one)."""
+    kept = [name for name in available if name != RUNTIME and name not in runtimes]
+    for name in kept:
+        runtimes[name] = _copy_table(available[name], indent)
+    if not kept:
+        return []
+    return [f"write out the loaded runtime(s) {', '.join(kept)} (containerd drops its built-in "
+            "runtimes once the file lists one)"]
+
+
+def _restore_default(runtimes: Table, default_name: str, available: dict[str, dict[str, Any]],
+                     indent: int) -> list[str]:
+    """The file lists runtimes but not the default one: restore it from the loaded config when known."""
+    if default_name in runtimes or default_name == RUNTIME or default_name not in available:
+        return []
+    runtimes[default_name] = _copy_table(available[default_name], indent)
+    return [f"restore the default runtime {default_name} (missing: the CRI plugin cannot start)"]
+
+
+def _put_nvidia(runtimes: Table, default_name: str, available: dict[str, dict[str, Any]], runtime_path: str,
+                indent: int) -> list[str]:
+    """Add the nvidia runtime as a copy of the default runtime (or runc), or converge the one already there."""
+    base_name = default_name if default_name != RUNTIME and default_name in runtimes else "runc"
+    base = _plain(runtimes.get(base_name)) or available.get(base_name, {})
+    current = runtimes.get(RUNTIME)
+    if isinstance(current, Table):
+        return _converge_runtime(current, base, base_name, runtime_path)
+    table = copy.deepcopy(base)
+    table.setdefault("runtime_type", RUNC_TYPE)
+    table["options"] = {**(table.get("options") or {}), "BinaryName": runtime_path}
+    runtimes[RUNTIME] = _copy_table(table, indent, comment=MARKER)
+    return [f"add the {RUNTIME} runtime ({base_name}'s settings, BinaryName {runtime_path})"]
 
 
 def _check(old: str, new: str, path: list[str]) -> None:

@@ -10,7 +10,7 @@ from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
 from gpunode.steps.probe import Snippets
-from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 from gpunode.values import file_mode
 
 
@@ -44,16 +44,24 @@ class FileStep(Step):
         state = parse_file_probe(ctx.probe["file"])
         check_who(ctx, self.path, self.owner, self.group)
         if self.state == "absent":
-            if not state.exists:
-                return []
-            return [Action(f"remove {self.path}", "file exists", f"rm -f -- {q(self.path)}",
-                           diff=f"--- {self.path}\n+++ /dev/null\n", writes=self.path)]
+            return self._plan_absent(state)
         mode = self.mode or ""
         if self.content is not None and (not state.exists or state.content != self.content):
             return [write_action(self.path, state, self.content, mode=mode, owner=self.owner or "",
                                  group=self.group or "", backup=self.backup, validate=self.validate or "")]
         if not state.exists:
             return [write_action(self.path, state, "", mode=mode, owner=self.owner or "", group=self.group or "")]
+        return self._attribute_actions(state, mode)
+
+    def _plan_absent(self, state: FileState) -> list[Action]:
+        """Remove the file when it exists."""
+        if not state.exists:
+            return []
+        return [Action(f"remove {self.path}", "file exists", f"rm -f -- {q(self.path)}",
+                       diff=f"--- {self.path}\n+++ /dev/null\n", writes=self.path)]
+
+    def _attribute_actions(self, state: FileState, mode: str) -> list[Action]:
+        """chmod and chown of a file whose content is already right."""
         actions = []
         if mode and state.mode != mode:
             actions.append(Action(f"chmod {mode} {self.path}", f"mode is {state.mode}",

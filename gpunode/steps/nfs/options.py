@@ -141,20 +141,43 @@ def live_differences(wanted: Options, live: str) -> list[str]:
     """
     have = dict(parse_options(live))
     want = dict(wanted)
-    diffs = []
-    version, live_version = version_of(wanted), have.get("vers", "")
+    version = version_of(wanted)
+    return (_version_differences(version, have.get("vers", "")) + _value_differences(want, have)
+            + _choice_differences(want, have) + _flag_differences(want, have, version))
+
+
+def _version_differences(version: str, live_version: str) -> list[str]:
+    """The NFS version, when one is asked for ("4" accepts any live 4.x)."""
     if version and not (live_version == version or (version == "4" and live_version.startswith("4."))):
-        diffs.append(f"NFS version {live_version or '?'} (wanted {version})")
+        return [f"NFS version {live_version or '?'} (wanted {version})"]
+    return []
+
+
+def _value_differences(want: dict[str, str | None], have: dict[str, str | None]) -> list[str]:
+    """proto (tcp matches a live tcp6), timeo, retrans and sec, each when asked for."""
+    diffs = []
     if "proto" in want and have.get("proto", "").rstrip("6") != want["proto"]:
         diffs.append(f"proto={have.get('proto', '?')} (wanted {want['proto']})")
     for key in ("timeo", "retrans", "sec"):
         if key in want and have.get(key) != want[key]:
             diffs.append(f"{key}={have.get(key, '?')} (wanted {want[key]})")
+    return diffs
+
+
+def _choice_differences(want: dict[str, str | None], have: dict[str, str | None]) -> list[str]:
+    """hard/soft/softerr and rw/ro: the last one asked for must be the live one."""
+    diffs = []
     for group in ({"hard", "soft", "softerr"}, {"rw", "ro"}):
         asked = [k for k in want if k in group]
         if asked and asked[-1] not in have:
             shown = next((k for k in group if k in have), "?")
             diffs.append(f"{shown} (wanted {asked[-1]})")
+    return diffs
+
+
+def _flag_differences(want: dict[str, str | None], have: dict[str, str | None], version: str) -> list[str]:
+    """The nolock (NFSv3 only), noresvport, noac and nocto flags, and their positive forms."""
+    diffs = []
     for flag in ("nolock", "noresvport", "noac", "nocto"):
         if flag == "nolock" and not version.startswith("3"):
             continue  # NFSv4 locks are part of the protocol: the kernel ignores nolock there

@@ -52,38 +52,52 @@ class NfsState:
 
 
 def parse_state(output: str) -> NfsState:
+    """The probe's output, one `WORD values...` line each: preflight lines, then the mount point's."""
     state = NfsState()
     for line in output.splitlines():
         word, _, rest = line.partition(" ")
         parts = rest.split()
-        if word == "dns":
-            state.addresses = parts[1:] if parts and parts[0] == "ok" else []
-        elif word == "port" and len(parts) >= 2 and parts[0].isdigit():
-            state.ports[int(parts[0])] = parts[1]
-            state.port_details[int(parts[0])] = " ".join(parts[2:])
-        elif word == "showmount" and parts:
-            state.showmount = parts[0]
-            state.showmount_error = " ".join(parts[1:])
-        elif word == "export" and parts:
-            state.exports.append((unescape(parts[0]), " ".join(parts[1:])))
-        elif word == "kernel" and parts:
-            state.kernel = parts[0]
-            state.kernel_release = " ".join(parts[1:])
-        elif word == "mount" and len(parts) >= 3:
-            state.mounts.append(LiveMount(unescape(parts[0]), parts[1], parts[2]))
-        elif word == "user" and parts and parts[0].isdigit():
-            state.users.append((int(parts[0]), " ".join(parts[1:])))
-        elif word == "addr" and parts:
-            state.server_addresses.append(parts[0])
-        elif word == "conn" and len(parts) == 2:
-            state.connections.append((parts[0], parts[1]))
-        elif word == "path" and parts:
-            state.path = parts[0]
-        elif word == "systemd" and parts:
-            state.systemd = parts[0] == "yes"
-        elif word == "findmnt" and parts:
-            state.findmnt = parts[0]
+        if not _read_preflight(state, word, parts):
+            _read_mount_point(state, word, parts)
     return state
+
+
+def _read_preflight(state: NfsState, word: str, parts: list[str]) -> bool:
+    """A preflight line (dns, port, showmount, export, kernel) into `state`; False when the line is another kind."""
+    if word == "dns":
+        state.addresses = parts[1:] if parts and parts[0] == "ok" else []
+    elif word == "port" and len(parts) >= 2 and parts[0].isdigit():
+        state.ports[int(parts[0])] = parts[1]
+        state.port_details[int(parts[0])] = " ".join(parts[2:])
+    elif word == "showmount" and parts:
+        state.showmount = parts[0]
+        state.showmount_error = " ".join(parts[1:])
+    elif word == "export" and parts:
+        state.exports.append((unescape(parts[0]), " ".join(parts[1:])))
+    elif word == "kernel" and parts:
+        state.kernel = parts[0]
+        state.kernel_release = " ".join(parts[1:])
+    else:
+        return False
+    return True
+
+
+def _read_mount_point(state: NfsState, word: str, parts: list[str]) -> None:
+    """A line about the mount point (mount, user, addr, conn, path, systemd, findmnt) into `state`; others ignored."""
+    if word == "mount" and len(parts) >= 3:
+        state.mounts.append(LiveMount(unescape(parts[0]), parts[1], parts[2]))
+    elif word == "user" and parts and parts[0].isdigit():
+        state.users.append((int(parts[0]), " ".join(parts[1:])))
+    elif word == "addr" and parts:
+        state.server_addresses.append(parts[0])
+    elif word == "conn" and len(parts) == 2:
+        state.connections.append((parts[0], parts[1]))
+    elif word == "path" and parts:
+        state.path = parts[0]
+    elif word == "systemd" and parts:
+        state.systemd = parts[0] == "yes"
+    elif word == "findmnt" and parts:
+        state.findmnt = parts[0]
 
 
 def split_port(endpoint: str) -> tuple[str, int]:

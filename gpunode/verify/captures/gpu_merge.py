@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from gpunode.parsers.model import GpuInfo, SmiReport
 from gpunode.parsers.smi_values import normalize_bus_id
@@ -29,24 +31,56 @@ def same_gpu(a: GpuInfo, b: GpuInfo) -> bool:
 def merge_gpu(into: GpuInfo, other: GpuInfo) -> None:
     """Fill into's missing facts from other; keep the worst of the health signals; count the samples."""
     for item in dataclasses.fields(GpuInfo):
-        name = item.name
-        mine, theirs = getattr(into, name), getattr(other, name)
-        if name == "samples":
-            into.samples = mine + theirs
-        elif name in _ANY_TRUE:
-            setattr(into, name, True if (mine or theirs) else (mine if mine is not None else theirs))
-        elif name in _MAXIMUM:
-            known = [v for v in (mine, theirs) if v is not None]
-            setattr(into, name, max(known) if known else None)
-        elif name in _UNION:
-            setattr(into, name, [*mine, *(v for v in theirs if v not in mine)])
-        elif name == "inforom_ok":
-            into.inforom_ok = False if False in (mine, theirs) else (mine if mine is not None else theirs)
-        elif name == "pcie_width_current":
-            known = [v for v in (mine, theirs) if v]
-            into.pcie_width_current = min(known) if known else mine
-        elif mine is None and theirs is not None:
-            setattr(into, name, theirs)
+        rule = _RULES.get(item.name, _first_known)
+        setattr(into, item.name, rule(getattr(into, item.name), getattr(other, item.name)))
+
+
+def _first_known(mine: Any, theirs: Any) -> Any:
+    """Most facts: the first source's value, the other's where the first has none."""
+    return mine if mine is not None else theirs
+
+
+def _total(mine: int, theirs: int) -> int:
+    """samples: how many samples the two stand for."""
+    return mine + theirs
+
+
+def _any_true(mine: bool | None, theirs: bool | None) -> bool | None:
+    """A pending retirement or remap seen in either source is pending."""
+    return True if (mine or theirs) else _first_known(mine, theirs)
+
+
+def _maximum(mine: int | None, theirs: int | None) -> int | None:
+    """Error counts: the higher one (a later sample has counted more)."""
+    known = [v for v in (mine, theirs) if v is not None]
+    return max(known) if known else None
+
+
+def _union(mine: list[str], theirs: list[str]) -> list[str]:
+    """Lists of names (throttle reasons, error and lost fields): every name once, in order of first sight."""
+    return [*mine, *(v for v in theirs if v not in mine)]
+
+
+def _false_wins(mine: bool | None, theirs: bool | None) -> bool | None:
+    """inforom_ok: corrupted in either source is corrupted."""
+    return False if False in (mine, theirs) else _first_known(mine, theirs)
+
+
+def _narrowest(mine: int | None, theirs: int | None) -> int | None:
+    """pcie_width_current: the narrower link (a degraded sample shows it)."""
+    known = [v for v in (mine, theirs) if v]
+    return min(known) if known else mine
+
+
+# How each field of GpuInfo merges when it is not _first_known.
+_RULES: dict[str, Callable[[Any, Any], Any]] = {
+    "samples": _total,
+    **dict.fromkeys(_ANY_TRUE, _any_true),
+    **dict.fromkeys(_MAXIMUM, _maximum),
+    **dict.fromkeys(_UNION, _union),
+    "inforom_ok": _false_wins,
+    "pcie_width_current": _narrowest,
+}
 
 
 def merge_reports(reports: list[SmiReport]) -> SmiReport | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpunode.parsers.dkms import parse_dkms_status
+from gpunode.parsers.dkms import DkmsEntry, parse_dkms_status
 from gpunode.parsers.errors_text import classify_errors
 from gpunode.parsers.model import Finding, Severity
 from gpunode.verify.evidence import Evidence
@@ -18,6 +18,8 @@ def host_checks(evidence: Evidence) -> list[Finding]:
 
 
 def _dkms(evidence: Evidence) -> list[Finding]:
+    """No NVIDIA DKMS module installed for the running kernel: built for another one, or not built at all
+    (fine when the driver comes from precompiled modules)."""
     if evidence.dkms_status is None or not evidence.running_kernel:
         return []
     kernel = evidence.running_kernel.strip()
@@ -25,27 +27,44 @@ def _dkms(evidence: Evidence) -> list[Finding]:
     if any(e.kernel == kernel and e.state == "installed" for e in entries):
         return []
     works = _driver_works(evidence)
-    severity: Severity = "warning" if works else "critical"
-    loaded = ("; nvidia-smi works, so the loaded module did not come from DKMS (prebuilt/precompiled)"
-              if works else "")
     built = [e for e in entries if e.kernel and e.state in ("installed", "built")]
     if built:
-        others = sorted({e.kernel for e in built if e.kernel})
-        return [Finding(
-            "dkms-built-other-kernel", severity,
-            f"NVIDIA DKMS module is built for {', '.join(others)} but not for the running kernel {kernel}",
-            "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}"
-            + _headers_note(evidence),
-            _built_other_remedy(evidence, kernel, others),
-        )]
+        return [_dkms_built_other_kernel(evidence, kernel, built, works)]
     if not entries and (works or _precompiled(evidence)):
         return []  # driver from precompiled modules: DKMS is simply not used
+    return [_dkms_not_built(evidence, kernel, entries, works)]
+
+
+def _dkms_severity(works: bool) -> tuple[Severity, str]:
+    """Critical unless nvidia-smi works, and the note that says why it works then."""
+    if works:
+        return "warning", "; nvidia-smi works, so the loaded module did not come from DKMS (prebuilt/precompiled)"
+    return "critical", ""
+
+
+def _dkms_built_other_kernel(evidence: Evidence, kernel: str, built: list[DkmsEntry],
+                             works: bool) -> Finding:
+    """The module is built (or installed) for other kernels only."""
+    severity, loaded = _dkms_severity(works)
+    others = sorted({e.kernel for e in built if e.kernel})
+    return Finding(
+        "dkms-built-other-kernel", severity,
+        f"NVIDIA DKMS module is built for {', '.join(others)} but not for the running kernel {kernel}",
+        "; ".join(f"dkms status: {e.line!r}" for e in built) + f"; running kernel: {kernel}{loaded}"
+        + _headers_note(evidence),
+        _built_other_remedy(evidence, kernel, others),
+    )
+
+
+def _dkms_not_built(evidence: Evidence, kernel: str, entries: list[DkmsEntry], works: bool) -> Finding:
+    """The module is built for no kernel (added only, or not there at all)."""
+    severity, loaded = _dkms_severity(works)
     shown = "; ".join(f"dkms status: {e.line!r}" for e in entries) or "dkms status lists no nvidia module"
-    return [Finding(
+    return Finding(
         "dkms-not-built", severity, f"no NVIDIA DKMS module installed for the running kernel {kernel}",
         f"{shown}; running kernel: {kernel}{loaded}" + _headers_note(evidence),
         _not_built_remedy(evidence, kernel),
-    )]
+    )
 
 
 def _precompiled(evidence: Evidence) -> bool:
@@ -99,37 +118,48 @@ def _nouveau(evidence: Evidence) -> list[Finding]:
 
 
 def _fabric_manager(evidence: Evidence) -> list[Finding]:
+    """On an NVSwitch system: the fabric manager must run, and match the driver's version."""
     switches = evidence.nvswitches
     if not switches:
         return []
-    fm = evidence.fabricmanager
     seen = f"{len(switches)} NVSwitch(es) on PCI at {', '.join(s.slot for s in switches)}"
-    findings: list[Finding] = []
+    return [*_fabric_manager_missing(evidence, seen), *_fabric_manager_mismatch(evidence, seen)]
+
+
+def _fabric_manager_missing(evidence: Evidence, seen: str) -> list[Finding]:
+    """The service is inactive, or its state is unknown and a GPU's fabric state is not completed."""
+    fm = evidence.fabricmanager
     gpus = evidence.smi.gpus if evidence.smi else []
     gpu_states = sorted({g.fabric_state for g in gpus if g.fabric_state})
     not_ready = [s for s in gpu_states if s.lower() != "completed"]
-    if (fm is not None and fm.active is False) or ((fm is None or fm.active is None) and not_ready):
-        state = "nvidia-fabricmanager is not active" if fm is not None and fm.active is False else \
-            f"GPU fabric state {', '.join(not_ready)}"
-        findings.append(Finding(
-            "fabricmanager-missing", "critical", "NVSwitch system without a running fabric manager",
-            f"{seen}; {state}",
-            "Install nvidia-fabricmanager of exactly the driver version (e.g. "
-            "nvidia-fabricmanager-<branch>), "
-            "then `systemctl enable --now nvidia-fabricmanager`; without it CUDA fails to initialise on "
-            "NVSwitch "
-            "systems. Check `journalctl -u nvidia-fabricmanager`.",
-        ))
+    if not ((fm is not None and fm.active is False) or ((fm is None or fm.active is None) and not_ready)):
+        return []
+    state = "nvidia-fabricmanager is not active" if fm is not None and fm.active is False else \
+        f"GPU fabric state {', '.join(not_ready)}"
+    return [Finding(
+        "fabricmanager-missing", "critical", "NVSwitch system without a running fabric manager",
+        f"{seen}; {state}",
+        "Install nvidia-fabricmanager of exactly the driver version (e.g. "
+        "nvidia-fabricmanager-<branch>), "
+        "then `systemctl enable --now nvidia-fabricmanager`; without it CUDA fails to initialise on "
+        "NVSwitch "
+        "systems. Check `journalctl -u nvidia-fabricmanager`.",
+    )]
+
+
+def _fabric_manager_mismatch(evidence: Evidence, seen: str) -> list[Finding]:
+    """The fabric manager's version differs from the driver's."""
+    fm = evidence.fabricmanager
     driver = evidence.smi.driver_version if evidence.smi else None
-    if fm is not None and fm.version and driver and fm.version.strip() != driver:
-        findings.append(Finding(
-            "fabricmanager-version-mismatch", "critical",
-            f"fabric manager {fm.version} does not match driver {driver}",
-            f"{seen}; nvidia-fabricmanager version {fm.version}; nvidia-smi Driver Version {driver}",
-            "Fabric manager refuses to run with a different driver version: install nvidia-fabricmanager "
-            f"{driver} (hold both packages together), then restart nvidia-fabricmanager.",
-        ))
-    return findings
+    if not (fm is not None and fm.version and driver and fm.version.strip() != driver):
+        return []
+    return [Finding(
+        "fabricmanager-version-mismatch", "critical",
+        f"fabric manager {fm.version} does not match driver {driver}",
+        f"{seen}; nvidia-fabricmanager version {fm.version}; nvidia-smi Driver Version {driver}",
+        "Fabric manager refuses to run with a different driver version: install nvidia-fabricmanager "
+        f"{driver} (hold both packages together), then restart nvidia-fabricmanager.",
+    )]
 
 
 def _container(evidence: Evidence) -> list[Finding]:
