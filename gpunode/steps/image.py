@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.facts.packages import parse_dkms
+from gpunode.parsers.dkms import parse_dkms
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.ecs_config import INSTANCE_CONFIG, KEY, RUNTIME, RUNTIME_KEY, USER_CONFIG, VALUE, config_value
