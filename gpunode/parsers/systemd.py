@@ -72,3 +72,9 @@ def parse_units(text: str | None) -> dict[str, dict[str, str]]:
         if sep:
             current[key] = value
     return units
+
+
+def parse_is_enabled(text: str | None) -> str:
+    """The state `systemctl is-enabled UNIT 2>/dev/null` printed: enabled, static, alias, disabled, masked...; "" for
+    a unit that does not exist (systemctl then prints only to stderr)."""
+    return (text or "").strip()

@@ -54,7 +54,7 @@ class ServiceStep(Step):
         unit = parse_unit(ctx.probe["unit"])
         pending = unit.need_daemon_reload or ctx.state.daemon_reload_pending
         actions = self._reload(ctx, pending)
-        installing = ""
+        installing: str | None = ""
         if unit.not_found and not pending:
             installing = self._not_found(ctx)
             if installing is None:

@@ -66,7 +66,8 @@ def test_every_case_has_its_capture_and_source() -> None:
     assert CASES
     for case in CASES:
         assert case.with_suffix(".txt").is_file(), case
-        assert f"{case.parent.name}/{case.stem}" in sources, f"{case.parent.name}/{case.stem} has no line in SOURCES.md"
+        name = f"{case.parent.name}/{case.stem}"
+        assert f"`{name}`" in sources, f"{name} has no line in SOURCES.md"
 
 
 def test_every_parser_module_has_cases() -> None:
