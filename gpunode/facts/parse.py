@@ -30,6 +30,11 @@ from gpunode.facts.packages import (
 from gpunode.facts.pci import pci_gpus
 from gpunode.facts.sections import ALL
 from gpunode.facts.vendor import cloud_vendor
+from gpunode.parsers.cmdline import blacklisted_modules
+from gpunode.parsers.containers import containerd_version, dockerd_version
+from gpunode.parsers.locks import parse_holder, parse_proc
+from gpunode.parsers.mounts import parse_mounts
+from gpunode.parsers.nvidia_version import parse_proc_version
 
 __all__ = ["attach_loader", "parse_facts", "parse_os_release"]
 
@@ -150,14 +155,6 @@ def _installed_packages(b: Blocks) -> dict[str, str]:
     return parse_package_lines(b.text(names[0]), tool)
 
 
-def _cmdline_blacklists_nouveau(cmdline: str) -> bool:
-    for token in cmdline.split():
-        key, _, value = token.partition("=")
-        if key in ("modprobe.blacklist", "rd.driver.blacklist") and "nouveau" in value.split(","):
-            return True
-    return False
-
-
 def _unit_active(units: dict[str, dict[str, str]], unit: str, known: bool) -> bool | None:
     if not known:
         return None
@@ -167,11 +164,8 @@ def _unit_active(units: dict[str, dict[str, str]], unit: str, known: bool) -> bo
 
 def _nvidia(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, str]]) -> NvidiaInfo:
     proc_version = b.text("file /proc/driver/nvidia/version")
-    version = None
-    if proc_version:
-        match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)", proc_version)
-        version = match.group(1) if match else None
-    version = version or b.get("nvidia", "module_version").strip() or None
+    loaded = parse_proc_version(proc_version) if proc_version else None
+    version = (loaded and loaded.version) or b.get("nvidia", "module_version").strip() or None
     modules = tuple(b.all("nvidia", "module"))
     blacklist_files = tuple(sorted(set(b.all("nvidia", "blacklist_nouveau"))))  # in name order, whatever the script
     known = bool(units)
@@ -179,13 +173,13 @@ def _nvidia(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, str]
         driver_version=version,
         modules_loaded=modules,
         nouveau_loaded="nouveau" in modules,
-        nouveau_blacklisted=bool(blacklist_files) or _cmdline_blacklists_nouveau(b.get("host", "cmdline")),
+        nouveau_blacklisted=bool(blacklist_files) or "nouveau" in blacklisted_modules(b.get("host", "cmdline")),
         nvidia_smi=b.get("nvidia", "nvidia_smi").strip() or None,
         dkms=parse_dkms(b.text("dkms")),
         packages={n: v for n, v in packages.items() if "nvidia" in n or n.startswith("cuda")},
         fabricmanager_active=_unit_active(units, "nvidia-fabricmanager.service", known),
         persistenced_active=_unit_active(units, "nvidia-persistenced.service", known),
-        open_kernel_module=("Open Kernel Module" in proc_version) if proc_version else None,
+        open_kernel_module=loaded.open_kernel_module if loaded else None,
         blacklist_files=blacklist_files,
     )
 
@@ -198,24 +192,18 @@ def _secure_boot(b: Blocks) -> bool | None:
 
 def _procs(b: Blocks) -> dict[int, ProcessInfo]:
     procs = {}
-    for value in b.all("procs", "proc"):
-        pid, comm, command = (value.split("\t", 2) + ["", ""])[:3]
-        if pid.isdigit():
-            procs[int(pid)] = ProcessInfo(pid=int(pid), comm=comm, command=command)
+    for proc in filter(None, map(parse_proc, b.all("procs", "proc"))):
+        procs[proc.pid] = ProcessInfo(pid=proc.pid, comm=proc.comm, command=proc.command)
     return procs
 
 
 def _pkg(b: Blocks) -> PackageManagerInfo:
     procs = _procs(b)
     holders: dict[tuple[str, int], LockHolder] = {}
-    for value in b.all("pkgmgr", "holder"):
-        path, _, rest = value.partition("\t")
-        pid = rest.partition("\t")[0]
-        if not pid.isdigit():
-            continue
-        proc = procs.get(int(pid), ProcessInfo(pid=int(pid)))
-        holder = LockHolder(path=path, pid=int(pid), command=proc.command or proc.comm, comm=proc.comm)
-        holders.setdefault((path, int(pid)), holder)
+    for path, pid in filter(None, map(parse_holder, b.all("pkgmgr", "holder"))):
+        proc = procs.get(pid, ProcessInfo(pid=pid))
+        holder = LockHolder(path=path, pid=pid, command=proc.command or proc.comm, comm=proc.comm)
+        holders.setdefault((path, pid), holder)
     exists = {}
     for value in b.all("pkgmgr", "exists"):
         path, _, flag = value.rpartition("\t")
@@ -261,10 +249,9 @@ def _containers(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, 
     bins = _bins(b)
     docker_version = _first_version(packages, DOCKER_PACKAGES)
     if docker_version is None:
-        match = re.search(r"version\s+v?([0-9][\w.+~-]*)", b.get("containers", "dockerd_version"))
-        docker_version = match.group(1) if match else None
-    match = re.search(r"\bv?(\d+\.\d+\.\d+[\w.+~-]*)", b.get("containers", "containerd_version"))
-    containerd_version = match.group(1) if match else _first_version(packages, CONTAINERD_PACKAGES)
+        docker_version = dockerd_version(b.get("containers", "dockerd_version"))
+    containerd = containerd_version(b.get("containers", "containerd_version")) \
+        or _first_version(packages, CONTAINERD_PACKAGES)
     filtered = (b.text("containerd-config-filtered") or "").splitlines()
     services = {
         unit: (props.get("ActiveState", ""), props.get("UnitFileState", ""))
@@ -275,7 +262,7 @@ def _containers(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, 
         docker_installed="dockerd" in bins or any(p in packages for p in DOCKER_PACKAGES),
         docker_version=docker_version,
         daemon_json_text=b.text("file /etc/docker/daemon.json"),
-        containerd_version=containerd_version,
+        containerd_version=containerd,
         containerd_nvidia_lines=tuple(line for line in filtered if "nvidia" in line),
         containerd_dropins=tuple(b.all("containers", "containerd_dropin")),
         toolkit_installed=any(t in bins for t in TOOLKIT_BINS) or "nvidia-container-toolkit" in packages,
@@ -285,17 +272,8 @@ def _containers(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, 
     )
 
 
-def _unescape_mount(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
 def _storage(b: Blocks) -> StorageInfo:
-    mounts = []
-    for line in (b.text("mounts") or "").splitlines():
-        parts = line.split(" ")
-        if len(parts) >= 3:
-            source, target, fstype = (_unescape_mount(p) for p in parts[:3])
-            mounts.append(Mount(source, target, fstype, parts[3] if len(parts) > 3 else ""))
+    mounts = [Mount(*line) for line in parse_mounts(b.text("mounts"))]
     free, size = {}, {}
     for value in b.all("disk", "free"):
         path, avail, total = (value.split("\t") + ["", ""])[:3]

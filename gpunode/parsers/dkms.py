@@ -1,33 +1,69 @@
-"""Parse `dkms status` lines (dkms 2.x "name, version, ..." and 3.x "name/version, ..." forms)."""
+"""`dkms status` lines (dkms 2.x "name, version, kernel, arch: status" and 3.x "name/version, kernel, arch:
+status"): the one parser that plans (facts, steps) and diagnosis (verify) share."""
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
-
-from gpunode.facts.packages import parse_dkms
+from dataclasses import dataclass, field
 
 _NVIDIA_MODULES = re.compile(r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$")  # Debian: nvidia-current
 
 
-class DkmsEntry(NamedTuple):
-    """One `dkms status` line."""
+@dataclass(frozen=True)
+class DkmsEntry:
+    """One line of `dkms status`."""
 
-    name: str
+    module: str
     version: str
-    kernel: str | None
-    state: str
-    line: str
+    kernel: str | None = None
+    arch: str | None = None
+    status: str = ""
+    line: str = field(default="", compare=False)   # the line as dkms printed it (for evidence)
+
+    @property
+    def name(self) -> str:
+        """The module's name (as diagnosis calls it)."""
+        return self.module
+
+    @property
+    def state(self) -> str:
+        """The status's first word: installed, built, added (a 2.x "installed (WARNING! ...)" is installed)."""
+        return (self.status.split() or [""])[0]
 
     @property
     def is_nvidia_driver(self) -> bool:
         """The GPU driver module itself (not nvidia-fs, nvidia-peermem, ...)."""
-        return _NVIDIA_MODULES.match(self.name) is not None
+        return _NVIDIA_MODULES.match(self.module) is not None
+
+
+def _entry(line: str) -> DkmsEntry | None:
+    head, sep, status = line.partition(": ")
+    if not sep:
+        return None
+    parts = [p.strip() for p in head.split(",")]
+    if "/" in parts[0]:
+        module, _, version = parts[0].partition("/")
+        rest = parts[1:]
+    elif len(parts) >= 2:
+        module, version, rest = parts[0], parts[1], parts[2:]
+    else:
+        return None
+    if not module or not version or " " in module:
+        return None
+    return DkmsEntry(module=module, version=version, kernel=rest[0] if rest else None,
+                     arch=rest[1] if len(rest) > 1 else None, status=status.strip(), line=line.strip())
+
+
+def parse_dkms(text: str | None) -> tuple[DkmsEntry, ...]:
+    """Entries of `dkms status`; unrecognised lines (errors, warnings) are skipped."""
+    return tuple(entry for line in (text or "").splitlines() if (entry := _entry(line)) is not None)
 
 
 def parse_dkms_status(lines: list[str] | str) -> list[DkmsEntry]:
-    """Entries of `dkms status` output; unrecognised lines (warnings) are skipped."""
-    if isinstance(lines, str):
-        lines = lines.splitlines()
-    return [DkmsEntry(e.module, e.version, e.kernel, (e.status.split() or [""])[0], e.line)
-            for e in parse_dkms("\n".join(lines))]  # the one `dkms status` parser (gpunode.facts.packages)
+    """`parse_dkms` of lines already split (as verify's evidence holds them) or of text."""
+    return list(parse_dkms(lines if isinstance(lines, str) else "\n".join(lines)))
+
+
+def dkms_installed(entries: tuple[DkmsEntry, ...], modules: tuple[str, ...], kernel: str) -> bool:
+    """True when one of `modules` is DKMS-installed for `kernel` (dkms 2.x "installed" and 3.x forms)."""
+    return any(e.module in modules and e.kernel == kernel and e.status.startswith("installed") for e in entries)

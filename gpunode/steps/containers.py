@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -20,6 +19,8 @@ from gpunode.gpu.distro import (
     toolkit_repo_file,
 )
 from gpunode.gpu.repo_facts import TOOLKIT
+from gpunode.parsers.containers import containerd_major, toolkit_version
+from gpunode.parsers.systemd import parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
@@ -60,7 +61,7 @@ class DockerStep(Step):
 
     def plan(self, ctx: StepContext) -> list[Action]:
         status = ctx.probe["status"]
-        props = dict(line.split("=", 1) for line in status.splitlines() if "=" in line)
+        unit = parse_unit(status)
         paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
         has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
         has_client = any(p.endswith("/docker") for p in paths)
@@ -82,10 +83,11 @@ class DockerStep(Step):
             actions.append(Action(f"install the Docker client: {', '.join(names[1:])}", "no docker command",
                                   manager.install([Wanted(n) for n in names[1:]], refresh=True, recommends=False),
                                   timeout=self.timeout))
-        if not has_engine or props.get("UnitFileState") != "enabled":
+        if not has_engine or unit.unit_file_state != "enabled":
             actions.append(Action("enable docker", "the engine must start at boot", "systemctl enable docker"))
-        if not has_engine or props.get("ActiveState") != "active":
-            actions.append(Action("start docker", f"docker is {props.get('ActiveState', 'not installed')}",
+        if not has_engine or unit.active_state != "active":
+            state = "not installed" if unit.active_state is None else unit.active_state
+            actions.append(Action("start docker", f"docker is {state}",
                                   "systemctl start docker", fix="see `journalctl -u docker` on the host"))
         return actions
 
@@ -285,7 +287,7 @@ class ContainerRuntimeStep(Step):
     def _cdi(self, ctk: str, present: str) -> list[Action]:
         """Toolkit 1.18+ keeps /var/run/cdi/nvidia.yaml current itself (nvidia-cdi-refresh); older ones need
         `nvidia-ctk cdi generate` into /etc/cdi."""
-        if _toolkit_version(ctk) >= fact_value(TOOLKIT, "cdi_refresh_since"):
+        if toolkit_version(ctk) >= fact_value(TOOLKIT, "cdi_refresh_since"):
             if "enabled" in present.split():
                 return []
             return [Action("enable nvidia-cdi-refresh (the toolkit writes /var/run/cdi/nvidia.yaml)",
@@ -321,16 +323,4 @@ def _json_indent(text: str) -> int | str:
     return 4
 
 
-def containerd_major(version: str) -> int:
-    """containerd's major version from `containerd --version` (`containerd github.com/... v2.1.4 ...`)."""
-    for word in version.split()[1:]:
-        match = re.match(r"v?(\d+)\.\d+", word)
-        if match:
-            return int(match.group(1))
-    return 1
-
-
-def _toolkit_version(line: str) -> tuple[int, ...]:
-    match = re.search(r"version (\d+)\.(\d+)", line)
-    return (int(match.group(1)), int(match.group(2))) if match else (0,)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.facts.packages import dkms_installed, parse_dkms
+from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.steps.base import Action, Step, StepContext, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, plan_module
 from gpunode.steps.probe import Snippets

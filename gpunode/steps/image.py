@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.facts.packages import parse_dkms
+from gpunode.parsers.dkms import parse_dkms
 from gpunode.parsers.package_versions import driver_versions
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register

@@ -24,6 +24,7 @@ from gpunode.gpu.distro import (
 )
 from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
 from gpunode.gpu.modules import choose_kernel_modules
+from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
@@ -279,7 +280,7 @@ class NvidiaDriverStep(Step):
             actions.append(Action(f"hold {', '.join(unheld)}",
                                   "unattended upgrades must not cause a driver/library version mismatch",
                                   manager.hold(unheld)))
-        if self.persistenced and sections["persistenced"].strip() not in ("enabled", "static"):
+        if self.persistenced and parse_is_enabled(sections["persistenced"]) not in ("enabled", "static"):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))

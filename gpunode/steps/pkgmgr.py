@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 from dataclasses import dataclass
 
 from gpunode.connection import join, q
 from gpunode.facts import OsInfo, PackageManagerInfo
 from gpunode.gpu.distro import el_major
 from gpunode.gpu.driver_facts import ALINUX, EL
+from gpunode.parsers.holds import parse_apt_showhold, parse_versionlock_list
+from gpunode.parsers.packages import parse_apt_lists, parse_dpkg_status, parse_rpm_query
 from gpunode.steps.base import StepFailed
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.vendor_facts import value
@@ -114,16 +115,7 @@ class AptManager(PackageManager):
         }
 
     def parse(self, output: ProbeOutput) -> PackageState:
-        installed = {}
-        for line in output["installed"].splitlines():
-            parts = line.split("\t")
-            if len(parts) == 3 and parts[1][1:2] == "i":  # installed (ii, and hi when held)
-                installed[parts[0].split(":")[0]] = parts[2]
-        numbers = [int(x) for x in output["lists"].split() if x.isdigit()]
-        age = None
-        if len(numbers) == 3 and numbers[0] > 0:
-            age = max(0.0, numbers[2] - numbers[1])
-        return PackageState(installed, age)
+        return PackageState(parse_dpkg_status(output["installed"]), parse_apt_lists(output["lists"]).age_seconds)
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}={w.version}" if w.version else w.name for w in wanted]
@@ -149,7 +141,7 @@ class AptManager(PackageManager):
         return "apt-mark -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= showhold 2>/dev/null"
 
     def parse_held(self, output: str) -> set[str]:
-        return {line.strip().split(":")[0] for line in output.splitlines() if line.strip()}
+        return parse_apt_showhold(output)
 
     def hold(self, names: list[str]) -> str:
         return f"apt-mark hold -- {join(names)}"
@@ -187,12 +179,7 @@ class DnfManager(PackageManager):
         return {"installed": f"rpm -q --qf '%{{NAME}}\\t%{{VERSION}}-%{{RELEASE}}\\n' -- {join(names)} 2>/dev/null"}
 
     def parse(self, output: ProbeOutput) -> PackageState:
-        installed = {}
-        for line in output["installed"].splitlines():
-            parts = line.split("\t")
-            if len(parts) == 2:
-                installed[parts[0]] = parts[1]
-        return PackageState(installed, cache_age_seconds=0.0)  # dnf refreshes its metadata itself
+        return PackageState(parse_rpm_query(output["installed"]), cache_age_seconds=0.0)  # dnf refreshes itself
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
@@ -207,15 +194,7 @@ class DnfManager(PackageManager):
         return f"{self.name} -q versionlock list 2>/dev/null"
 
     def parse_held(self, output: str) -> set[str]:
-        """Names from versionlock's list: `name-EPOCH:VERSION-RELEASE.*` (dnf) or `EPOCH:name-VERSION-RELEASE.*`
-        (yum); excludes (`!name...`) and messages are skipped."""
-        held = set()
-        for line in output.splitlines():
-            entry = re.sub(r"^\d+:", "", line.strip()).removesuffix(".*")
-            match = _LOCK_ENTRY.match(entry)
-            if match:
-                held.add(match.group("name"))
-        return held
+        return parse_versionlock_list(output)
 
     def hold(self, names: list[str]) -> str:
         plugin = "python3-dnf-plugin-versionlock" if self.name == "dnf" else "yum-plugin-versionlock"
@@ -283,10 +262,6 @@ def rhel_crb(el: int, pkg: PackageManagerInfo) -> str:
         "cloud's RHUI (no /etc/yum.repos.d/*rhui*.repo): CodeReady Builder, which EPEL's dkms needs, cannot be enabled",
         fix="register the host (subscription-manager register), or install dkms from your own mirror first "
         "(then no repository is enabled)")
-
-
-# One `versionlock list` entry without its `.*`: the name, an optional epoch, version and release.
-_LOCK_ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9][\w.+-]*?)-(?:\d+:)?[^-\s:]+-[^-\s]+$")
 
 
 def manager_for(package_manager: str | None) -> PackageManager:

@@ -7,6 +7,7 @@ from typing import Literal
 
 from gpunode.connection import ExecResult, q
 from gpunode.facts import Facts
+from gpunode.parsers.systemd import UnitState, parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
 from gpunode.steps.probe import Snippets
 
@@ -50,38 +51,44 @@ class ServiceStep(Step):
                 f" -- {q(self.name)} 2>&1"}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        props = dict(line.split("=", 1) for line in ctx.probe["unit"].splitlines() if "=" in line)
-        unit = q(self.name)
-        pending = props.get("NeedDaemonReload") == "yes" or ctx.state.daemon_reload_pending
+        unit = parse_unit(ctx.probe["unit"])
+        pending = unit.need_daemon_reload or ctx.state.daemon_reload_pending
         actions = self._reload(ctx, pending)
-        if props.get("LoadState") == "not-found" and not pending:
-            coming = self._not_found(ctx)
-            if coming is None:
+        installing: str | None = ""
+        if unit.not_found and not pending:
+            installing = self._not_found(ctx)
+            if installing is None:
                 return actions
-            props = coming
-        auto_restart = props.get("SubState") == "auto-restart"  # dying and being restarted: not running
-        active = props.get("ActiveState") in ("active", "activating", "reloading") and not auto_restart
-        enabled = props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias", "indirect")
-        journal = f"look at `journalctl -u {self.name}` on the host (its last lines are above) for why it fails"
-        if self.enabled is True and not enabled:
-            actions.append(Action(f"enable {self.name}", f"unit file state is {props.get('UnitFileState')}",
-                                  f"systemctl enable -- {unit}"))
-        if self.enabled is False and props.get("UnitFileState") == "enabled":
-            actions.append(Action(f"disable {self.name}", "enabled", f"systemctl disable -- {unit}"))
-        if self.state == "started" and not active:
-            state = props.get("ActiveState") + (" (auto-restart)" if auto_restart else "")
-            actions.append(Action(f"start {self.name}", f"it is {state}", verified("start", self.name), fix=journal))
-        elif self.state == "stopped" and active:
-            actions.append(Action(f"stop {self.name}", "it is running", f"systemctl stop -- {unit}"))
-        elif self.state == "restarted":
-            actions.append(Action(f"restart {self.name}", "requested", verified("restart", self.name), fix=journal))
-        elif self.state == "reloaded":
-            actions.append(Action(f"reload-or-restart {self.name}", "requested",
-                                  verified("reload-or-restart", self.name), fix=journal))
-        for action in actions if "installing" in props else ():
+            unit = UnitState(load_state="loaded", active_state="inactive", unit_file_state="disabled")
+        actions += self._enable(unit) + self._state(unit)
+        for action in actions if installing else ():
             action.reason = (f"would change (unknown until run): {self.name} is not installed yet, an earlier step "
-                             f"installs {props['installing']}")
+                             f"installs {installing}")
         return actions
+
+    def _enable(self, unit: UnitState) -> list[Action]:
+        """`systemctl enable`/`disable` when the unit file state is not the one wanted."""
+        if self.enabled is True and not unit.enabled:
+            return [Action(f"enable {self.name}", f"unit file state is {unit.unit_file_state}",
+                           f"systemctl enable -- {q(self.name)}")]
+        if self.enabled is False and unit.unit_file_state == "enabled":
+            return [Action(f"disable {self.name}", "enabled", f"systemctl disable -- {q(self.name)}")]
+        return []
+
+    def _state(self, unit: UnitState) -> list[Action]:
+        """Start, stop, restart or reload: started/stopped only when the unit is not so already."""
+        journal = f"look at `journalctl -u {self.name}` on the host (its last lines are above) for why it fails"
+        if self.state == "started" and not unit.running:
+            state = f"{unit.active_state}" + (" (auto-restart)" if unit.auto_restart else "")
+            return [Action(f"start {self.name}", f"it is {state}", verified("start", self.name), fix=journal)]
+        if self.state == "stopped" and unit.running:
+            return [Action(f"stop {self.name}", "it is running", f"systemctl stop -- {q(self.name)}")]
+        if self.state == "restarted":
+            return [Action(f"restart {self.name}", "requested", verified("restart", self.name), fix=journal)]
+        if self.state == "reloaded":
+            return [Action(f"reload-or-restart {self.name}", "requested", verified("reload-or-restart", self.name),
+                           fix=journal)]
+        return []
 
     def _reload(self, ctx: StepContext, pending: bool) -> list[Action]:
         """`systemctl daemon-reload` first when unit files changed (or asked for); in check mode the later steps
@@ -93,15 +100,15 @@ class ServiceStep(Step):
         why = "unit files changed on disk" if pending else "daemon_reload requested"
         return [Action("systemctl daemon-reload", why, "systemctl daemon-reload", changes=bool(pending))]
 
-    def _not_found(self, ctx: StepContext) -> dict[str, str] | None:
+    def _not_found(self, ctx: StepContext) -> str | None:
         """A unit that does not exist: nothing to do when it is to be stopped or disabled (None); in check mode, one
-        that a package an earlier step installs may bring is planned as a new, stopped unit; else a failure."""
+        that a package an earlier step installs may bring is planned as a new, stopped unit (the packages being
+        installed are returned); else a failure."""
         if not (self.enabled is True or self.state in ("started", "restarted", "reloaded")):
             ctx.notes.append(f"{self.name} is not installed: already disabled and stopped")
             return None
         if ctx.check and ctx.state.installing:
-            return {"LoadState": "loaded", "ActiveState": "inactive", "UnitFileState": "disabled",
-                    "installing": ", ".join(ctx.state.installing)}
+            return ", ".join(ctx.state.installing)
         raise StepFailed(f"unit {self.name} not found: it cannot be {self.state or 'enabled'}",
                          fix=f"install the package that provides {self.name}, or fix the unit name")
 
