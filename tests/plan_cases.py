@@ -207,10 +207,10 @@ def _source_problems(source: dict[str, Any]) -> list[str]:
 
 
 def mismatches(expect: dict[str, Any], got: dict[str, Any]) -> list[str]:
-    """Where the plan differs from `expect`: each key it names; actions in order, each on the keys it names
-    (`contains`: parts of the command, in order)."""
+    """Where the plan differs from `expect`: each key it names (of `error`, the keys it names); actions in order,
+    each on the keys it names (`contains`: parts of the command, in order)."""
     found = [f"{key}: expected {want!r}, planned {got.get(key)!r}"
-             for key, want in expect.items() if key != "actions" and got.get(key) != want]
+             for key, want in expect.items() if key != "actions" and not _same(got.get(key), want)]
     if "actions" not in expect:
         return found
     wanted = expect["actions"] or []
@@ -225,6 +225,13 @@ def mismatches(expect: dict[str, Any], got: dict[str, Any]) -> list[str]:
         if "contains" in want and not _in_order(have.get("command") or "", want["contains"]):
             found.append(f"action {i + 1}: command lacks {want['contains']!r} in that order: {have.get('command')!r}")
     return found
+
+
+def _same(got: Any, want: Any) -> bool:
+    """Equal; an expected error names only the keys (message, fix) it asserts."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        return all(got.get(k) == v for k, v in want.items())
+    return got == want
 
 
 def _in_order(text: str, parts: list[str]) -> bool:
