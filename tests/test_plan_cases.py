@@ -30,7 +30,8 @@ CASES = all_cases()
 
 
 def _param(case):
-    marks = [pytest.mark.xfail(reason=str(case["xfail"]), strict=True)] if case.get("xfail") else []
+    marks = [pytest.mark.xfail(reason=str(case["xfail"]), strict=True, raises=AssertionError)] \
+        if case.get("xfail") else []
     return pytest.param(case, id=f"{case['kind']}/{case.get('name')}", marks=marks)
 
 
@@ -76,3 +77,18 @@ def test_every_planned_command_and_probe_is_valid_sh():
                      for t in texts)
     result = subprocess.run(["sh", "-n"], input=script, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_checks_catch_a_careless_case():
+    """A case without a source, an action without its reason or its diff, a typo'd key or probe section: each named."""
+    careless = {"kind": "file", "name": "x", "says": "y", "source": {"repo": "a/b", "path": "c", "ref": "main"},
+                "args": {"path": "/etc/x", "content": "new\n"}, "probe": {"fiel": "absent\n"},
+                "expect": {"actions": [{"summary": "create /etc/x", "comand": "true"}]}}
+    found = "; ".join(problems(careless, run_case(careless)))
+    for part in ("source needs repo, path, ref", "unknown key 'comand'", "no `reason`", "assert it (`diff:`)",
+                 "(`command:` or `contains:`)", "probe section 'fiel'"):
+        assert part in found, found
+    got = {"actions": [{"summary": "s", "command": "a b c", "reason": "r"}], "error": None}
+    assert not mismatches({"actions": [{"contains": ["a", "c"], "reason": "r"}]}, got)
+    assert mismatches({"actions": [{"contains": ["c", "a"], "reason": "r"}]}, got)
+    assert mismatches({"actions": []}, got) and mismatches({"error": {"message": "m"}}, got)
