@@ -187,14 +187,19 @@ def problems(case: dict[str, Any], got: dict[str, Any]) -> list[str]:
     found += [f"probe section {s!r} is not one the step asks for (it asks {sorted(asked)})"
               for s in case.get("probe") or {} if s not in asked]
     for i, want in enumerate(expect.get("actions") or []):
-        have = got["actions"][i] if i < len(got["actions"]) else {}
-        found += [f"action {i + 1}: unknown key {k!r}" for k in want if k not in ACTION_KEYS]
-        if not want.get("reason"):
-            found.append(f"action {i + 1}: no `reason`")
-        if have.get("diff") and "diff" not in want:
-            found.append(f"action {i + 1}: the planner gives a diff: assert it (`diff:`)")
-        if have.get("command") and not ({"command", "contains"} & set(want)):
-            found.append(f"action {i + 1}: the planner gives a command: assert it (`command:` or `contains:`)")
+        found += _action_problems(i + 1, want, got["actions"][i] if i < len(got["actions"]) else {})
+    return found
+
+
+def _action_problems(number: int, want: dict[str, Any], have: dict[str, Any]) -> list[str]:
+    """An expected action's shape against the planned one: its reason, and the diff and command it is given."""
+    found = [f"action {number}: unknown key {k!r}" for k in want if k not in ACTION_KEYS]
+    if not want.get("reason"):
+        found.append(f"action {number}: no `reason`")
+    if have.get("diff") and "diff" not in want:
+        found.append(f"action {number}: the planner gives a diff: assert it (`diff:`)")
+    if have.get("command") and not ({"command", "contains"} & set(want)):
+        found.append(f"action {number}: the planner gives a command: assert it (`command:` or `contains:`)")
     return found
 
 
