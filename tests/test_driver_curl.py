@@ -11,13 +11,13 @@ import pytest
 
 from gpunode.steps.nvidia import curl_first
 from gpunode.steps.pkgmgr import manager_for
-from tests.plan_cases import CASES_DIR, build_facts, load, run_case
+from tests.plan_cases import build_facts, find_case, run_case
 
 
 @pytest.mark.parametrize("case", ["ubuntu2204-cuda-repo-fresh", "ubuntu2204-runfile-fresh", "rocky9-runfile-fresh"])
 def test_curl_and_ca_certificates_come_before_curl(case: str) -> None:
-    planned = run_case(load(CASES_DIR / "nvidia_driver" / f"{case}.json"))
-    command = next(a["command"] for a in planned["actions"] if "curl -fsSL" in a["command"])
+    planned = run_case(find_case("nvidia_driver", case))
+    command = next(a["command"] for a in planned["actions"] if "curl -fsSL" in (a["command"] or ""))
     assert "command -v curl" in command and "install -- curl ca-certificates" in command, command
     assert command.index("install -- curl ca-certificates") < command.index("curl -fsSL"), command
 

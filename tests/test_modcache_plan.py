@@ -4,26 +4,17 @@ cache elsewhere; RPM hosts (whose kmod %post builds at once) and `module_cache: 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from gpunode.inventory import Host
 from gpunode.modcache.key import CacheKey
 from gpunode.modcache.store import Store
-from gpunode.steps.base import StepContext, build_step
-from gpunode.steps.probe import ProbeOutput
-from gpunode.steps.state import HostState
-from tests.plan_cases import build_facts, load, run_case
+from gpunode.steps.base import build_step
+from tests.plan_cases import context, find_case, mismatches, run_case
 
-PLANS = Path(__file__).parent / "plans" / "nvidia_driver"
 KERNEL = "6.1.0-27-cloud-amd64"
 
 
 def _plan(case_name: str, host: str, **args):
-    case = load(PLANS / f"{case_name}.json")
-    facts = build_facts(case["os_release"], case.get("facts", {}))
-    ctx = StepContext(Host(name=host, address=host), facts, conn=None, check=True,  # type: ignore[arg-type]
-                      probe=ProbeOutput(case.get("probe_output", {})), state=HostState.of(case.get("shared", {})))
-    return build_step("nvidia_driver", {**case["args"], **args}).plan(ctx)
+    case = find_case("nvidia_driver", case_name)
+    return build_step("nvidia_driver", {**(case.get("args") or {}), **args}).plan(context(case, host))
 
 
 def test_fresh_debian_host_installs_with_autoinstall_paused(tmp_path):
@@ -48,9 +39,10 @@ def test_half_converged_hosts_of_one_group_one_builds_the_others_wait(tmp_path):
 
 def test_off_and_rpm_plan_as_before(tmp_path):
     for name in ("debian12-half-converged", "debian12-fresh", "rocky9-fresh"):
-        case = load(PLANS / f"{name}.json")
-        assert run_case({**case, "args": {**case["args"], "module_cache": str(tmp_path)}} if name.startswith("rocky")
-                        else {**case, "args": {**case["args"], "module_cache": "off"}}) == case["expected"], name
+        case = find_case("nvidia_driver", name)
+        cache = str(tmp_path) if name.startswith("rocky") else "off"
+        assert not mismatches(case["expect"], run_case({**case, "args": {**(case.get("args") or {}),
+                                                                          "module_cache": cache}})), name
     assert not list(tmp_path.iterdir())
     assert CacheKey("m", "1", KERNEL, "x86_64").path.startswith(KERNEL)
 
@@ -58,8 +50,7 @@ def test_off_and_rpm_plan_as_before(tmp_path):
 def test_precompiled_installs_plan_as_before_with_the_cache_on(tmp_path):
     """Ubuntu's signed precompiled modules (issue 30's "precompiled first") are not DKMS builds: nothing to cache."""
     for name in ("ubuntu2204-precompiled-fresh", "ubuntu2404-secure-boot-precompiled-fresh"):
-        case = load(PLANS / f"{name}.json")
-        assert case.get("written_by_hand")
+        find_case("nvidia_driver", name)  # a hand-written case of tests/plans/nvidia_driver.yaml
         actions = _plan(name, "gpu-1", module_cache=str(tmp_path))
         assert not any("module cache" in a.summary for a in actions), [a.summary for a in actions]
         assert not any("no-autoinstall" in (a.command or "") for a in actions)
@@ -69,7 +60,8 @@ def test_an_unquoted_off_is_off(tmp_path):
     """`--var module_cache=off` reaches the step as YAML's false: no cache; true is the default folder."""
     from gpunode.steps.module_cache import cache_store
 
-    case = load(PLANS / "debian12-half-converged.json")
-    assert run_case({**case, "args": {**case["args"], "module_cache": False}}) == case["expected"]
+    case = find_case("nvidia_driver", "debian12-half-converged")
+    off = {**case, "args": {**(case.get("args") or {}), "module_cache": False}}
+    assert not mismatches(case["expect"], run_case(off))
     assert build_step("dkms_module", {"name": "m", "version": "1", "cache": False}).cache is False
     assert cache_store(False) is None and cache_store("off") is None and cache_store(True).root == Store().root
