@@ -22,7 +22,6 @@ in commands as `<scripts/NAME>`; diffs as the user sees them (capped as the runn
 from __future__ import annotations
 
 import base64
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -147,8 +146,6 @@ def scripts_elided(command: str) -> str:
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """What the current planner makes of a case: `probe` (the snippets asked), `actions` (summary, command, reason,
     diff, stdin, reboot), `error` ({message, fix} when the plan refuses), target_kernel, reboot_required, notes."""
-    if "step" in case:
-        return run_snapshot(case)
     ctx = context(case)
     result: dict[str, Any] = {"probe": None, "actions": [], "error": None}
     try:
@@ -262,37 +259,3 @@ def tree_lines() -> int:
     """Lines of every file under tests/plans."""
     return sum(len(p.read_text().splitlines()) for p in CASES_DIR.rglob("*") if p.is_file())
 
-
-# ---- transitional: the frozen JSON snapshots under tests/plans/<step>/*.json -------------------------------------
-# Only until the last snapshot folder is rewritten as <kind>.yaml (tests/test_driver_curl.py and
-# tests/test_modcache_plan.py still read nvidia_driver's): then delete this section.
-def load(path: Path) -> dict[str, Any]:
-    """One frozen JSON case."""
-    return json.loads(path.read_text())
-
-
-def run_snapshot(case: dict[str, Any]) -> dict[str, Any]:
-    """A frozen JSON case planned in its `expected` shape (probe, actions of summary/command/stdin/reboot, ...)."""
-    ctx = context({"os": case["os_release"], "facts": case.get("facts"), "probe": case.get("probe_output"),
-                   "shared": {**case.get("shared", {}), "reboot_required": case.get("reboot_required_before", False)}})
-    result: dict[str, Any] = {"probe": None, "actions": [], "error": None}
-    try:
-        step = build_step(case["step"], case.get("args", {}))
-        probe = step.probe(ctx.facts)
-        result["probe"] = {n: scripts_elided(s) for n, s in probe.items()} if probe else None
-        actions = step.plan(ctx)
-    except GpunodeError as exc:
-        result["error"] = {"message": str(exc.cause), "fix": exc.fix}
-        return result
-    for action in actions:
-        item: dict[str, Any] = {"summary": action.summary,
-                                "command": scripts_elided(action.command) if action.command else None}
-        if action.stdin:
-            item["stdin"] = action.stdin.decode() if isinstance(action.stdin, bytes) else action.stdin
-        if action.reboot:
-            item["reboot"] = True
-        result["actions"].append(item)
-    result.update(target_kernel=ctx.state.target_kernel or None, reboot_required=ctx.reboot_required)
-    if ctx.notes:
-        result["notes"] = ctx.notes
-    return result

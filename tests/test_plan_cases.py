@@ -59,9 +59,7 @@ def test_case_names_are_unique_in_a_file(path):
 
 def test_the_plans_tree_stays_small():
     """Cases a person writes and reads: the whole tests/plans tree at most MAX_LINES lines."""
-    frozen = sorted({p.parent.name for p in CASES_DIR.glob("*/*.json")})
-    if frozen:  # transitional: see the end of tests/plan_cases.py
-        pytest.skip(f"frozen JSON snapshots are still being rewritten as YAML: {', '.join(frozen)}")
+    assert not list(CASES_DIR.glob("**/*.json")), "plan cases are YAML written by hand: no frozen snapshots"
     assert tree_lines() <= MAX_LINES
 
 
