@@ -56,18 +56,25 @@ def _calls(function: ast.AST) -> list[tuple[ast.Call, dict[str, str]]]:
     local = {n.targets[0].id: n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
              and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
     found: list[tuple[ast.Call, dict[str, str]]] = []
-    loops = [n for n in ast.walk(function) if isinstance(n, ast.For) and isinstance(n.target, ast.Tuple)]
     in_loops: set[int] = set()
-    for loop in loops:
-        items = local.get(loop.iter.id) if isinstance(loop.iter, ast.Name) else loop.iter
-        names = [t.id if isinstance(t, ast.Name) else "" for t in loop.target.elts]  # type: ignore[attr-defined]
-        calls = [c for c in ast.walk(loop) if _is_finding(c)]
-        in_loops |= {id(c) for c in calls}
-        for item in getattr(items, "elts", []):
-            values = [e.value if isinstance(e, ast.Constant) else None for e in getattr(item, "elts", [])]
-            bindings = {n: v for n, v in zip(names, values, strict=False) if n and isinstance(v, str)}
-            found += [(c, bindings) for c in calls]  # type: ignore[misc]
-    found += [(c, {}) for c in ast.walk(function) if _is_finding(c) and id(c) not in in_loops]  # type: ignore[misc]
+    for loop in ast.walk(function):
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Tuple):
+            calls = [c for c in ast.walk(loop) if isinstance(c, ast.Call) and _is_finding(c)]
+            in_loops |= {id(c) for c in calls}
+            found += [(c, bindings) for bindings in _loop_bindings(loop, local) for c in calls]
+    found += [(c, {}) for c in ast.walk(function)
+              if isinstance(c, ast.Call) and _is_finding(c) and id(c) not in in_loops]
+    return found
+
+
+def _loop_bindings(loop: ast.For, local: dict[str, ast.expr]) -> list[dict[str, str]]:
+    """name -> text for each literal tuple the loop goes over (its iterable written out, or a local name of one)."""
+    items = local.get(loop.iter.id) if isinstance(loop.iter, ast.Name) else loop.iter
+    names = [t.id if isinstance(t, ast.Name) else "" for t in getattr(loop.target, "elts", [])]
+    found = []
+    for item in getattr(items, "elts", []):
+        values = [e.value if isinstance(e, ast.Constant) else None for e in getattr(item, "elts", [])]
+        found.append({n: v for n, v in zip(names, values, strict=False) if n and isinstance(v, str)})
     return found
 
 
