@@ -1,4 +1,4 @@
-"""The rows of docs/findings.md: findings made in code (read from the source, not run) and the catalogues."""
+"""docs/findings.md: findings made in code (read from the source, not run) and the catalogues."""
 
 from __future__ import annotations
 
@@ -7,15 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpunode.docgen.markdown import GENERATED, REPO, cell, table
+
 ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9…]+)+$")
 HOLE = "…"
 # Finding(id, severity, summary, evidence, remedy, gpu) and the checks' helper _finding(id, severity, summary,
 # notes, remedy, hits): the same positions
 POSITIONS = {"id": 0, "severity": 1, "summary": 2, "remedy": 4}
-
-
-def cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
 
 
 def coded_findings(repo: Path) -> list[list[str]]:
@@ -137,3 +135,24 @@ def xid_rows() -> list[list[str]]:
 
     return [[f"`xid-{code}`", cell(f"{info.mnemonic}: {info.name}"), info.severity, cell(info.meaning),
              cell(info.remedy)] for code, info in sorted(XID_MEANINGS.items())]
+
+
+# ---- ---------------------------------------------------------------------------------------------------
+
+def findings_md() -> str:
+    out = [GENERATED, "", "# Findings", "",
+           "What `verify-gpu` and `diagnose` report: each finding has an id, a severity (ok, warning, critical), "
+           "the quoted evidence and a fix. The id is stable: alert on it. Read from the checks (`gpunode/verify/"
+           "checks/`, `gpunode/parsers/`) and the catalogues (`gpunode/parsers/errors_text.py`, "
+           "`gpunode/parsers/catalogs/`). A summary or fix that depends on the host shows its variable part as `…`.",
+           "", "## Checks", ""]
+    out += table(["id", "severity", "what it means", "fix", "where"], coded_findings(REPO))
+    out += ["", "## Error messages (nvidia-smi, NVML, the container runtime, the kernel)", "",
+            "A captured output or log that holds one of these messages gives the finding of the same id.", ""]
+    out += table(["id", "seen in", "severity", "what it means", "fix"], signature_rows())
+    out += ["", "## Xid errors", "",
+            "An `NVRM: Xid` line in the kernel log gives the finding `xid-<code>`. gpunode's own entries (below) "
+            "come first; any other code is read from NVIDIA's Xid catalogue "
+            "(`gpunode/parsers/catalogs/xid_nvidia.py`, its immediate and investigatory actions).", ""]
+    out += table(["id", "name", "severity", "meaning", "fix"], xid_rows())
+    return "\n".join(out) + "\n"
