@@ -100,28 +100,30 @@ def test_commands_that_need_no_host_load_no_ssh_code():
 
 
 def test_a_step_type_is_imported_when_first_used():
-    """Only the step modules a playbook uses are loaded; every kind maps to the module that registers it."""
+    """Only the step modules a playbook uses are loaded (the kinds are found by reading the modules' source);
+    every kind maps to the module that declares it, the same before and after importing every step module."""
     code = (
         "import json, sys; from gpunode.steps import STEP_TYPES, build_step\n"
         "build_step('line', {'path': '/etc/x', 'line': 'a=1'}); first = sorted(sys.modules)\n"
+        "kinds = sorted(STEP_TYPES); steps_loaded = sorted(m for m in sys.modules if m.startswith('gpunode.steps.'))\n"
         "where = {kind: cls.__module__ for kind, cls in STEP_TYPES.items()}\n"
         "import importlib, pkgutil, gpunode.steps as s\n"
-        "[importlib.import_module('gpunode.steps.' + m.name) for m in pkgutil.iter_modules(s.__path__)]\n"
+        "[importlib.import_module(m.name) for m in pkgutil.walk_packages(s.__path__, 'gpunode.steps.')]\n"
         "every = {kind: cls.__module__ for kind, cls in STEP_TYPES.items()}\n"
-        "print(json.dumps([first, where, every]))"
+        "print(json.dumps([first, kinds, steps_loaded, where, every]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    first, where, every = json.loads(proc.stdout)
+    first, kinds, steps_loaded, where, every = json.loads(proc.stdout)
     assert "gpunode.steps.files" in first
-    assert loaded(set(first), ("gpunode.steps.nfs.mount", "gpunode.steps.nvidia", "gpunode.steps.containers",
-                               "gpunode.steps.image", "gpunode.steps.kernel")) == []
-    from gpunode.steps.base import STEP_MODULES
+    lazy = ("gpunode.steps.nfs.mount", "gpunode.steps.nvidia", "gpunode.steps.containers", "gpunode.steps.image",
+            "gpunode.steps.kernel")
+    assert loaded(set(first), lazy) == []
+    assert loaded(set(steps_loaded), lazy) == []  # listing the kinds imported none of them
+    from gpunode.steps.registry import declared
 
-    steps_dir = REPO / "gpunode" / "steps"
-    registered = {".".join(p.relative_to(steps_dir).with_suffix("").parts) for p in steps_dir.rglob("*.py")}
-    assert set(STEP_MODULES.values()) <= registered
-    assert where == every == {kind: f"gpunode.steps.{module}" for kind, module in STEP_MODULES.items()}
+    assert kinds == sorted(declared()) and len(kinds) >= 18
+    assert where == every == {kind: d.module for kind, d in declared().items()}
 
 
 def test_provision_exits_fast_with_everything_written(tmp_path):

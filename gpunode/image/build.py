@@ -30,7 +30,7 @@ from gpunode.playbook.validate import check_arguments
 from gpunode.playbook.vartypes import check_var_types
 
 BUILDERS = ("aws", "alicloud", "tencent", "qemu")
-DRIVER_BASES = ("al2023-ecs-gpu",)  # AWS bases that ship NVIDIA's driver (README: AWS Batch)
+DRIVER_BASES = ("al2023-ecs-gpu",)  # AWS bases that ship NVIDIA's driver (docs/images.md: AWS Batch)
 
 
 @dataclass

@@ -25,7 +25,7 @@ TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_
 STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
-# Ansible task keywords and modules gpunode has no key for: what to write instead (README, "Coming from Ansible")
+# Ansible task keywords and modules gpunode has no key for: what to write instead (docs/guide.md, "Coming from Ansible")
 ANSIBLE_INSTEAD = {
     "loop": "loops are not supported: give the list to the step, e.g. `packages: {names: [...]}`",
     "with_items": "loops are not supported: give the list to the step, e.g. `packages: {names: [...]}`",
@@ -368,4 +368,4 @@ def check_static_args(spec: StepSpec, args: dict[str, Any]) -> None:
     except ValueError as exc:
         bad = getattr(exc, "arg", None)
         raise UsageError(str(exc), source=spec.source, line=_line(args, bad, spec.line) if bad else spec.line,
-                         fix=f"see the `{spec.kind}` step in README") from None
+                         fix=f"see the `{spec.kind}` step in docs/steps.md") from None

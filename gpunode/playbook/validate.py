@@ -51,7 +51,7 @@ def check_syntax(value: Any, source: str, line: int, what: str) -> None:
             unknown = problem.startswith(("No filter named", "No test named"))
             raise UsageError(f"{'Jinja error' if unknown else 'Jinja syntax error'} in {what} {text!r}: {problem}",
                              source=source, line=line,
-                             fix="the filters and tests are Ansible's (README, Playbooks: Filters and tests)"
+                             fix="the filters and tests are Ansible's (docs/playbook-language.md: Filters and tests)"
                              if unknown else "close every `{{` with `}}` and every `{%` with `%}`; quote a string "
                              "that holds them; filters are written `{{ x | name }}`")
 
@@ -137,5 +137,5 @@ def _refusal(spec: Any, exc: ValueError, host: str, defaults: dict[str, Any]) ->
     source = f" (the value comes from the variable {', '.join(names)}, as host {host} sees it)" if names else ""
     example = f" (the playbook's default: {names[0]}={defaults[names[0]]})" if names and names[0] in defaults else ""
     fix = (f"give {names[0]} a valid value where it is set (-e/--var, the inventory or the playbook's vars){example}"
-           if names else f"see the `{spec.kind}` step in README")
+           if names else f"see the `{spec.kind}` step in docs/steps.md")
     return UsageError(f"{exc}{source}", source=spec.source, line=spec.line, fix=fix)

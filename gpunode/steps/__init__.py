@@ -1,5 +1,5 @@
-"""Steps: each plans from facts and probe output, then applies. A step type's module is imported when a playbook
-first uses it (`STEP_MODULES` in base.py)."""
+"""Steps: each plans from facts and probe output, then applies. A step kind is declared by its class's `kind`
+attribute, found by reading the modules (registry.py); its module is imported when a playbook first uses it."""
 
 from gpunode.steps.base import STEP_TYPES, Action, Step, StepContext, StepFailed, build_step, step_facts_sections
 

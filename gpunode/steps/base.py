@@ -18,6 +18,7 @@ from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.diffs import FileDiff
 from gpunode.steps.probe import ProbeOutput, Snippets
+from gpunode.steps.registry import StepDeclarationError, declared
 from gpunode.steps.state import HostState
 from gpunode.values import as_bool, file_mode, kind_of
 
@@ -166,14 +167,8 @@ class Step:
 
 
 # ---- registry and argument validation ---------------------------------------------------------------
-# Each step type's module (under gpunode.steps): a step's code is imported when a playbook first uses it.
-STEP_MODULES = {
-    "command": "command", "file": "files", "line": "files", "json": "json_merge", "packages": "packages",
-    "service": "service", "wait_for_package_manager": "system", "reboot": "system", "kernel_headers": "kernel",
-    "nvidia_driver": "nvidia", "docker": "containers", "container_toolkit": "containers",
-    "container_runtime": "containers", "nfs_mount": "nfs.mount", "image_cleanup": "image", "image_validate": "image",
-    "ecs_gpu_support": "ecs", "dkms_module": "dkms_module",
-}
+# A step kind is declared once: the `kind = "..."` attribute of its class, in its module under gpunode/steps/
+# (found by reading the source: steps/registry.py). Its module is imported when a playbook first uses it.
 
 
 class StepTypes(Mapping[str, "type[Step]"]):
@@ -183,21 +178,31 @@ class StepTypes(Mapping[str, "type[Step]"]):
         self._classes: dict[str, type[Step]] = {}
 
     def register(self, cls: type[Step]) -> None:
+        first = self._classes.get(cls.kind)
+        if first and (first.__module__, first.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise StepDeclarationError(f"step kind {cls.kind!r} is registered twice: {first.__module__}."
+                                       f"{first.__qualname__} and {cls.__module__}.{cls.__qualname__}",
+                                       fix="give one of the two step classes another `kind`")
         self._classes[cls.kind] = cls
 
     def __getitem__(self, kind: str) -> type[Step]:
-        if kind not in self._classes and kind in STEP_MODULES:
-            importlib.import_module(f"gpunode.steps.{STEP_MODULES[kind]}")
+        declaration = declared().get(kind)
+        if kind not in self._classes and declaration:
+            importlib.import_module(declaration.module)
+            if kind not in self._classes:
+                raise StepDeclarationError(
+                    f"{declaration.where} declares step kind {kind!r} but its class is not registered",
+                    fix="decorate the step class with @register (from gpunode.steps.base)")
         return self._classes[kind]
 
     def __contains__(self, kind: object) -> bool:
-        return kind in STEP_MODULES or kind in self._classes
+        return kind in declared() or kind in self._classes
 
     def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(STEP_MODULES), **dict.fromkeys(self._classes)})
+        return iter({**dict.fromkeys(declared()), **dict.fromkeys(self._classes)})
 
     def __len__(self) -> int:
-        return len(set(STEP_MODULES) | set(self._classes))
+        return len(set(declared()) | set(self._classes))
 
 
 STEP_TYPES = StepTypes()
@@ -244,62 +249,99 @@ def build_step(kind: str, args: dict[str, Any]) -> Step:
     return cls(**values)  # __post_init__ checks what types cannot
 
 
+def arg(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Callable[[], Any] | None = None) -> Any:
+    """A step argument with its doc (docs/steps.md is generated from it): `timeout: int = arg(600, "seconds")`;
+    without a default the argument is required; `factory` for a mutable default (`arg(factory=list, doc=...)`)."""
+    metadata = {"doc": doc}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def arg_doc(f: dataclasses.Field) -> str:
+    """The doc an argument was declared with (`arg(..., doc)`); "" when none."""
+    return str(f.metadata.get("doc", ""))
+
+
 def coerce(value: Any, hint: Any, where: str) -> Any:
     """Check (and gently coerce: "5" -> 5, a string -> [string]) a value against a type hint."""
-    origin = typing.get_origin(hint)
     if hint is Any:
         return value
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(hint)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return coerce(value, option, where)
-            except ValueError as exc:
-                errors.append(str(exc))
-        raise ValueError(errors[0] if errors else f"{where}: bad value {value!r}")
-    if origin is Literal:
-        allowed = typing.get_args(hint)
-        if isinstance(value, bool) and ("yes" if value else "no") in allowed:
-            return "yes" if value else "no"  # YAML reads an unquoted `containerd: yes` as true
-        if value not in allowed:
-            raise ValueError(f"{where} must be one of {', '.join(map(str, allowed))}, got {value!r}")
-        return value
-    if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        if isinstance(value, str):
-            value = [value]  # one name: a list of one (a bare number is a typo: `names: 5`)
-        if not isinstance(value, list | tuple):
-            shown = f" {value!r}" if isinstance(value, int | float) else ""
-            raise ValueError(f"{where} must be a list, got a {kind_of(value)}{shown}")
-        return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ValueError(f"{where} must be a mapping, got a {kind_of(value)}")
-        return dict(value)
-    if hint is bool:
-        flag = as_bool(value)
-        if flag is None:
-            raise ValueError(f"{where} must be true or false, got {value!r}")
-        return flag
-    if hint is Mode:
-        return Mode(file_mode(value, where))
-    if hint in (int, float):
-        if isinstance(value, bool):
-            raise ValueError(f"{where} must be a number, got {value!r}")
+    check = _BY_ORIGIN.get(typing.get_origin(hint)) or _BY_TYPE.get(hint)
+    return check(value, hint, where) if check else value  # another type: taken as it is
+
+
+def _coerce_union(value: Any, hint: Any, where: str) -> Any:
+    options = typing.get_args(hint)
+    if value is None and type(None) in options:
+        return None
+    errors = []
+    for option in options:
+        if option is type(None):
+            continue
         try:
-            return hint(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where} must be a number, got {value!r}") from None
-    if hint is str:
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            return str(value)
-        raise ValueError(f"{where} must be a string, got a {kind_of(value)}")
+            return coerce(value, option, where)
+        except ValueError as exc:
+            errors.append(str(exc))
+    raise ValueError(errors[0] if errors else f"{where}: bad value {value!r}")
+
+
+def _coerce_literal(value: Any, hint: Any, where: str) -> Any:
+    allowed = typing.get_args(hint)
+    if isinstance(value, bool) and ("yes" if value else "no") in allowed:
+        return "yes" if value else "no"  # YAML reads an unquoted `containerd: yes` as true
+    if value not in allowed:
+        raise ValueError(f"{where} must be one of {', '.join(map(str, allowed))}, got {value!r}")
     return value
+
+
+def _coerce_list(value: Any, hint: Any, where: str) -> Any:
+    (item,) = typing.get_args(hint) or (Any,)
+    if isinstance(value, str):
+        value = [value]  # one name: a list of one (a bare number is a typo: `names: 5`)
+    if not isinstance(value, list | tuple):
+        shown = f" {value!r}" if isinstance(value, int | float) else ""
+        raise ValueError(f"{where} must be a list, got a {kind_of(value)}{shown}")
+    return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+
+
+def _coerce_dict(value: Any, hint: Any, where: str) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a mapping, got a {kind_of(value)}")
+    return dict(value)
+
+
+def _coerce_bool(value: Any, hint: Any, where: str) -> Any:
+    flag = as_bool(value)
+    if flag is None:
+        raise ValueError(f"{where} must be true or false, got {value!r}")
+    return flag
+
+
+def _coerce_mode(value: Any, hint: Any, where: str) -> Any:
+    return Mode(file_mode(value, where))
+
+
+def _coerce_number(value: Any, hint: Any, where: str) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"{where} must be a number, got {value!r}")
+    try:
+        return hint(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where} must be a number, got {value!r}") from None
+
+
+def _coerce_str(value: Any, hint: Any, where: str) -> Any:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{where} must be a string, got a {kind_of(value)}")
+
+
+_Coerce = Callable[[Any, Any, str], Any]
+_BY_ORIGIN: dict[Any, _Coerce] = {typing.Union: _coerce_union, types.UnionType: _coerce_union,
+                                  Literal: _coerce_literal, list: _coerce_list, dict: _coerce_dict}
+_BY_TYPE: dict[Any, _Coerce] = {bool: _coerce_bool, Mode: _coerce_mode, int: _coerce_number,
+                                float: _coerce_number, str: _coerce_str}
 
 
 def killed_fix(exit_code: int | None) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.base import Action, Step, StepContext, arg, register
 from gpunode.steps.probe import Snippets
 
 
@@ -19,12 +19,12 @@ class CommandStep(Step):
     kind = "command"
     needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
-    cmd: str
-    creates: str | None = None
-    removes: str | None = None
-    unless: str | None = None
-    chdir: str | None = None
-    timeout: int = 3600
+    cmd: str = arg(doc="shell text run by sh as root: quote template values with `| quote`")
+    creates: str | None = arg(None, "a path: skip when it exists")
+    removes: str | None = arg(None, "a path: skip when it is missing")
+    unless: str | None = arg(None, "shell text: skip when it succeeds")
+    chdir: str | None = arg(None, "the folder to run in")
+    timeout: int = arg(3600, "seconds")
 
     def probe(self, facts: Facts) -> Snippets | None:
         checks = []

@@ -21,7 +21,7 @@ from gpunode.gpu.distro import (
 from gpunode.gpu.repo_facts import TOOLKIT
 from gpunode.parsers.containers import containerd_major, toolkit_version
 from gpunode.parsers.systemd import parse_unit
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.pkgmgr import Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
@@ -49,7 +49,7 @@ class DockerStep(Step):
 
     kind = "docker"
     facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
-    timeout: int = 1800
+    timeout: int = arg(1800, "seconds for the install")
 
     def probe(self, facts: Facts) -> Snippets:
         repo = docker_repo_file(facts.os)
@@ -99,9 +99,9 @@ class ContainerToolkitStep(Step):
 
     kind = "container_toolkit"
     facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
-    version: str | None = None          # e.g. 1.17.8-1; None = the repository's newest
-    repo_url: str = TOOLKIT_REPO         # a mirror for air-gapped sites
-    timeout: int = 1800
+    version: str | None = arg(None, "the four packages' version, e.g. 1.17.8-1; none: the repository's newest")
+    repo_url: str = arg(TOOLKIT_REPO, "NVIDIA's repository, or a mirror for air-gapped sites")
+    timeout: int = arg(1800, "seconds for the install")
 
     def probe(self, facts: Facts) -> Snippets:
         path, _ = toolkit_repo_file(facts.os, self.repo_url)
@@ -173,11 +173,12 @@ class ContainerRuntimeStep(Step):
 
     kind = "container_runtime"
     facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
-    docker: bool = True
-    containerd: Literal["auto", "yes", "no"] = "auto"
-    default_runtime: bool = False
-    runtime_path: str = "nvidia-container-runtime"
-    cdi: bool = False
+    docker: bool = arg(True, "register the runtime in /etc/docker/daemon.json")
+    containerd: Literal["auto", "yes", "no"] = arg("auto", "register it in /etc/containerd/config.toml; auto: "
+                                                   "when containerd is installed")
+    default_runtime: bool = arg(False, "make nvidia the default runtime")
+    runtime_path: str = arg("nvidia-container-runtime", "the runtime's program")
+    cdi: bool = arg(False, "a CDI spec for the GPUs (nvidia-cdi-refresh, or nvidia-ctk cdi generate)")
 
     def probe(self, facts: Facts) -> Snippets:
         return {

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.parsers.dkms import dkms_installed, parse_dkms
-from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.base import Action, Step, StepContext, arg, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, plan_module
 from gpunode.steps.probe import Snippets
 
@@ -20,14 +20,16 @@ class DkmsModuleStep(Step):
     kernel; through the module cache unless `cache: off`."""
 
     kind = "dkms_module"
-    facts_sections: frozenset[str] = frozenset()  # core only: kernel, architecture, Secure Boot
-    name: str = ""
-    version: str = ""
-    kernel: str = ""          # default: the kernel that will run (the running one, or the one a step installed)
-    flavour: str = ""         # part of the cache key where a module comes in flavours (open/proprietary)
-    cache: str | bool = ""           # a folder on the controller; "" the default ($XDG_CACHE_HOME/gpunode/modules); off
-    signer: str = ""          # with Secure Boot on: the signing key's fingerprint (else the host builds its own)
-    timeout: int = 3600
+    facts_sections = frozenset()  # core only: kernel, architecture, Secure Boot
+    name: str = arg("", "the module's DKMS name (its source is in /usr/src/<name>-<version>)")
+    version: str = arg("", "the module's version, as in its dkms.conf")
+    kernel: str = arg("", "the kernel to build for; default: the one that will run (the running one, or the one a "
+                                "step installed)")
+    flavour: str = arg("", "part of the cache key where a module comes in flavours (open/proprietary)")
+    cache: str | bool = arg("", "the module cache: a folder on the controller, \"\" the default "
+                                   "($XDG_CACHE_HOME/gpunode/modules), off: build on every host")
+    signer: str = arg("", "with Secure Boot on: the signing key's fingerprint (else the host builds its own)")
+    timeout: int = arg(3600, "seconds for the build")
 
     def __post_init__(self) -> None:
         if not self.name or not self.version:

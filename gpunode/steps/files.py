@@ -8,7 +8,7 @@ from typing import Literal
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 from gpunode.values import file_mode
@@ -22,14 +22,15 @@ class FileStep(Step):
     kind = "file"
     needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
-    path: str
-    content: str | None = None
-    mode: Mode | None = None
-    owner: str | None = None
-    group: str | None = None
-    state: Literal["present", "absent"] = "present"
-    backup: bool = True
-    validate: str | None = None
+    path: str = arg(doc="the file (absolute)")
+    content: str | None = arg(None, "the whole file's content")
+    mode: Mode | None = arg(None, "permissions, quoted: '0644'")
+    owner: str | None = arg(None, "the owning user")
+    group: str | None = arg(None, "the owning group")
+    state: Literal["present", "absent"] = arg("present", "absent: remove the file")
+    backup: bool = arg(True, "keep a timestamped backup of the old file")
+    validate: str | None = arg(None, "a command that gets the new file as $1; the file is written only if it "
+                                        "succeeds")
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
@@ -99,13 +100,13 @@ class LineStep(Step):
     kind = "line"
     needs_root = False  # the user's own files and commands may need no root
     facts_sections = frozenset()
-    path: str
-    line: str | None = None
-    regexp: str | None = None
-    state: Literal["present", "absent"] = "present"
-    create: bool = False  # as Ansible's lineinfile: a mistyped path fails instead of creating a file
-    backup: bool = True
-    mode: Mode | None = None
+    path: str = arg(doc="the file (absolute)")
+    line: str | None = arg(None, "the line wanted")
+    regexp: str | None = arg(None, "the line to replace (state present) or to remove (absent)")
+    state: Literal["present", "absent"] = arg("present", "absent: remove the lines that match")
+    create: bool = arg(False, "create a missing file (as Ansible's lineinfile: off, so a mistyped path fails)")
+    backup: bool = arg(True, "keep a timestamped backup of the old file")
+    mode: Mode | None = arg(None, "permissions, quoted: '0644'")
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):

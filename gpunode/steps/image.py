@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.parsers.dkms import parse_dkms
 from gpunode.parsers.package_versions import driver_versions
 from gpunode.scripts import script_text
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.ecs_config import INSTANCE_CONFIG, KEY, RUNTIME, RUNTIME_KEY, USER_CONFIG, VALUE, config_value
 from gpunode.steps.probe import ProbeOutput, Snippets
 
@@ -73,8 +73,8 @@ class ImageCleanupStep(Step):
     """Remove what must not be baked into an image; `authorized_key` is the build's public key."""
 
     kind = "image_cleanup"
-    categories: list[str] = field(default_factory=lambda: list(ALL))
-    authorized_key: str | None = None
+    categories: list[str] = arg(factory=lambda: list(ALL), doc="what to remove (default: every category)")
+    authorized_key: str | None = arg(None, "the build's public key: its authorized_keys lines are removed last")
 
     def __post_init__(self) -> None:
         _check_categories(self.categories, "image_cleanup.categories")
@@ -101,11 +101,11 @@ class ImageValidateStep(Step):
     """Before capture: cleaned files absent, DKMS built for the kernel that will boot, one driver version, free disk."""
 
     kind = "image_validate"
-    cleaned: list[str] = field(default_factory=lambda: list(ALL))
-    authorized_key: str | None = None
-    min_free_gb: float = 2.0
-    require_driver: bool = False
-    ecs_agent: bool = False            # AWS Batch: the ECS agent enabled, GPU support on when there is a driver
+    cleaned: list[str] = arg(factory=lambda: list(ALL), doc="the cleanup categories that must have nothing left")
+    authorized_key: str | None = arg(None, "the build's public key, which must be gone from authorized_keys")
+    min_free_gb: float = arg(2.0, "free disk on / the image must keep (GB)")
+    require_driver: bool = arg(False, "an NVIDIA driver must be installed")
+    ecs_agent: bool = arg(False, "AWS Batch: the ECS agent enabled, GPU support on when there is a driver")
 
     def __post_init__(self) -> None:
         _check_categories(self.cleaned, "image_validate.cleaned")

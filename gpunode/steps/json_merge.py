@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from gpunode.connection import q
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Mode, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.files import FileStep, who_probe
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file
@@ -32,13 +32,14 @@ class JsonStep(Step):
     kind = "json"
     needs_root = False  # the user's own files and commands may need no root
     facts_sections: ClassVar[frozenset[str]] = frozenset()  # reads no optional fact section
-    path: str
-    set: dict[str, Any]
-    create: bool = True  # a missing file becomes {} + the keys
-    mode: Mode | None = None
-    owner: str | None = None
-    group: str | None = None
-    backup: bool = True
+    path: str = arg(doc="the JSON file (absolute)")
+    set: dict[str, Any] = arg(doc="top-level keys to JSON values; objects merged key by key, other values "
+                                 "replaced")
+    create: bool = arg(True, "a missing file becomes {} + the keys")
+    mode: Mode | None = arg(None, "permissions, quoted: '0644'")
+    owner: str | None = arg(None, "the owning user")
+    group: str | None = arg(None, "the owning group")
+    backup: bool = arg(True, "keep a timestamped backup of the old file")
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/") or self.path.endswith("/"):

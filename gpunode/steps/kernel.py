@@ -17,7 +17,7 @@ from gpunode.gpu.distro import (
     newest_kernel_packages,
 )
 from gpunode.scripts import script_text
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.pkgmgr import manager_for
 from gpunode.steps.probe import Snippets
 
@@ -31,9 +31,10 @@ class KernelHeadersStep(Step):
 
     kind = "kernel_headers"
     facts_sections = frozenset({"pkgmgr", "packages"})
-    policy: Literal["require", "upgrade"] = "require"
-    hold: bool = False
-    timeout: int = 1800
+    policy: Literal["require", "upgrade"] = arg("require", "no headers for the running kernel: require fails, "
+                                                "upgrade installs the newest kernel + headers and reboots")
+    hold: bool = arg(False, "hold the kernel and its headers")
+    timeout: int = arg(1800, "seconds for the install")
 
     def probe(self, facts: Facts) -> Snippets:
         """`held`: the held packages; `headers` (Debian/Ubuntu, when plan() needs it): the candidate version of the

@@ -25,7 +25,7 @@ from gpunode.gpu.distro import (
 from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.parsers.systemd import parse_is_enabled
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
@@ -83,16 +83,21 @@ class NvidiaDriverStep(Step):
 
     kind = "nvidia_driver"
     facts_sections = frozenset({"pkgmgr", "packages", "services", "gpu"})
-    method: Literal["distro", "cuda-repo", "runfile"] = "distro"
-    branch: int = 535
-    kernel_modules: Literal["auto", "open", "proprietary"] = "auto"
-    runfile: str | None = None
-    fabricmanager: Literal["auto", "yes", "no"] = "auto"
-    hold: bool = True
-    persistenced: bool = True
-    allow_secure_boot: bool = False
-    module_cache: str | bool = "off"     # a controller folder ("" the default one): the module built once per group
-    timeout: int = 3600
+    method: Literal["distro", "cuda-repo", "runfile"] = arg("distro", "where the driver comes from: the distro's "
+                                                            "packages, NVIDIA's CUDA repository or a runfile")
+    branch: int = arg(535, "the driver branch (535, 550, 570, ...)")
+    kernel_modules: Literal["auto", "open", "proprietary"] = arg("auto", "open or proprietary kernel modules; auto: "
+                                                                 "from the GPUs' PCI device ids and the branch")
+    runfile: str | None = arg(None, "method runfile: the runfile's path on the host or its URL")
+    fabricmanager: Literal["auto", "yes", "no"] = arg("auto", "the fabric manager and NSCQ; auto: when the host "
+                                                      "has NVSwitches")
+    hold: bool = arg(True, "hold the driver packages (apt-mark hold, dnf versionlock)")
+    persistenced: bool = arg(True, "enable nvidia-persistenced")
+    allow_secure_boot: bool = arg(False, "build with Secure Boot on (the modules must be signed with an enrolled "
+                                         "key)")
+    module_cache: str | bool = arg("off", "a controller folder (\"\" the default one): the module built once per "
+                                          "kernel group, off: built on every host")
+    timeout: int = arg(3600, "seconds for the install")
 
     def __post_init__(self) -> None:
         if self.method == "runfile" and not self.runfile:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from gpunode.connection import ExecResult
 from gpunode.facts import Facts
-from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.base import Action, Step, StepContext, arg, register
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets
 
@@ -23,11 +23,11 @@ class PackagesStep(Step):
 
     kind = "packages"
     facts_sections = frozenset()  # facts.pkg (an interrupted transaction) is read only when something must change
-    names: list[str] = field(default_factory=list)
-    state: Literal["present", "absent"] = "present"
-    cache_valid_time: int = 3600
-    install_recommends: bool = False
-    timeout: int = 3600
+    names: list[str] = arg(factory=list, doc="packages; `name=version` pins, globs allowed")
+    state: Literal["present", "absent"] = arg("present", "absent: remove them")
+    cache_valid_time: int = arg(3600, "seconds: apt lists older than this are refreshed before an install")
+    install_recommends: bool = arg(False, "install recommended packages too")
+    timeout: int = arg(3600, "seconds")
 
     def __post_init__(self) -> None:
         for name in self.names:

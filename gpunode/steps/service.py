@@ -8,7 +8,7 @@ from typing import Literal
 from gpunode.connection import ExecResult, q
 from gpunode.facts import Facts
 from gpunode.parsers.systemd import UnitState, parse_unit
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.probe import Snippets
 
 JOURNAL_LINES = 15
@@ -41,10 +41,11 @@ class ServiceStep(Step):
 
     kind = "service"
     facts_sections = frozenset()
-    name: str
-    state: Literal["started", "stopped", "restarted", "reloaded"] | None = None
-    enabled: bool | None = None
-    daemon_reload: bool = False
+    name: str = arg(doc="the systemd unit (docker, nvidia-persistenced.service, apt-daily.timer)")
+    state: Literal["started", "stopped", "restarted", "reloaded"] | None = arg(None, "none: the state is left as it "
+                                                                               "is")
+    enabled: bool | None = arg(None, "started at boot; none: left as it is")
+    daemon_reload: bool = arg(False, "always `systemctl daemon-reload` first")
 
     def probe(self, facts: Facts) -> Snippets:
         return {"unit": f"systemctl show -p LoadState -p ActiveState -p SubState -p UnitFileState -p NeedDaemonReload"

@@ -7,7 +7,7 @@ from typing import Literal
 
 from gpunode.connection import q
 from gpunode.scripts import script_text
-from gpunode.steps.base import Action, Step, StepContext, register
+from gpunode.steps.base import Action, Step, StepContext, arg, register
 
 
 @register
@@ -17,7 +17,7 @@ class WaitForPackageManagerStep(Step):
 
     kind = "wait_for_package_manager"
     facts_sections = frozenset({"pkgmgr"})
-    timeout: int = 600
+    timeout: int = arg(600, "seconds to wait for the locks")
 
     def plan(self, ctx: StepContext) -> list[Action]:
         pkg = ctx.facts.pkg
@@ -44,10 +44,10 @@ class RebootStep(Step):
 
     kind = "reboot"
     facts_sections = frozenset({"pkgmgr"})
-    if_required: bool = True
-    mode: Literal["now", "defer"] = "now"
-    timeout: int = 600
-    reason: str | None = None
+    if_required: bool = arg(True, "only when a step asked for a reboot (false: always)")
+    mode: Literal["now", "defer"] = arg("now", "defer: record the pending reboot without doing it (image baking)")
+    timeout: int = arg(600, "seconds for the host to come back")
+    reason: str | None = arg(None, "why, shown in the plan")
 
     def plan(self, ctx: StepContext) -> list[Action]:
         required = ctx.reboot_required or ctx.facts.pkg.reboot_required

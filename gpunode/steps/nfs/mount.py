@@ -13,7 +13,7 @@ from typing import Literal
 from gpunode.connection import join, q
 from gpunode.facts import Facts
 from gpunode.scripts import script_text
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
+from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.nfs.fstab import FstabConflict, edit, entry_line, marker, normalize
 from gpunode.steps.nfs.options import (
     DEFAULT_VERSION,
@@ -47,19 +47,20 @@ class NfsMountStep(Step):
 
     kind = "nfs_mount"
     facts_sections = frozenset({"pkgmgr", "packages", "storage"})
-    server: str
-    export: str
-    path: str
-    vendor: Literal["generic", "alibaba-nas", "tencent-cfs", "aws-efs"] = "generic"
-    nfs_version: str | None = None
-    options: str = ""
-    automount: bool = False
-    boot_required: bool = False  # true: the boot waits for this mount and fails without it (no nofail)
-    state: Literal["present", "absent"] = "present"
-    fstab_only: bool = False
-    preflight: bool = True
-    write_test: bool = False
-    timeout: int = 5
+    server: str = arg(doc="the NFS server's name or address")
+    export: str = arg(doc="the exported path on the server")
+    path: str = arg(doc="the mount point (absolute)")
+    vendor: Literal["generic", "alibaba-nas", "tencent-cfs", "aws-efs"] = arg("generic", "the vendor preset of "
+                                                                              "mount options")
+    nfs_version: str | None = arg(None, "3, 4.0, 4.1; none: the vendor preset's")
+    options: str = arg("", "mount options that override the preset's one by one")
+    automount: bool = arg(False, "mount on first access (x-systemd.automount)")
+    boot_required: bool = arg(False, "the boot waits for this mount and fails without it (no nofail)")
+    state: Literal["present", "absent"] = arg("present", "absent: unmount and remove gpunode's fstab line")
+    fstab_only: bool = arg(False, "write the fstab line only, mount nothing (images being baked)")
+    preflight: bool = arg(True, "check name, ports and export before mounting")
+    write_test: bool = arg(False, "write and remove a file on the mounted share")
+    timeout: int = arg(5, "seconds for each preflight check")
 
     def __post_init__(self) -> None:
         if self.vendor not in VENDORS:
