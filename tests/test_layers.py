@@ -37,7 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "app": ("app",),                        # L11 load hosts, parse vars, run a playbook, verify a host
     "image": ("image",),                    # L12 image builds (Packer, bake, user data)
     "commands": ("commands",),              # L13 one module per command family
-    "entry": ("cli", "tasks", "__main__"),  # L14 the console script and its tasks
+    "entry": ("cli", "tasks", "__main__", "docgen"),  # L14 console script, tasks, docs generator
 }
 LEVEL = {top: (level, name) for level, (name, tops) in enumerate(LAYERS.items()) for top in tops}
 

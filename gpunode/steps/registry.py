@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpunode.errors import GpunodeError
 
-PACKAGE = "gpunode.steps"
+PACKAGE = __name__.rpartition(".")[0]  # the package this module is in and scans
 STEPS_DIR = Path(__file__).resolve().parent
 
 # a class-level `kind = "name"` (4 spaces in, optionally annotated, optionally followed by a comment)
