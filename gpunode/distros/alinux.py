@@ -3,12 +3,14 @@ the image family on Alibaba Cloud."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from gpunode.distros.base import CrbAccess
 from gpunode.distros.image_base import ImageBase
 from gpunode.distros.rpm import RpmDistro
 from gpunode.vendor_facts import Fact, Source, fact_table, value
+
+if TYPE_CHECKING:
+    from gpunode.distros.base import CrbAccess
 
 ALINUX = fact_table("alinux", {
     "releasever_adapter": Fact("dnf-plugin-releasever-adapter", Source(
@@ -20,7 +22,8 @@ ALINUX = fact_table("alinux", {
         "dnf -y install dnf-plugin-releasever-adapter --repo alinux3-plus"),
 })
 
-IMAGE_BASES = {"alinux-3": ImageBase(alicloud_user="root", alicloud_family_key="family_alinux_3")}
+IMAGE_BASES = {"alinux-3": ImageBase(alicloud_user="root", alicloud_family_key="family_alinux_3",
+                                     alicloud_example="aliyun_3_x64_20G_alibase_<date>.vhd")}
 
 
 class Alinux(RpmDistro):

@@ -5,35 +5,34 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
+if TYPE_CHECKING:  # protocols only for the type checker: no class made at import
+    class OsRelease(Protocol):
+        """What an adapter reads of a host's identity (gpunode.facts.OsInfo has these fields)."""
 
-class OsRelease(Protocol):
-    """What an adapter reads of a host's identity (gpunode.facts.OsInfo has these fields)."""
+        @property
+        def id(self) -> str: ...
+        @property
+        def id_like(self) -> tuple[str, ...]: ...
+        @property
+        def version_id(self) -> str: ...
+        @property
+        def version_major(self) -> int | None: ...
+        @property
+        def pretty_name(self) -> str: ...
+        @property
+        def family(self) -> str: ...
+        @property
+        def arch(self) -> str: ...
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def id_like(self) -> tuple[str, ...]: ...
-    @property
-    def version_id(self) -> str: ...
-    @property
-    def version_major(self) -> int | None: ...
-    @property
-    def pretty_name(self) -> str: ...
-    @property
-    def family(self) -> str: ...
-    @property
-    def arch(self) -> str: ...
+    class CrbAccess(Protocol):
+        """How an RHEL host gets its content (gpunode.facts.PackageManagerInfo has these fields)."""
 
-
-class CrbAccess(Protocol):
-    """How an RHEL host gets its content (gpunode.facts.PackageManagerInfo has these fields)."""
-
-    @property
-    def rhsm_registered(self) -> bool: ...
-    @property
-    def rhui_repo_files(self) -> tuple[str, ...]: ...
+        @property
+        def rhsm_registered(self) -> bool: ...
+        @property
+        def rhui_repo_files(self) -> tuple[str, ...]: ...
 
 
 class UnsupportedDistro(ValueError):

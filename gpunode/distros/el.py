@@ -6,11 +6,14 @@ table in rpm.py.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from gpunode.distros.base import CrbAccess, UnsupportedDistro
+from gpunode.distros.base import UnsupportedDistro
 from gpunode.distros.rpm import EL, RpmDistro
 from gpunode.vendor_facts import value
+
+if TYPE_CHECKING:
+    from gpunode.distros.base import CrbAccess
 
 
 class Rhel(RpmDistro):

@@ -29,3 +29,4 @@ class ImageBase:
     qemu_user: str | None = None
     alicloud_family_key: str | None = None   # key of cloud_facts.ALICLOUD: the public image family
     tencent_name_key: str | None = None      # key of cloud_facts.TENCENTCLOUD: the public image name
+    alicloud_example: str | None = None      # an Alibaba public image id of this kind (for messages)

@@ -3,10 +3,15 @@ matrix, the image bases, the lab's distro."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpunode.distros import al2023, alinux, debian, el, tencentos, ubuntu
-from gpunode.distros.base import Distro, OsRelease, supported_text
+from gpunode.distros.base import Distro, supported_text
 from gpunode.distros.image_base import ImageBase
 from gpunode.distros.rpm import RpmDistro
+
+if TYPE_CHECKING:
+    from gpunode.distros.base import OsRelease
 
 # In the order of the supported matrix (error messages list it so).
 ADAPTERS: tuple[type[Distro], ...] = (ubuntu.Ubuntu, debian.Debian, el.Rhel, el.El, al2023.Al2023, alinux.Alinux,

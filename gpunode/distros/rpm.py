@@ -3,10 +3,15 @@ toolkit's .repo file. The `el` table holds NVIDIA's RPM packaging facts (EL 8/9 
 
 from __future__ import annotations
 
-from gpunode.distros.base import CrbAccess, Distro, DriverPackages, UnsupportedDistro, el_kernel_stem
+from typing import TYPE_CHECKING
+
+from gpunode.distros.base import Distro, DriverPackages, UnsupportedDistro, el_kernel_stem
 from gpunode.distros.repos import CUDA_REPO, DOCKER, DOCKER_CE_PACKAGES, TOOLKIT
 from gpunode.distros.versions import version_key
 from gpunode.vendor_facts import Fact, Source, fact_table, value
+
+if TYPE_CHECKING:
+    from gpunode.distros.base import CrbAccess
 
 _ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
 _DEEPOPS = "3957a42fb9af0b09c91b6d2ac9dc7925daf00523"

@@ -98,7 +98,8 @@ _CANONICAL = value(UBUNTU_AMIS, "canonical_owner")
 IMAGE_BASES = {
     "ubuntu-22.04": ImageBase(AwsBase(value(UBUNTU_AMIS, "ubuntu_jammy_name"), (_CANONICAL,), "ubuntu", "/dev/sda1"),
                               alicloud_user="root", tencent_user="ubuntu", qemu_user="ubuntu",
-                              alicloud_family_key="family_ubuntu_22_04"),
+                              alicloud_family_key="family_ubuntu_22_04",
+                              alicloud_example="ubuntu_22_04_x64_20G_alibase_<date>.vhd"),
     "ubuntu-24.04": ImageBase(AwsBase(value(UBUNTU_AMIS, "ubuntu_noble_name"), (_CANONICAL,), "ubuntu", "/dev/sda1"),
                               alicloud_user="root", tencent_user="ubuntu", qemu_user="ubuntu",
                               alicloud_family_key="family_ubuntu_24_04"),

@@ -195,7 +195,8 @@ class NvidiaDriverStep(Step):
     def _choose_build(self, ctx: StepContext, pkgs: DriverPackages, flavor: str, why: str,
                       installed: dict[str, str]) -> tuple[DriverPackages, str]:
         """An archive with precompiled modules: those for the target kernel when the archive has them, DKMS
-        otherwise (ubuntu-drivers' order); a host whose driver is the DKMS build stays so. (packages, reason)"""
+        otherwise (the order of the distro's own driver detection); a host whose driver is the DKMS build stays so.
+        (packages, reason)"""
         if self._rpm_dkms(ctx.facts):
             return self._choose_el_build(ctx, pkgs, why, installed)
         if not self._archive_precompiled(ctx.facts) or pkgs.packages[0] in installed:
