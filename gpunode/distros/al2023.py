@@ -30,6 +30,7 @@ class Al2023(RpmDistro):
     """Amazon Linux 2023: dnf, kernel lines, no EL major (NVIDIA's amzn2023 folder, Docker from the distro)."""
 
     ids = ("amzn",)
+    matrix_order = 5
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"amzn": ("2023",)}
     refused: ClassVar[dict[tuple[str, str], str]] = {
         ("amzn", "2"): "Amazon Linux 2 reached its end of support on 2026-06-30 (no more kernel or security updates; "

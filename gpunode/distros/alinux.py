@@ -30,6 +30,7 @@ class Alinux(RpmDistro):
     """Alibaba Cloud Linux: its own numbering (3 = EL 8)."""
 
     ids = ("alinux",)
+    matrix_order = 6
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"alinux": ("3",)}
     el_compat: ClassVar[dict[int, int]] = {3: 8}
 

@@ -89,13 +89,15 @@ class Distro:
     package_format: ClassVar[Literal["deb", "rpm"]] = "rpm"
     headers_script_family: ClassVar[str] = "rpm"                # kernel_headers.sh's FAMILY argument
     ca_bundle: ClassVar[str] = "/etc/pki/tls/certs/ca-bundle.crt"
-    # Every adapter class with a `supported` table, in the order the matrix is listed (filled at class creation).
+    matrix_order: ClassVar[int] = 0   # where the distro's rows stand when the matrix is listed (messages)
+    # Every adapter class with a `supported` table (filled at class creation; listed by matrix_order).
     matrix: ClassVar[list[type[Distro]]] = []
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "supported" in cls.__dict__:
             Distro.matrix.append(cls)
+            Distro.matrix.sort(key=lambda c: c.matrix_order)
 
     def __init__(self, os: OsRelease) -> None:
         self.os = os

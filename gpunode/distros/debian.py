@@ -52,6 +52,7 @@ class Debian(AptDistro):
     """Debian: one driver version per release from non-free, or NVIDIA's repository (cuda-repo)."""
 
     ids = ("debian",)
+    matrix_order = 2
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"debian": ("11", "12", "13")}
 
     def newest_kernel_packages(self, running: str, kernel_package: str = "") -> list[str]:

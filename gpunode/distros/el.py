@@ -20,6 +20,7 @@ class Rhel(RpmDistro):
     """Red Hat Enterprise Linux: CRB through subscription-manager or the cloud's RHUI, Docker's rhel tree."""
 
     ids = ("rhel",)
+    matrix_order = 3
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"rhel": ("8", "9")}
     docker_repo_key = "rhel_repo_base"
 
@@ -37,6 +38,7 @@ class El(RpmDistro):
     """The RHEL rebuilds: `epel-release` from their extras repository, CRB named `crb` (9) or `powertools` (8)."""
 
     ids = ("rocky", "almalinux", "centos")
+    matrix_order = 4
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"rocky": ("8", "9"), "almalinux": ("8", "9")}
 
     def el_major(self) -> int | None:

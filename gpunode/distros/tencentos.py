@@ -15,6 +15,7 @@ class TencentOS(RpmDistro):
     """TencentOS Server: its own numbering; EPEL's release RPM would read its $releasever (see extra_repos)."""
 
     ids = ("tencentos",)
+    matrix_order = 7
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"tencentos": ("3", "4")}
     el_compat: ClassVar[dict[int, int]] = {3: 8, 4: 9}
 

@@ -140,6 +140,7 @@ class Ubuntu(AptDistro):
     """Ubuntu LTS: Canonical's -server driver branches, precompiled modules first."""
 
     ids = ("ubuntu",)
+    matrix_order = 1
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"ubuntu": ("20.04", "22.04", "24.04")}
 
     def newest_kernel_packages(self, running: str, kernel_package: str = "") -> list[str]:
