@@ -34,6 +34,15 @@ CLOUD_USER = "debian"
 ARCHIVE_URL_MARK = "debian"
 LAB_CLOUD_IMAGE = "debian-12-gpunode-cloud-amd64.qcow2"
 QEMU_EXAMPLE_IMAGE = "debian-12-genericcloud-amd64.qcow2"
+# The lab's hosts: the default suite (Debian 12), the suites a host can boot by the names users give them
+# (codename, version or alias), the archive components the driver needs (non-free) and the suites without
+# -updates and -security.
+LAB_SUITE = "bookworm"
+LAB_SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie",
+              "sid": "sid", "unstable": "sid",
+              "bullseye": "bullseye", "11": "bullseye"}  # Debian 11: python3 is 3.9, older than gpunode's minimum
+LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
+ROLLING_SUITES = ("sid", "unstable")
 
 
 def ami_filter(release: int) -> str:

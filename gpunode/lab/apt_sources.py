@@ -8,8 +8,8 @@ from pathlib import Path
 
 from gpunode.distros import LAB
 
-LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
-ROLLING_SUITES = ("sid", "unstable")
+LAB_COMPONENTS = LAB.LAB_COMPONENTS
+ROLLING_SUITES = LAB.ROLLING_SUITES
 
 
 @dataclass(frozen=True)
