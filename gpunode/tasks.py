@@ -15,8 +15,8 @@ from invoke.tasks import Task
 from gpunode.cliflags import flag_words, whole_numbers
 from gpunode.clihelp import HELP_FLAGS, help_argv
 from gpunode.commands.common import cli_errors
+from gpunode.distros import DEFAULT_BASE, bases_help
 from gpunode.errors import GpunodeError, UsageError
-from gpunode.image.bases import DEFAULT_BASE, bases_help
 
 
 class GTask(Task):

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from gpunode.distros import AL2_IMAGE_IDS, AWS_IMAGE_BASES, DEFAULT_BASE, IMAGE_BASES, QEMU_EXAMPLE_IMAGE, AwsBase
+from gpunode.distros import (
+    AL2_IMAGE_IDS,
+    AWS_IMAGE_BASES,
+    DEFAULT_BASE,
+    IMAGE_BASES,
+    QEMU_EXAMPLE_IMAGE,
+    AwsBase,
+    bases_help,
+)
 from gpunode.errors import UsageError
 from gpunode.vendor_aws import fact
 
@@ -71,18 +79,3 @@ def alicloud_source_example(base: str) -> str:
     known = IMAGE_BASES.get(base)
     return (known and known.alicloud_example) or IMAGE_BASES[DEFAULT_BASE].alicloud_example or ""
 
-
-def _and(names: list[str]) -> str:
-    return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else "".join(names)
-
-
-def bases_help() -> str:
-    """The --base help: the bases every builder has (the default first), then what each builder adds."""
-    every = [n for n in IMAGE_BASES if all(n in t for t in (AWS_BASES, ALICLOUD_USERS, TENCENT_USERS, QEMU_USERS))]
-    aws = [n for n in IMAGE_BASES if n in AWS_BASES and n not in every] + \
-        [n for n in AWS_BASES if n not in IMAGE_BASES]
-    ali = [n for n in ALICLOUD_USERS if n not in every]
-    tencent = [n for n in TENCENT_USERS if n not in every]
-    others = [n for n in every if n != DEFAULT_BASE]
-    return (f"base image: {DEFAULT_BASE} (default), {', '.join(others)}; AWS also {_and(aws)} (ECS-optimized, for AWS "
-            f"Batch); alicloud also {_and(ali)}, tencent also {_and(tencent)}")
