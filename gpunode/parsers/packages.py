@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from gpunode.distros.versions import version_key
-
 
 
 def parse_dpkg_status(text: str | None) -> dict[str, str]:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gpunode.connection import join, q
-from gpunode.facts import Facts
 from gpunode.distros import for_os
 from gpunode.distros.repos import STALE_TOOLKIT_LISTS, TOOLKIT, TOOLKIT_KEYRING, TOOLKIT_PACKAGES, TOOLKIT_REPO
+from gpunode.facts import Facts
 from gpunode.parsers.containers import containerd_major, toolkit_version
 from gpunode.parsers.systemd import parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, register
