@@ -15,6 +15,7 @@ from invoke.tasks import Task
 from gpunode.cliflags import flag_words, whole_numbers
 from gpunode.clihelp import HELP_FLAGS, help_argv
 from gpunode.commands.common import cli_errors
+from gpunode.distros import DEFAULT_BASE, bases_help
 from gpunode.errors import GpunodeError, UsageError
 
 
@@ -444,9 +445,7 @@ IMAGE_HELP = {
                 "al2023-ecs-gpu, whose NVIDIA driver is AWS's)",
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
     "driver_branch": "NVIDIA driver branch, e.g. 580",
-    "base": "base image: ubuntu-22.04 (default), ubuntu-24.04, debian-12; AWS also debian-13, al2023, al2023-ecs and "
-            "al2023-ecs-gpu (ECS-optimized, for AWS Batch); alicloud also alinux-3, tencent also "
-            "tencentos-3 and tencentos-4",
+    "base": bases_help(),
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "
@@ -495,7 +494,7 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
     **IMAGE_HELP, **JOB_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
-def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", driver_branch=None,
+def build_ami(c, region=None, instance_type="g5.xlarge", base=DEFAULT_BASE, driver_branch=None,
               playbook="", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
               launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
@@ -523,7 +522,7 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base="ubuntu-22.04", dr
     "source_image": "the base: a qcow2 path/URL (qemu), an image id (tencent: required; alicloud: instead of the "
                     "family of --base)",
 })
-def build_image(c, builder="qemu", region=None, instance_type=None, base="ubuntu-22.04", driver_branch=None,
+def build_image(c, builder="qemu", region=None, instance_type=None, base=DEFAULT_BASE, driver_branch=None,
                 playbook="", var=None, validate_only=False, name=None, source_image=None,
                 packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None, extra_vars=None):
     """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""

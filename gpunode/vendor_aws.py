@@ -19,11 +19,6 @@ BATCH_MODEL = "botocore/data/batch/2016-08-10/service-2.json"
 RELEASE_NOTES = "https://github.com/aws/amazon-ecs-ami/releases/tag/20261113"
 SSM_DOC = "https://docs.aws.amazon.com/AmazonECS/latest/developerguide/retrieve-ecs-optimized_AMI.html"
 AL2023_NAMING = "https://docs.aws.amazon.com/linux/al2023/ug/naming-and-versioning.html"
-UBUNTU_DOCS = "canonical/ubuntu-cloud-docs"
-UBUNTU_DOCS_REF = "9a500e640037b2a6c607f25f3fdf27f137951610"
-UBUNTU_FIND = "docs/aws/aws-how-to/instances/find-ubuntu-images.rst"
-DEBIAN_IMAGES = "GoCarrot/debian-cloud-images"  # a GitHub copy of Debian's cloud team repository (salsa.debian.org)
-DEBIAN_IMAGES_REF = "0bfa86237cd29276e1468454a696773136aaecef"
 
 
 def _ami(path: str, line: str) -> Source:
@@ -85,7 +80,7 @@ AWS = fact_table("aws", {
                             "to create the container when it has no runtime of that name"),
 })
 
-# Base AMIs of the plain distros (gpunode/image/bases.py): the publishers' own names and accounts.
+# Amazon Linux's base AMIs (gpunode/distros/al2023.py); the other distros' AMI facts are in their adapters.
 AWS_BASE_AMIS = fact_table("aws-base-amis", {
     "al2023_name": Fact("al2023-ami-2023.*{kernel}-x86_64", Source(url=AL2023_NAMING),
                         "AL2023 AMIs are named al2023-ami-2023.<minor>.<date>.<n>-kernel-6.1-x86_64"),
@@ -97,21 +92,6 @@ AWS_BASE_AMIS = fact_table("aws-base-amis", {
                           "variables-default.json@81fec2e:31); gpunode handles kernel6.12/6.18 hosts too"),
     "al2023_owner": Fact("amazon", _ami("variables.pkr.hcl", "132-136"),
                          "source_ami_owners of AWS's own AL2023 builds: the owner alias amazon"),
-    "ubuntu_jammy_name": Fact("ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*",
-                              Source(UBUNTU_DOCS, UBUNTU_FIND, UBUNTU_DOCS_REF, "89-96"),
-                              "ubuntu{prefix}/images/hvm-{vol}/ubuntu-{release}-{suite}-{arch}-{product}-{serial}; "
-                              "vol is ssd for jammy and focal"),
-    "ubuntu_noble_name": Fact("ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*",
-                              Source(UBUNTU_DOCS, UBUNTU_FIND, UBUNTU_DOCS_REF, "89-96"),
-                              "the same pattern; vol is ssd-gp3 for noble and resolute"),
-    "canonical_owner": Fact("099720109477", Source(UBUNTU_DOCS, UBUNTU_FIND, UBUNTU_DOCS_REF, "270-272"),
-                            "OwnerId of Canonical's AMIs in the default partition (GovCloud and China differ)"),
-    "debian_name": Fact("debian-{release}-amd64-20*", Source(
-        DEBIAN_IMAGES, "src/debian_cloud_images/images/publicinfo.py", DEBIAN_IMAGES_REF, "22-28"),
-        "release images: vendor_family debian-<release_id>-<arch>, the AMI name is it plus -<version> "
-        "(upload_ec2.py:64; official version <date>-<n>, cli/build.py:202-206); daily and backports images are "
-        "named debian-<id>-<arch>-daily-... and debian-<id>-backports-... (publicinfo.py:14-20, build.py:131-137): "
-        "the date's first digits keep daily images out even where an account holds both"),
 })
 
 AWS_BATCH = fact_table("aws-batch", {

@@ -100,7 +100,7 @@ def test_the_plain_distro_filters_come_from_the_fact_table() -> None:
     """Canonical's documented names and account (canonical/ubuntu-cloud-docs find-ubuntu-images.rst@9a500e6:89-96,
     270-272), AWS's AL2023 naming (https://docs.aws.amazon.com/linux/al2023/ug/naming-and-versioning.html) with the
     6.1 kernel line its ECS AMIs still build from (aws/amazon-ecs-ami CHANGELOG.md@a2532d3:13)."""
-    from gpunode.vendor_aws import AWS_BASE_AMIS
+    from gpunode.distros import AMI_FACTS as AWS_BASE_AMIS
 
     assert AWS_BASES["ubuntu-22.04"].name_filter == AWS_BASE_AMIS["ubuntu_jammy_name"].value
     assert AWS_BASES["ubuntu-24.04"].name_filter == AWS_BASE_AMIS["ubuntu_noble_name"].value
@@ -111,7 +111,7 @@ def test_the_plain_distro_filters_come_from_the_fact_table() -> None:
 
 def test_the_template_defaults_are_the_fact_table_values() -> None:
     """aws.pkr.hcl's own defaults (a template run without gpunode's variables) are the ubuntu-22.04 base's facts."""
-    from gpunode.vendor_aws import AWS_BASE_AMIS
+    from gpunode.distros import AMI_FACTS as AWS_BASE_AMIS
 
     text = (Path(__file__).parents[1] / "gpunode" / "_packer" / "aws.pkr.hcl").read_text()
     assert f'default = "{AWS_BASE_AMIS["ubuntu_jammy_name"].value}"' in text

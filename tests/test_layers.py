@@ -20,14 +20,19 @@ PACKAGE = REPO / "gpunode"
 # The layers, lowest first: the key is the layer's name, the value the top-level names under gpunode/ (a package
 # or a module) that make it up. "" is gpunode/__init__.py itself (__version__).
 LAYERS: dict[str, tuple[str, ...]] = {
-    # L0 core: errors, plain values, YAML reading, vendor ids, the shipped shell scripts, kubectl/CLI helpers, the
-    # test lab (it provisions nothing: it starts hosts); vendor_aws is vendor data (the distro helper may move it)
+    # L0 core: errors, plain values, YAML reading, vendor ids, the shipped shell scripts, kubectl/CLI helpers;
+    # vendor_aws is vendor data (Amazon's; the distros' AMI facts are in their adapters)
     "core": ("", "errors", "values", "yamlfile", "vendor_facts", "vendor_aws", "scripts", "kube", "cliflags",
-             "clihelp", "lab"),
+             "clihelp"),
     "inventory": ("inventory",),            # L1 Ansible inventories, host patterns
     "connection": ("connection",),          # L2 SSH/local connections, sudo, transcripts
-    "parsers": ("parsers", "facts"),        # L3 named parsers of probe outputs, and the host facts
-    "distros": ("distros", "gpu"),          # L4 distro adapters, GPU/driver knowledge
+    # L3 named parsers of probe outputs, the host facts, and the distro adapters: facts reads the os-release
+    # identity rules (distros/identity.py) and parsers the adapters' names; the adapters import neither (they take
+    # the facts through protocols), so the layer has no loop
+    "parsers": ("parsers", "facts", "distros"),
+    # L4 GPU/driver knowledge; the test lab (it provisions nothing: it starts hosts of the lab distro, whose suites,
+    # cloud user and archive are the adapter's)
+    "gpu": ("gpu", "lab"),
     "modcache": ("modcache",),              # L5 the built-module cache (key, store, remote, coord): no steps
     "steps": ("steps",),                    # L6 step kinds: plan and apply
     "playbook": ("playbook",),              # L7 playbooks: load, validate, template

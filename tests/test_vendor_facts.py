@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 
 import gpunode
 from gpunode.vendor_facts import TABLES, Fact, Source, fact_table
+
+# The tables of distro facts, kept beside the adapter that uses them (gpunode/distros/); the others (AWS, the
+# clouds' image builders, NVIDIA's distro-independent driver facts) stay with their vendor's code.
+DISTRO_TABLES = {"ubuntu": "ubuntu", "ubuntu-amis": "ubuntu", "debian-amis": "debian", "el": "rpm",
+                 "al2023": "al2023", "alinux": "alinux", "nvidia-container-toolkit": "repos",
+                 "nvidia-cuda-repo": "repos", "docker": "repos"}
 
 
 def _import_all() -> None:
@@ -16,6 +24,16 @@ def _import_all() -> None:
         if module.name in ("gpunode.__main__",):
             continue
         importlib.import_module(module.name)
+
+
+def _defined_in() -> dict[str, str]:
+    """Table name -> the module whose source registers it (`fact_table("name", ...)`)."""
+    root = Path(gpunode.__file__).parent
+    where = {}
+    for path in sorted(root.rglob("*.py")):
+        for name in re.findall(r'fact_table\(\s*"([^"]+)"', path.read_text()):
+            where[name] = ".".join(("gpunode", *path.relative_to(root).with_suffix("").parts))
+    return where
 
 
 def test_every_entry_of_every_table_cites_its_source() -> None:
@@ -29,6 +47,12 @@ def test_every_entry_of_every_table_cites_its_source() -> None:
                 continue
             missing += [f"{name}[{key}]: {problem}" for problem in fact.source.problems()]
     assert not missing, "\n".join(missing)
+
+
+def test_the_distro_tables_live_with_the_adapters() -> None:
+    where = _defined_in()
+    assert {name: where.get(name) for name in DISTRO_TABLES} == {
+        name: f"gpunode.distros.{module}" for name, module in DISTRO_TABLES.items()}
 
 
 def test_a_source_without_commit_or_line_is_refused() -> None:

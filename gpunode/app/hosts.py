@@ -13,11 +13,12 @@ if TYPE_CHECKING:
 def load_hosts(inventory: list[str] | None, hosts: str | None, limit: str | None,
                limit_source: str = "--limit") -> tuple[Inventory, list[Host]]:
     """Hosts from `-i` inventories and/or ad-hoc `-H a,b`, narrowed by `--limit` (or a playbook's `hosts:`)."""
+    from gpunode.distros import example_login_user
     from gpunode.inventory import adhoc_inventory, load_inventory
 
     if not inventory and not hosts:
         raise UsageError("no hosts: give an inventory (-i FILE) or hosts (-H host1,host2)",
-                         fix="e.g. gpunode provision -i inventory/aws-gpu.yml, or -H ubuntu@10.0.1.5")
+                         fix=f"e.g. gpunode provision -i inventory/aws-gpu.yml, or -H {example_login_user}@10.0.1.5")
     base = load_inventory(inventory) if inventory else None
     inv = adhoc_inventory(hosts, base) if hosts else base
     assert inv is not None

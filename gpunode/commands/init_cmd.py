@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from gpunode.distros import example_login_user
 from gpunode.errors import UsageError
 from gpunode.playbook.catalog import PlaybookInfo, describe_builtins, yaml_value
 
@@ -16,9 +17,9 @@ HOSTS = """\
 # One line per node: its name, its address and how to log in. site.yml runs on the group `gpu`.
 # Variables for all hosts: group_vars/all.yml; for one host: host_vars/<name>.yml.
 [gpu]
-gpu-1 ansible_host=203.0.113.10 ansible_user=ubuntu
-# gpu-2 ansible_host=203.0.113.11 ansible_user=ubuntu
-"""
+gpu-1 ansible_host=203.0.113.10 ansible_user={user}
+# gpu-2 ansible_host=203.0.113.11 ansible_user={user}
+""".replace("{user}", example_login_user)  # the example login: the default base's cloud user
 
 HOST_VARS = """\
 # Variables for gpu-1 only; they override group_vars/all.yml. Uncomment to use, for example:
@@ -29,13 +30,13 @@ HOST_VARS = """\
 
 CONNECTION = """\
 # --- how gpunode logs in (Ansible's names; the short native names address/port/user/key/become work too)
-# ansible_user: ubuntu
+# ansible_user: {user}
 # ansible_port: 22
 # ansible_ssh_private_key_file: ~/.ssh/id_ed25519
 # ansible_become: true               # sudo for a non-root user (root needs none)
 # ansible_ssh_common_args: '-o ProxyJump=user@bastion'   # through a bastion
 # known_hosts: ./known_hosts         # an extra known_hosts file for these hosts (gpunode verifies host keys)
-"""
+""".replace("{user}", example_login_user)  # the example login: the default base's cloud user
 
 VERIFY = """\
 # --- verify-gpu expectations (gpunode verify-gpu -i inventory gpu)

@@ -10,7 +10,6 @@ from typing import Any
 from gpunode.errors import GpunodeError
 from gpunode.facts.sections import ALL, FIELD_SECTIONS
 
-FAMILIES = ("debian", "redhat", "amazon", "suse", "unknown")
 PACKAGE_MANAGERS = ("apt", "dnf", "yum", "zypper")
 GPU_CLASS_PREFIX = "0x03"  # 0x030000 VGA controller, 0x030200 3D controller
 NVSWITCH_CLASS_PREFIX = "0x0680"  # "bridge, other": NVSwitch

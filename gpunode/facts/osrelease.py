@@ -1,19 +1,14 @@
-"""os-release parsing and the distro family / package manager rules."""
+"""os-release parsing; the family and package manager rules are the distros' (gpunode/distros/identity.py)."""
 
 from __future__ import annotations
 
 import re
 
+from gpunode.distros.identity import default_package_manager, distro_family
 from gpunode.facts.model import OsInfo
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DQ_ESCAPABLE = '"\\$`'
-
-_DEBIAN_IDS = {"debian", "ubuntu"}
-_REDHAT_IDS = {"rhel", "rocky", "almalinux", "centos", "fedora", "ol", "eurolinux", "cloudlinux", "circle",
-               "alinux", "tencentos", "opencloudos", "anolis"}
-_REDHAT_LIKE = {"rhel", "fedora", "centos"}
-_SUSE_IDS = {"sles", "sled", "suse", "sle-micro", "opensuse", "opensuse-leap", "opensuse-tumbleweed"}
 
 
 def os_release_fields(text: str) -> dict[str, str]:
@@ -60,37 +55,6 @@ def _unquote(value: str) -> str:
             out.append(ch)
             i += 1
     return "".join(out)
-
-
-def distro_family(os_id: str, id_like: tuple[str, ...]) -> str:
-    """debian | redhat | amazon | suse | unknown."""
-    like = set(id_like)
-    if os_id == "amzn":
-        return "amazon"
-    if os_id in _DEBIAN_IDS or like & _DEBIAN_IDS:
-        return "debian"
-    if os_id in _REDHAT_IDS or like & _REDHAT_LIKE:
-        return "redhat"
-    if os_id in _SUSE_IDS or os_id.startswith("opensuse") or "suse" in like:
-        return "suse"
-    return "unknown"
-
-
-def default_package_manager(family: str, os_id: str, major: int | None) -> str | None:
-    """The package manager a distro release ships, derived from os-release alone."""
-    if family == "debian":
-        return "apt"
-    if family == "suse":
-        return "zypper"
-    if family == "amazon":  # AL1 (2018.03) and AL2 use yum, AL2023 dnf
-        return "dnf" if major is not None and major >= 2022 else "yum"
-    if family == "redhat":
-        if os_id == "fedora":
-            return "dnf" if major is None or major >= 22 else "yum"
-        if os_id in ("alinux", "tencentos", "opencloudos", "anolis"):  # their own numbering: 3 = EL 8
-            return "yum" if major is not None and major <= 2 else "dnf"
-        return "yum" if major is not None and major <= 7 else "dnf"
-    return None
 
 
 def _major(version_id: str) -> int | None:

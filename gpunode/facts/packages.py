@@ -21,7 +21,7 @@ def version_at_least(version: str, minimum: str) -> bool:
 
 
 def upstream_version(version: str) -> str:
-    """Strip a Debian epoch and the packaging revision: "5:26.1.3-1~ubuntu.22.04" -> "26.1.3"."""
+    """Strip a Debian epoch and the packaging revision: "5:26.1.3-1~deb12u1" -> "26.1.3"."""
     version = re.sub(r"^\d+:", "", version.split(", ")[-1])
     return version.split("-", 1)[0]
 

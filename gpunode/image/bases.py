@@ -3,63 +3,30 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from gpunode.distros import (
+    AL2_IMAGE_IDS,
+    AWS_IMAGE_BASES,
+    DEFAULT_BASE,
+    IMAGE_BASES,
+    QEMU_EXAMPLE_IMAGE,
+    AwsBase,
+    bases_help,
+)
 from gpunode.errors import UsageError
 from gpunode.vendor_aws import fact
 
-CANONICAL, AMAZON = fact("canonical_owner"), fact("al2023_owner")
-# Debian's AWS account for release AMIs: widely used, but no Debian-authored page or file stating it was reachable
-# with the search tools (the cloud team's code names no account); re-check it against wiki.debian.org/Cloud.
-DEBIAN = "136693071363"
+__all__ = ["ALICLOUD_USERS", "AWS_BASES", "DEFAULT_BASE", "QEMU_EXAMPLE_IMAGE", "QEMU_USERS", "TENCENT_USERS",
+           "AwsBase", "alicloud_image_family", "alicloud_source_example", "aws_base", "bases_help", "batch_image_type",
+           "other_base", "tencent_image_name"]
 
-
-@dataclass(frozen=True)
-class AwsBase:
-    name_filter: str
-    owners: tuple[str, ...]
-    ssh_username: str
-    root_device: str
-    ecs_agent: bool = False             # the base ships the ECS agent (what AWS Batch starts jobs through)
-    batch_image_type: str = fact("image_type_al2023_gpu")  # Ec2Configuration.imageType of a Batch compute environment
-    ssm_parameter: str = ""             # AWS's public SSM parameter naming the current AMI (preferred over the filter)
-
-
-def debian_ami_filter(release: int) -> str:
-    """Debian's release AMIs of one release (not its daily or backports images), from Debian's cloud image code."""
-    return fact("debian_name").format(release=release)
-
-
-def al2023_ami_filter() -> str:
-    """The plain AL2023 AMIs of AWS's default kernel line (6.1), not the minimal ones."""
-    return fact("al2023_name").format(kernel=fact("al2023_kernel"))
-
-
-def ecs_ami_filter(gpu: bool) -> str:
-    """The name filter of the ECS-optimized AL2023 AMIs, from aws/amazon-ecs-ami's templates (any release date)."""
-    template = fact("ecs_gpu_ami_name" if gpu else "ecs_ami_name")
-    return template.format(prefix=fact("ecs_ami_name_prefix"), version="*", kernel=fact("ecs_ami_kernel"))
-
-
-AWS_BASES = {
-    "ubuntu-22.04": AwsBase(fact("ubuntu_jammy_name"), (CANONICAL,), "ubuntu", "/dev/sda1"),
-    "ubuntu-24.04": AwsBase(fact("ubuntu_noble_name"), (CANONICAL,), "ubuntu", "/dev/sda1"),
-    "al2023": AwsBase(al2023_ami_filter(), (AMAZON,), "ec2-user", "/dev/xvda"),
-    # The ECS-optimized AL2023 AMIs (ECS agent, Docker, containerd): what AWS Batch instances run. The GPU one also
-    # carries NVIDIA's driver and container toolkit as AWS ships them.
-    "al2023-ecs": AwsBase(ecs_ami_filter(gpu=False), (fact("ecs_ami_owner"),), "ec2-user", "/dev/xvda",
-                          ecs_agent=True, ssm_parameter=fact("ssm_ecs_al2023")),
-    "al2023-ecs-gpu": AwsBase(ecs_ami_filter(gpu=True), (fact("ecs_ami_owner"),), "ec2-user", "/dev/xvda",
-                              ecs_agent=True, ssm_parameter=fact("ssm_ecs_al2023_gpu")),
-    "debian-12": AwsBase(debian_ami_filter(12), (DEBIAN,), "admin", "/dev/xvda"),
-    "debian-13": AwsBase(debian_ami_filter(13), (DEBIAN,), "admin", "/dev/xvda"),
-}
+# The bases and their facts are the distro adapters' (gpunode/distros/): AMI filters and owners, login users.
+AWS_BASES: dict[str, AwsBase] = {name: base.aws for name, base in AWS_IMAGE_BASES.items() if base.aws}
 # Alibaba Cloud and Tencent Cloud need the base image id (`--source-image`); the base picks the login user.
 # Alibaba Cloud Linux 3 and TencentOS Server 3 are the clouds' own OS for ACK and TKE node pools (root logs in).
-ALICLOUD_USERS = {"ubuntu-22.04": "root", "ubuntu-24.04": "root", "debian-12": "root", "alinux-3": "root"}
-TENCENT_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "root", "tencentos-3": "root",
-                 "tencentos-4": "root"}
-QEMU_USERS = {"ubuntu-22.04": "ubuntu", "ubuntu-24.04": "ubuntu", "debian-12": "debian"}
+ALICLOUD_USERS = {name: base.alicloud_user for name, base in IMAGE_BASES.items() if base.alicloud_user}
+TENCENT_USERS = {name: base.tencent_user for name, base in IMAGE_BASES.items() if base.tencent_user}
+QEMU_USERS = {name: base.qemu_user for name, base in IMAGE_BASES.items() if base.qemu_user}
 
 
 def tencent_image_name(base: str) -> str | None:
@@ -67,7 +34,7 @@ def tencent_image_name(base: str) -> str | None:
     for TencentOS: the names Tencent gives its public images (gpunode/image/cloud_facts.py TENCENTCLOUD)."""
     from gpunode.image.cloud_facts import TENCENTCLOUD
 
-    key = {"tencentos-3": "tencentos_3", "tencentos-4": "tencentos_4"}.get(base)
+    key = IMAGE_BASES[base].tencent_name_key if base in IMAGE_BASES else None
     if not key:
         return None
     return "^" + re.escape(TENCENTCLOUD[key].value).replace("\\ ", " ") + r"\b"  # RE2 (Go), like Python's here
@@ -77,8 +44,7 @@ def alicloud_image_family(base: str) -> str | None:
     """Without --source-image, the alicloud plugin's image_family (1.7+ only): Alibaba's public image families."""
     from gpunode.image.cloud_facts import ALICLOUD
 
-    key = {"alinux-3": "family_alinux_3", "ubuntu-22.04": "family_ubuntu_22_04",
-           "ubuntu-24.04": "family_ubuntu_24_04"}.get(base)
+    key = IMAGE_BASES[base].alicloud_family_key if base in IMAGE_BASES else None
     return ALICLOUD[key].value if key else None
 
 
@@ -95,7 +61,7 @@ def batch_image_type(os_id: str) -> str:
     ECS_AL2023_NVIDIA serves every non-Graviton GPU instance type (botocore's Batch model), so every image gets it
     but Amazon Linux 2 itself (whose ECS AMIs ended on June 30, 2026).
     """
-    if os_id in ("amzn-2", "amzn-2.0"):
+    if os_id in AL2_IMAGE_IDS:
         return fact("image_type_al2_gpu")
     return fact("image_type_al2023_gpu")
 
@@ -106,3 +72,10 @@ def other_base(builder: str, base: str) -> str:
     if base not in table:
         raise UsageError(f"base {base!r} is not available for {builder}", fix=f"use one of: {', '.join(table)}")
     return table[base]
+
+
+def alicloud_source_example(base: str) -> str:
+    """An Alibaba public image id of the base's kind, for a message asking for --source-image."""
+    known = IMAGE_BASES.get(base)
+    return (known and known.alicloud_example) or IMAGE_BASES[DEFAULT_BASE].alicloud_example or ""
+

@@ -16,7 +16,15 @@ from typing import Any
 from gpunode.app.variables import parse_vars
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
-from gpunode.image.bases import alicloud_image_family, aws_base, other_base, tencent_image_name
+from gpunode.image.bases import (
+    DEFAULT_BASE,
+    QEMU_EXAMPLE_IMAGE,
+    alicloud_image_family,
+    alicloud_source_example,
+    aws_base,
+    other_base,
+    tencent_image_name,
+)
 from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
 from gpunode.image.names import check_network_vars, cloud_image_name
@@ -40,7 +48,7 @@ class BuildRequest:
     builder: str = "aws"
     playbook: str = ""  # a built-in name or a path; empty: the base's default (default_playbook)
     variables: list[str] = field(default_factory=list)     # playbook variables, KEY=VALUE
-    base: str = "ubuntu-22.04"
+    base: str = DEFAULT_BASE
     region: str | None = None
     instance_type: str | None = None
     driver_branch: int | None = None
@@ -192,9 +200,8 @@ def _check_base(request: BuildRequest) -> None:
                          fix="add --source-image (e.g. aliyun_3_x64_20G_alibase_<date>.vhd from aliyun ecs "
                          "DescribeImages), or use Packer 1.7+ with the alicloud plugin")
     if not request.source_image:
-        example = {"alicloud": "aliyun_3_x64_20G_alibase_<date>.vhd" if request.base == "alinux-3" else
-                   "ubuntu_22_04_x64_20G_alibase_<date>.vhd", "tencent": "img-xxxxxxxx",
-                   "qemu": "a qcow2 path or URL, e.g. debian-12-genericcloud-amd64.qcow2"}[request.builder]
+        example = {"alicloud": alicloud_source_example(request.base), "tencent": "img-xxxxxxxx",
+                   "qemu": f"a qcow2 path or URL, e.g. {QEMU_EXAMPLE_IMAGE}"}[request.builder]
         raise UsageError(f"{request.builder} builds need the base image", fix=f"add --source-image ({example})")
     if request.builder == "qemu" and "://" not in request.source_image:
         local = Path(request.source_image).expanduser().resolve()  # Packer runs in the build folder

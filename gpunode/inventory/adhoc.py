@@ -41,7 +41,7 @@ def adhoc_inventory(spec: str, base: Inventory | None = None) -> Inventory:
     entries = [parse_adhoc_entry(e) for e in spec.split(",") if e.strip()]
     if not entries:
         raise UsageError(
-            "no hosts given", fix="list hosts separated by commas: -H gpu1,ubuntu@gpu2:2222", source=_SOURCE
+            "no hosts given", fix="list hosts separated by commas: -H gpu1,admin@gpu2:2222", source=_SOURCE
         )
     raw = copy.deepcopy(base.raw) if base is not None and base.raw is not None else RawInventory()
     overrides = Origin(_SOURCE)

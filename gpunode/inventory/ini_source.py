@@ -16,7 +16,7 @@ from gpunode.inventory.raw import RawInventory
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:[#;].*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:[#;].*)?$")
 _COMMENT = ("#", ";")
-_EXAMPLE = "[gpu]\ngpu1.example.com ansible_user=ubuntu\n\n[gpu:vars]\nansible_become=true"
+_EXAMPLE = "[gpu]\ngpu1.example.com ansible_user=admin\n\n[gpu:vars]\nansible_become=true"
 
 
 def parse_ini_inventory(text: str, source: str | Path, raw: RawInventory) -> None:

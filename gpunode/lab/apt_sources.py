@@ -6,15 +6,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
-ROLLING_SUITES = ("sid", "unstable")
+from gpunode.distros import LAB
+
+LAB_COMPONENTS = LAB.LAB_COMPONENTS
+ROLLING_SUITES = LAB.ROLLING_SUITES
 
 
 @dataclass(frozen=True)
 class AptMirrors:
     """Where the lab's Debian packages come from."""
 
-    debian: str
+    archive: str
     security: str | None
 
     def sources_list(self, suite: str) -> str:
@@ -22,9 +24,9 @@ class AptMirrors:
 
         Released suites get their -updates and -security suites; unstable (sid) has neither."""
         components = " ".join(LAB_COMPONENTS)
-        lines = [f"deb {self.debian} {suite} {components}"]
+        lines = [f"deb {self.archive} {suite} {components}"]
         if suite not in ROLLING_SUITES:
-            lines.append(f"deb {self.debian} {suite}-updates {components}")
+            lines.append(f"deb {self.archive} {suite}-updates {components}")
             if self.security:
                 lines.append(f"deb {self.security} {suite}-security {components}")
         return "\n".join(lines) + "\n"
@@ -56,18 +58,18 @@ def _entries(apt_dir: Path) -> list[tuple[str, str]]:
 
 def host_mirrors(apt_dir: Path = Path("/etc/apt"), override: str | None = None) -> AptMirrors:
     """The Debian archive and security mirrors this machine's apt uses; `override` wins for the archive."""
-    debian = security = None
+    archive = security = None
     for uri, suite in _entries(apt_dir):
         if suite.endswith("-security") or "security" in uri:
             security = security or uri
-        elif not suite.startswith("cloud-sdk") and "debian" in uri:
-            debian = debian or uri
-    debian = override or debian
-    if not debian:
+        elif not suite.startswith("cloud-sdk") and LAB.ARCHIVE_URL_MARK in uri:
+            archive = archive or uri
+    archive = override or archive
+    if not archive:
         raise RuntimeError(
             "no Debian mirror found in /etc/apt sources; give one with --mirror URL (a Debian archive mirror)"
         )
-    return AptMirrors(debian=debian.rstrip("/"), security=security.rstrip("/") if security else None)
+    return AptMirrors(archive=archive.rstrip("/"), security=security.rstrip("/") if security else None)
 
 
 def host_apt_options(apt_dir: Path = Path("/etc/apt")) -> list[str]:

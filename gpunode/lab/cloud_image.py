@@ -1,12 +1,12 @@
 """A local stand-in for Debian's genericcloud image: the base disk of `build-image --builder qemu` in the lab.
 
-Like debian-12-genericcloud-amd64.qcow2 it has one MBR partition, GRUB in the boot sector, linux-image-cloud-amd64,
-cloud-init (NoCloud seeds; it creates the `debian` user with passwordless sudo), ifupdown with DHCP, growpart,
+Like the distro's genericcloud qcow2 it has one MBR partition, GRUB in the boot sector, linux-image-cloud-amd64,
+cloud-init (NoCloud seeds; it creates the distro's cloud user with passwordless sudo), ifupdown with DHCP, growpart,
 no SSH host keys and an empty machine id. Nothing in it knows about gpunode or the lab.
 
-Built from the host's apt sources with mmdebstrap (no download from cloud.debian.org, which is not reachable
-here), then booted once under qemu with a direct kernel to run `grub-install` on its own disk, so no loop device
-is needed; that boot removes its own traces. Cached like the lab's other images.
+Built from the host's apt sources with mmdebstrap (no download from the distro's cloud image site, which is not
+reachable here), then booted once under qemu with a direct kernel to run `grub-install` on its own disk, so no
+loop device is needed; that boot removes its own traces. Cached like the lab's other images.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpunode.distros import LAB
 from gpunode.lab.rootfs import SUITE, cache_dir
 from gpunode.lab.vm import QEMU
 from gpunode.lab.vm_image import _run, mmdebstrap_recipe
 
-IMAGE_NAME = "debian-12-gpunode-cloud-amd64.qcow2"
+IMAGE_NAME = LAB.LAB_CLOUD_IMAGE
 PACKAGES = (
     "linux-image-cloud-amd64", "grub-pc", "cloud-init", "cloud-guest-utils", "openssh-server", "sudo", "ifupdown",
     "isc-dhcp-client", "systemd-sysv", "dbus", "udev", "kmod", "iproute2", "netbase", "ca-certificates", "python3",

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gpunode.lab.network import sh
-from gpunode.lab.rootfs import LAB_USER
+from gpunode.lab.rootfs import LAB_USER, SUITE
 
 NSPAWN_ENV = {"SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1", "SYSTEMD_SECCOMP": "0"}
 REBOOT_EXIT_CODE = 133  # systemd-nspawn exits with this when the container asks for a reboot
@@ -30,7 +30,7 @@ class LabHost:
     directory: str
     netns_path: str
     supervisor_pid: int = 0
-    suite: str = "bookworm"       # the Debian suite its rootfs was built from
+    suite: str = SUITE            # the suite its rootfs was built from
 
     @property
     def root(self) -> Path:

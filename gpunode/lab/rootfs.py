@@ -10,13 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpunode.distros import LAB
 from gpunode.lab.apt_sources import LAB_COMPONENTS, host_apt_options, host_mirrors
 
-SUITE = "bookworm"  # the default suite of lab hosts (Debian 12)
+SUITE = LAB.LAB_SUITE  # the default suite of lab hosts
 # Suites a lab host can boot, by the names users give them: codename, version or alias.
-SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie",
-          "sid": "sid", "unstable": "sid",
-          "bullseye": "bullseye", "11": "bullseye"}  # Debian 11: python3 is 3.9, older than gpunode's minimum
+SUITES = LAB.LAB_SUITES
 LAB_USER = "gpunode"
 PACKAGES = (
     "systemd-sysv", "dbus", "openssh-server", "python3", "sudo", "iproute2", "ca-certificates", "kmod",

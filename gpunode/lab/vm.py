@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from gpunode.distros import LAB
 from gpunode.lab.network import LabNetwork, sh
 from gpunode.lab.rootfs import LAB_USER
 from gpunode.lab.vm_image import VmImage
@@ -35,7 +36,7 @@ from gpunode.lab.vm_image import VmImage
 QEMU = "qemu-system-x86_64"
 MEMORY_MB = 1024
 TOOLS = (QEMU, "qemu-img", "mmdebstrap", "mkfs.ext4", "ssh-keygen", "ssh", "ip", "genisoimage")
-CLOUD_USER = "debian"  # the user cloud-init makes on Debian's cloud images
+CLOUD_USER = LAB.CLOUD_USER  # the user cloud-init makes on the lab distro's cloud images
 
 
 def vm_unavailable() -> str | None:

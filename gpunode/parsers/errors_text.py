@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from gpunode.distros import test_container_image
 from gpunode.parsers.model import Severity
 from gpunode.parsers.regex_needles import fold, needles, without_space
 
@@ -200,7 +201,8 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         re.compile(r"could not select device driver\s+(?:\"[^\"]*\"\s+|\S+\s+)?with capabilities:\s*\[\[gpu\]\].*"),
         "container", "docker has no GPU device driver: NVIDIA Container Toolkit missing or not configured",
         "Install nvidia-container-toolkit, run `sudo nvidia-ctk runtime configure --runtime=docker`, then "
-        "`sudo systemctl restart docker` and test with `docker run --rm --gpus all ubuntu nvidia-smi`.",
+        "`sudo systemctl restart docker` and test with "
+        f"`docker run --rm --gpus all {test_container_image} nvidia-smi`.",
         "critical"),
     ErrorSignature(
         "container-cli-driver-timeout",

@@ -8,17 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gpunode.connection import join, q
+from gpunode.distros import for_os
+from gpunode.distros.repos import STALE_TOOLKIT_LISTS, TOOLKIT, TOOLKIT_KEYRING, TOOLKIT_PACKAGES, TOOLKIT_REPO
 from gpunode.facts import Facts
-from gpunode.gpu.distro import (
-    STALE_TOOLKIT_LISTS,
-    TOOLKIT_KEYRING,
-    TOOLKIT_PACKAGES,
-    TOOLKIT_REPO,
-    docker_packages,
-    docker_repo_file,
-    toolkit_repo_file,
-)
-from gpunode.gpu.repo_facts import TOOLKIT
 from gpunode.parsers.containers import containerd_major, toolkit_version
 from gpunode.parsers.systemd import parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
@@ -52,7 +44,7 @@ class DockerStep(Step):
     timeout: int = arg(1800, "seconds for the install")
 
     def probe(self, facts: Facts) -> Snippets:
-        repo = docker_repo_file(facts.os)
+        repo = for_os(facts.os).docker_repo_file()
         snippets = {"status": "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; "
                               "command -v dockerd; command -v docker"}
         if repo:
@@ -65,11 +57,11 @@ class DockerStep(Step):
         paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
         has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
         has_client = any(p.endswith("/docker") for p in paths)
-        names = docker_packages(ctx.facts.os)
+        names = for_os(ctx.facts.os).docker_packages()
         actions = []
         manager = manager_for(ctx.facts.os.package_manager)
         if not has_engine:
-            repo = docker_repo_file(ctx.facts.os)
+            repo = for_os(ctx.facts.os).docker_repo_file()
             state = parse_file_probe(ctx.probe["repo"])
             if repo and state.content != repo[1]:
                 actions.append(write_action(repo[0], state, repo[1],
@@ -104,27 +96,27 @@ class ContainerToolkitStep(Step):
     timeout: int = arg(1800, "seconds for the install")
 
     def probe(self, facts: Facts) -> Snippets:
-        path, _ = toolkit_repo_file(facts.os, self.repo_url)
+        path, _ = for_os(facts.os).toolkit_repo_file(self.repo_url)
         stale = " ".join(f"[ -e {q(p)} ] && echo stale {q(p)};" for p in STALE_TOOLKIT_LISTS)
         manager = manager_for(facts.os.package_manager)
         # the key is fetched with curl (https: CA certificates) and dearmored with gpg, which minimal images lack
         tools = ("command -v curl >/dev/null || echo no-curl; command -v gpg >/dev/null || echo no-gpg; "
                  "[ -s /etc/ssl/certs/ca-certificates.crt ] || echo no-ca-certificates; "
-                 if facts.os.family == "debian" else "")
+                 if for_os(facts.os).toolkit_needs_keyring() else "")
         return {"repo": probe_file(path), "extra": f"{stale} {tools}[ -s {TOOLKIT_KEYRING} ] && echo keyring",
                 **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
         extra = ctx.probe["extra"]
-        path, content = toolkit_repo_file(facts.os, self.repo_url)
+        path, content = for_os(facts.os).toolkit_repo_file(self.repo_url)
         actions = []
         stale = [line.split(None, 1)[1] for line in extra.splitlines() if line.startswith("stale ")]
         if stale:
             actions.append(Action(f"remove stale {', '.join(stale)}",
                                   'left by old nvidia-docker installs: apt fails with "Conflicting values set for '
                                   'option Signed-By"', f"rm -f -- {join(stale)}"))
-        if facts.os.family == "debian" and "keyring" not in extra.split():
+        if for_os(facts.os).toolkit_needs_keyring() and "keyring" not in extra.split():
             # NVIDIA's install guide installs these first (`apt-get install -y --no-install-recommends curl gnupg2`,
             # docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html, "With apt")
             tools = [package for marker, package in (("no-curl", "curl"), ("no-gpg", "gnupg"),

@@ -6,16 +6,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpunode.connection import ExecResult, join, q
+from gpunode.distros import UnsupportedDistro, for_os
 from gpunode.facts import Facts
 from gpunode.facts.packages import version_key
-from gpunode.gpu.distro import (
-    UnsupportedDistro,
-    check_supported,
-    headers_package,
-    headers_packages,
-    kernel_hold_packages,
-    newest_kernel_packages,
-)
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.pkgmgr import manager_for
@@ -37,16 +30,18 @@ class KernelHeadersStep(Step):
     timeout: int = arg(1800, "seconds for the install")
 
     def probe(self, facts: Facts) -> Snippets:
-        """`held`: the held packages; `headers` (Debian/Ubuntu, when plan() needs it): the candidate version of the
+        """`held`: the held packages; `headers` (apt, when plan() needs it): the candidate version of the
         running kernel's headers package on its first line ("(none)": the lists do not know it), then the newest
         headers packages that exist."""
         held = {"held": manager_for(facts.os.package_manager).held_probe()}
-        if facts.os.family == "debian" and (facts.kernel.running_headers_present or
-                                            (self.policy == "upgrade" and self._pending_kernel(facts))):
+        distro = for_os(facts.os)
+        apt = distro.package_format == "deb"
+        if apt and (facts.kernel.running_headers_present or
+                    (self.policy == "upgrade" and self._pending_kernel(facts))):
             return held  # nothing to look up: plan() needs no candidate
-        if facts.os.family == "debian":
-            pkg = q(headers_package(facts.os, facts.kernel.running))
-            meta = newest_kernel_packages(facts.os, facts.kernel.running, facts.kernel.package)[0]
+        if apt:
+            pkg = q(distro.headers_package(facts.kernel.running))
+            meta = distro.newest_kernel_packages(facts.kernel.running, facts.kernel.package)[0]
             # policy upgrade: the kernel the distro's meta package would install (its candidate's dependency), for
             # check mode to plan the driver build and the reboot for it (backports may list newer ones)
             nxt = (f"apt-cache $o depends {q(meta)} 2>/dev/null | "
@@ -79,8 +74,9 @@ class KernelHeadersStep(Step):
 
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
+        distro = for_os(facts.os)
         try:
-            check_supported(facts.os)
+            distro.check_supported()
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
                 from None
@@ -95,26 +91,26 @@ class KernelHeadersStep(Step):
             ctx.state.target_kernel = pending
             ctx.require_reboot(f"kernel {pending} is installed, {running} is running")
             return self._hold_actions(facts, pending, held)
-        headers = headers_package(facts.os, running, facts.kernel.package)
-        upgrade = newest_kernel_packages(facts.os, running, facts.kernel.package)
-        if facts.os.family == "debian" and candidate == "(none)" and self.policy != "upgrade":
+        headers = distro.headers_package(running, facts.kernel.package)
+        upgrade = distro.newest_kernel_packages(running, facts.kernel.package)
+        if distro.package_format == "deb" and candidate == "(none)" and self.policy != "upgrade":
             raise StepFailed(self._missing_message(running, headers, existing),
                              fix=self._missing_fix(running))
-        family = "debian" if facts.os.family == "debian" else "rpm"
         if ctx.check and self.policy == "upgrade" and candidate in ("", "(none)"):
             self._predict_upgrade(ctx, upgrade, following)
         what = (f"install {headers}" if candidate not in ("", "(none)") else
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
+        packages = " ".join(distro.headers_packages(running, facts.kernel.package))
         command = f"sh -c {q(script_text('kernel_headers.sh'))} kernel-headers " + join(
-            [self.policy, family, " ".join(headers_packages(facts.os, running, facts.kernel.package)), *upgrade])
+            [self.policy, distro.headers_script_family, packages, *upgrade])
         return [Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
                        fix=self._missing_fix(running))]
 
     @staticmethod
     def _predict_upgrade(ctx: StepContext, upgrade: list[str], following: str) -> None:
         """Check mode: what the real run's upgrade will leave behind, so that the steps after this one (the driver's
-        build, the reboot) are planned for it. Debian/Ubuntu: the kernel the meta package's candidate depends on
+        build, the reboot) are planned for it. apt: the kernel the meta package's candidate depends on
         (what `kernel_headers.sh` installs and then boots); elsewhere the repositories are not asked in check
         mode: unknown until run."""
         running = ctx.facts.kernel.running
@@ -130,7 +126,7 @@ class KernelHeadersStep(Step):
         if not self.hold:
             return []
         manager = manager_for(facts.os.package_manager)
-        wanted = kernel_hold_packages(facts.os, kernel, facts.kernel.package)
+        wanted = for_os(facts.os).kernel_hold_packages(kernel, facts.kernel.package)
         missing = [p for p in wanted if p not in manager.parse_held(held)]
         if not missing:
             return []
@@ -143,7 +139,7 @@ class KernelHeadersStep(Step):
             if result.exit_code == NO_HEADERS_EXIT:
                 existing = result.stderr.split("exist:", 1)[-1].split()
                 running = ctx.facts.kernel.running
-                headers = headers_package(ctx.facts.os, running, ctx.facts.kernel.package)
+                headers = for_os(ctx.facts.os).headers_package(running, ctx.facts.kernel.package)
                 raise StepFailed(self._missing_message(running, headers, existing),
                                  fix=self._missing_fix(running))
             if not result.ok:

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 from gpunode.connection import q
+from gpunode.distros import DriverPackages, UnsupportedDistro, el_kernel_stem, for_os
+from gpunode.distros.rpm import EL, precompiled_kmods
 from gpunode.facts import Facts
-from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version, version_key
-from gpunode.gpu.distro import (
-    DriverPackages,
-    UnsupportedDistro,
-    check_supported,
-    dkms_module_name,
-    driver_packages,
-    el_kernel_stem,
-    el_precompiled_packages,
-    fabricmanager_packages,
-    other_driver_packages,
-    ubuntu_live_server_branch,
-    ubuntu_precompiled_packages,
-)
-from gpunode.gpu.driver_facts import EL, NVIDIA, UBUNTU
+from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version
+from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
@@ -37,8 +25,6 @@ NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nou
                   "blacklist nouveau\noptions nouveau modeset=0\n"
 REBUILD_INITRAMFS = ("if command -v update-initramfs >/dev/null; then update-initramfs -u -k all; "
                      "elif command -v dracut >/dev/null; then dracut -f --regenerate-all; fi")
-# Debian ships one driver version per release; other branches come from NVIDIA's repository.
-DEBIAN_BRANCH = {"11": 470, "12": 535, "13": 550}
 # The runfile installs nvidia-persistenced but no unit for it (NVIDIA ships only a sample in the docs).
 PERSISTENCED_UNIT = "/etc/systemd/system/nvidia-persistenced.service"
 PERSISTENCED_CONTENT = """# Written by gpunode: nvidia-persistenced for a runfile-installed driver.
@@ -55,7 +41,7 @@ ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
 WantedBy=multi-user.target
 """
 RUNFILE_BUILD_TOOLS = ["gcc", "make", "dkms"]
-# NVIDIA's RPM DKMS package builds with `make -j2`; DKMS reads this file after it (driver_facts EL
+# NVIDIA's RPM DKMS package builds with `make -j2`; DKMS reads this file after it (distros/rpm.py EL
 # dkms_conf_override), so the build uses every core of the machine that builds. $(nproc) is evaluated at each build:
 # a baked image keeps the file and still builds with the cores of the instance it boots on.
 DKMS_JOBS_CONF = value(EL, "dkms_conf_override").format(module="nvidia")
@@ -65,13 +51,12 @@ DKMS_JOBS_CONTENT = ("# Written by gpunode: NVIDIA's dkms.conf builds with make 
 
 
 CUDA_KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"  # cuda-repo's keyring package on apt
-CA_BUNDLES = {"debian": "/etc/ssl/certs/ca-certificates.crt", "rpm": "/etc/pki/tls/certs/ca-bundle.crt"}
 
 
 def curl_first(facts: Facts, manager: PackageManager) -> str:
     """A shell test that installs curl and ca-certificates when the host lacks them (minimal images do), before a
     command fetches over https with curl; as the container toolkit step does on apt."""
-    bundle = CA_BUNDLES["debian" if facts.os.family == "debian" else "rpm"]
+    bundle = for_os(facts.os).ca_bundle
     install = manager.install([Wanted("curl"), Wanted("ca-certificates")], refresh=True, recommends=False)
     return f"{{ {{ command -v curl >/dev/null && [ -s {bundle} ]; }} || {{ {install}; }}; }}"
 
@@ -104,8 +89,9 @@ class NvidiaDriverStep(Step):
             raise ValueError("nvidia_driver.runfile (a URL or a path on the host) is required with method: runfile")
 
     def _packages(self, facts: Facts) -> tuple[DriverPackages, str, str]:
+        distro = for_os(facts.os)
         try:
-            check_supported(facts.os)
+            distro.check_supported()
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
                 from None
@@ -113,29 +99,14 @@ class NvidiaDriverStep(Step):
                                             self.kernel_modules)
         if self.method == "runfile":
             return DriverPackages((), (), "nvidia", ()), flavor, why
-        if self.method == "distro" and facts.os.id == "debian":
-            shipped = DEBIAN_BRANCH.get(facts.os.version_id)
-            if shipped != self.branch:
-                raise StepFailed(f"Debian {facts.os.version_id} ships driver branch {shipped}, not {self.branch}",
-                                 fix=f"set driver_branch: {shipped}, or method: cuda-repo for other branches")
-        if self.method == "distro" and facts.os.id == "ubuntu":
-            self._refuse_transitional_branch()
         try:
-            return driver_packages(facts.os, self.method, self.branch, flavor), flavor, why
+            distro.check_driver_choice(self.method, self.branch)  # a branch the archive does not ship or ended
+        except UnsupportedDistro as exc:
+            raise StepFailed(str(exc), fix=exc.fix) from None
+        try:
+            return distro.driver_packages(self.method, self.branch, flavor), flavor, why
         except UnsupportedDistro as exc:
             raise StepFailed(str(exc), fix="choose another method (cuda-repo or runfile)") from None
-
-    def _refuse_transitional_branch(self) -> None:
-        """Canonical ended some server branches: their packages only pull in a later branch (and, on NVSwitch hosts,
-        a fabric manager of the asked branch that no longer matches the driver). Refuse before anything installs."""
-        live = ubuntu_live_server_branch(self.branch)
-        if live is None:
-            return
-        raise StepFailed(f"Ubuntu's nvidia-headless-{self.branch}-server is a transitional package: Canonical "
-                         f"ended the {self.branch}-server branch and its packages install the {live}-server driver "
-                         "instead",
-                         fix=f"set driver_branch: {live} (Canonical's live server branch), or method: cuda-repo or "
-                         f"runfile to stay on {self.branch}")
 
     def _wants_fabricmanager(self, facts: Facts) -> bool:
         return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
@@ -158,29 +129,29 @@ class NvidiaDriverStep(Step):
             snippets.update(nested("pkgs", manager.probe(names)))
         return snippets
 
-    def _ubuntu_distro(self, facts: Facts) -> bool:
-        return self.method == "distro" and facts.os.id == "ubuntu"
+    def _archive_precompiled(self, facts: Facts) -> bool:
+        """The distro's archive has signed precompiled modules per kernel for this method (checked before DKMS)."""
+        return for_os(facts.os).archive_precompiled(self.method)
 
     def _rpm_dkms(self, facts: Facts) -> bool:
         """NVIDIA's dnf module with a DKMS stream (every RPM install but the runfile's)."""
-        return self.method != "runfile" and facts.os.family in ("redhat", "amazon")
+        return for_os(facts.os).nvidia_dnf_module(self.method)
 
     def _precompiled_probe(self, facts: Facts, manager: PackageManager, names: list[str]) -> Snippets:
-        """Ubuntu: the precompiled packages for the running kernel join the installed-packages query (`names`), and
-        on a host with neither install of the branch (facts), `precompiled` lists the kernels Canonical built the
-        branch's modules for. A converged host pays nothing: its answer is in the facts."""
-        if not self._ubuntu_distro(facts):
+        """An archive with precompiled modules: those for the running kernel join the installed-packages query
+        (`names`), and on a host with neither install of the branch (facts), `precompiled` lists the kernels the
+        archive has the branch's modules for. A converged host pays nothing: its answer is in the facts."""
+        if not self._archive_precompiled(facts):
             return {}
+        distro = for_os(facts.os)
         flavor, _ = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
                                           self.kernel_modules)
-        precompiled = ubuntu_precompiled_packages(facts.os, self.branch, flavor, facts.kernel.running)
+        precompiled = distro.archive_precompiled_packages(self.branch, flavor, facts.kernel.running)
         names += [p for p in precompiled.packages if p not in names]
         have = facts.installed_packages
-        dkms_headless = value(UBUNTU, "headless_package").format(branch=self.branch,
-                                                                 open="-open" if flavor == "open" else "")
-        if dkms_headless in have or self._modules_package(precompiled) in have:
+        if distro.dkms_headless_package(self.branch, flavor) in have or distro.modules_package(precompiled) in have:
             return {}
-        return {"precompiled": manager.available_probe(self._modules_prefix(flavor))}
+        return {"precompiled": manager.available_probe(distro.precompiled_prefix(self.branch, flavor))}
 
     def _el_precompiled(self, facts: Facts) -> bool:
         """NVIDIA's precompiled streams hold the proprietary modules, built for EL kernels."""
@@ -192,9 +163,7 @@ class NvidiaDriverStep(Step):
 
     def _el_kmods(self, names: list[str] | set[str], kernel: str) -> list[str]:
         """The precompiled kmod packages of this branch for `kernel` among `names`, newest first."""
-        stem = el_kernel_stem(kernel)
-        found = [n for n in names if n.startswith(f"kmod-nvidia-{self.branch}.") and n.endswith(f"-{stem}")]
-        return sorted(found, key=version_key, reverse=True) if stem else []
+        return precompiled_kmods(names, self.branch, kernel)
 
     def _el_precompiled_probe(self, facts: Facts, pkgs: DriverPackages, names: list[str]) -> Snippets:
         """EL: an installed precompiled kmod of the running kernel (facts) joins the installed-packages query; on a
@@ -223,31 +192,24 @@ class NvidiaDriverStep(Step):
         kmods = self._el_kmods(set(installed), target) or self._el_kmods(ctx.probe["precompiled"].split(), target)
         stream = value(EL, "precompiled_stream").format(branch=self.branch)
         if kmods:
-            return el_precompiled_packages(ctx.facts.os, self.branch, kmods[0]), \
+            return for_os(ctx.facts.os).kmod_packages(self.branch, kmods[0]), \
                 f"{why}; NVIDIA's precompiled stream nvidia-driver:{stream} has {kmods[0]} for kernel {target}"
         return pkgs, f"{why}; NVIDIA's precompiled stream nvidia-driver:{stream} has no kmod for kernel {target}: " \
             f"DKMS ({pkgs.module_stream})"
 
-    def _modules_prefix(self, flavor: str) -> str:
-        """The start of the names of the branch's precompiled modules packages, one per kernel."""
-        return value(UBUNTU, "precompiled_modules").format(branch=self.branch, open="-open" if flavor == "open"
-                                                            else "", kernel="")
-
-    @staticmethod
-    def _modules_package(pkgs: DriverPackages) -> str:
-        return next((p for p in pkgs.packages if p.startswith("linux-modules-nvidia-")), "")
-
     def _choose_build(self, ctx: StepContext, pkgs: DriverPackages, flavor: str, why: str,
                       installed: dict[str, str]) -> tuple[DriverPackages, str]:
-        """Ubuntu: Canonical's precompiled modules for the target kernel when the archive has them, DKMS otherwise
-        (ubuntu-drivers' order); a host whose driver is the DKMS build stays so. (packages, reason)"""
+        """An archive with precompiled modules: those for the target kernel when the archive has them, DKMS
+        otherwise (the order of the distro's own driver detection); a host whose driver is the DKMS build stays so.
+        (packages, reason)"""
         if self._rpm_dkms(ctx.facts):
             return self._choose_el_build(ctx, pkgs, why, installed)
-        if not self._ubuntu_distro(ctx.facts) or pkgs.packages[0] in installed:
+        if not self._archive_precompiled(ctx.facts) or pkgs.packages[0] in installed:
             return pkgs, why
         target = ctx.target_kernel
-        precompiled = ubuntu_precompiled_packages(ctx.facts.os, self.branch, flavor, target)
-        modules = self._modules_package(precompiled)
+        distro = for_os(ctx.facts.os)
+        precompiled = distro.archive_precompiled_packages(self.branch, flavor, target)
+        modules = distro.modules_package(precompiled)
         offered = set(ctx.probe["precompiled"].split())
         if modules in installed or modules in offered:
             return precompiled, f"{why}; Canonical's signed precompiled modules for kernel {target} ({modules})"
@@ -276,7 +238,7 @@ class NvidiaDriverStep(Step):
         driver_version = upstream_version(installed[pkgs.version_from]) \
             if pkgs.version_from in installed and not switch else None
         if pkgs.packages and pkgs.dkms_module and not missing:
-            actions += self._dkms_actions(ctx, dkms_module_name(facts.os, self.method, flavor, driver_version),
+            actions += self._dkms_actions(ctx, for_os(facts.os).dkms_module_name(self.method, flavor, driver_version),
                                           driver_version, flavor)
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
@@ -298,7 +260,7 @@ class NvidiaDriverStep(Step):
         signed = not pkgs.dkms_module and any(p.startswith("linux-signatures-nvidia-") for p in pkgs.packages)
         if facts.secure_boot and not self.allow_secure_boot and not signed:
             no_signed = " (the archive has no signed precompiled modules for this kernel)" \
-                if self._ubuntu_distro(facts) else ""
+                if self._archive_precompiled(facts) else ""
             raise StepFailed(
                 f"Secure Boot is enabled: an unsigned DKMS-built nvidia module will not load{no_signed}",
                 fix="enrol a Machine Owner Key for DKMS (mokutil --import /var/lib/dkms/mok.pub, then confirm at "
@@ -333,7 +295,8 @@ class NvidiaDriverStep(Step):
     def _cache_use(self, facts: Facts) -> bool:
         """The module cache is used: asked for, an apt host (Debian's dkms honours /etc/dkms/no-autoinstall in the
         driver package's postinst) and a packaged driver. On RPM the kmod package's %post builds at once: not yet."""
-        return cache_store(self.module_cache) is not None and facts.os.family == "debian" and self.method != "runfile"
+        return cache_store(self.module_cache) is not None and for_os(facts.os).package_format == "deb" \
+            and self.method != "runfile"
 
     def _dkms_actions(self, ctx: StepContext, module: str, version: str | None = None,
                       flavor: str = "") -> list[Action]:
@@ -370,7 +333,7 @@ class NvidiaDriverStep(Step):
         if not version:
             raise StepFailed(f"the driver packages were installed, but {action.version_from}'s version cannot be read",
                              fix="run again: the next run builds the module with DKMS (dkms autoinstall)")
-        module = dkms_module_name(ctx.facts.os, self.method, action.flavor, version)
+        module = for_os(ctx.facts.os).dkms_module_name(self.method, action.flavor, version)
         planned = plan_module(ctx, module, version, ctx.target_kernel, cache=self.module_cache,
                               flavour=action.flavor, timeout=self.timeout)
         ctx.notes.append(f"{planned.key.label if planned.key else module}: {apply_module(ctx, planned)}")
@@ -403,8 +366,7 @@ class NvidiaDriverStep(Step):
 
     def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
         """The driver packages to install (all of them when the module stream switches)."""
-        debian_pin = self.method == "distro" and facts.os.id == "debian"
-        pin = f"{self.branch}.*" if debian_pin else f"{pkgs.version}*" if pkgs.version else None
+        pin = for_os(facts.os).driver_pin(self.method, self.branch) or (f"{pkgs.version}*" if pkgs.version else None)
         wanted = [Wanted(p, pin if p in pkgs.pinned and not p.startswith("kmod-") else None) for p in pkgs.packages]
         return wanted if switch else [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
 
@@ -435,14 +397,15 @@ class NvidiaDriverStep(Step):
     def _stale_holds(self, facts: Facts, pkgs: DriverPackages, flavor: str, held: set[str], switch: str) -> list[str]:
         """Held packages that would block this install: on apt another branch's or flavour's packages; on dnf, when
         the stream switches, the version locks of the driver and fabric manager packages."""
-        if facts.os.family == "debian":
-            other = set(other_driver_packages(facts.os, self.method, self.branch, flavor, held))
-            if self._ubuntu_distro(facts):
-                other |= {n for n in held if n not in pkgs.packages and _UBUNTU_PRECOMPILED.match(n)}
+        distro = for_os(facts.os)
+        if distro.package_format == "deb":
+            other = set(distro.other_driver_packages(self.method, self.branch, flavor, held))
+            if distro.archive_precompiled(self.method):
+                other |= {n for n in held if n not in pkgs.packages and distro.is_precompiled_package(n)}
             return sorted(other)
         if not switch:
             return []
-        ours = set(pkgs.pinned) | set(fabricmanager_packages(facts.os, self.method, self.branch))
+        ours = set(pkgs.pinned) | set(distro.fabricmanager_packages(self.method, self.branch))
         return sorted(n for n in held if n in ours or n.startswith(("nvidia-fabric", "libnvidia-nscq")))
 
     def _ready_actions(self, ctx: StepContext, installing: bool, wants_fm: bool) -> list[Action]:
@@ -543,20 +506,6 @@ def cached_install(install: Action, use: bool, version_from: str, flavor: str) -
                          timeout=install.timeout, fix=install.fix, version_from=version_from, flavor=flavor)
 
 
-def _template_pattern(template: str) -> str:
-    """A regular expression for the names a driver_facts template makes, whatever the branch, flavour and kernel."""
-    pattern = re.escape(template)
-    for field, part in (("branch", r"\d+"), ("open", "(?:-open)?"), ("kernel", ".+")):
-        pattern = pattern.replace(re.escape(f"{{{field}}}"), part)
-    return pattern
-
-
-# Canonical's precompiled packages of any branch or flavour (those of another branch block an install when held).
-_UBUNTU_PRECOMPILED = re.compile("|".join(
-    f"(?:{_template_pattern(value(UBUNTU, key))})$"
-    for key in ("headless_no_dkms_package", "precompiled_modules", "precompiled_objects")))
-
-
 def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
     """With nouveau loaded, nvidia-installer's silent mode answers ABORT to its nouveau check: the installer's own
     options skip the check and the module test load (which nouveau would fail); the blacklist written before and the
@@ -570,7 +519,12 @@ def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
 
 def _dkms_repos(facts: Facts, manager: PackageManager) -> str:
     """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
-    return "" if "dkms" in facts.installed_packages else manager.extra_repos(facts.os, facts.pkg)
+    if "dkms" in facts.installed_packages:
+        return ""
+    try:
+        return for_os(facts.os).extra_repos(facts.pkg)
+    except UnsupportedDistro as exc:
+        raise StepFailed(str(exc), fix=exc.fix) from None
 def _kernel_to_run(ctx: StepContext) -> str:
     """The kernel the driver is built for, as a reason names it (check mode: it may be known only in the run)."""
     if ctx.state.target_kernel_unknown:

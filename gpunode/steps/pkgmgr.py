@@ -1,4 +1,5 @@
-"""Package-manager adapters: how to ask what is installed and how to install, per distro family."""
+"""Package-manager adapters: how to ask what is installed and how to install, with apt or dnf/yum (what a distro
+adds, such as the repositories DKMS needs, is its adapter's: gpunode/distros/)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,9 @@ import fnmatch
 from dataclasses import dataclass
 
 from gpunode.connection import join, q
-from gpunode.facts import OsInfo, PackageManagerInfo
-from gpunode.gpu.distro import el_major
-from gpunode.gpu.driver_facts import ALINUX, EL
 from gpunode.parsers.holds import parse_apt_showhold, parse_versionlock_list
 from gpunode.parsers.packages import parse_apt_lists, parse_dpkg_status, parse_rpm_query
-from gpunode.steps.base import StepFailed
 from gpunode.steps.probe import ProbeOutput, Snippets
-from gpunode.vendor_facts import value
 
 APT_ENV = "export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a;"
 APT_OPTS = ["-y", "-q", "-o", "DPkg::Lock::Timeout=600", "-o", "Dpkg::Options::=--force-confdef",
@@ -90,11 +86,6 @@ class PackageManager:
     def available_probe(self, prefix: str) -> str:
         """Shell listing the names of the packages the repositories offer that start with `prefix`; "" where the
         adapter cannot tell cheaply."""
-        return ""
-
-    def extra_repos(self, os: OsInfo, pkg: PackageManagerInfo | None = None) -> str:
-        """Shell enabling the repositories DKMS builds need (EPEL + CRB/PowerTools on EL); "" when none. `pkg`: the
-        host's package-manager facts (how RHEL gets its content)."""
         return ""
 
     def repair(self) -> str:
@@ -211,57 +202,10 @@ class DnfManager(PackageManager):
         specs = " ".join(f'{q(n)}-"${version_var}"' for n in names)
         return f"{self.name} -y install -- {specs}"
 
-    def extra_repos(self, os: OsInfo, pkg: PackageManagerInfo | None = None) -> str:
-        """EPEL (dkms) and the CodeReady Builder / PowerTools repository its packages depend on.
-
-        Rocky/Alma: `epel-release` from their extras repository, CRB named `crb` (9) or `powertools` (8); RHEL:
-        EPEL's release RPM and codeready-builder, through subscription-manager when the host is registered
-        (deepops), through the repo manager when a cloud's RHUI serves it (AWS ParallelCluster's cookbook), see
-        `rhel_crb`. Alibaba Cloud Linux 3: Alibaba's releasever adapter first, so that EPEL 8's `$releasever`
-        means 8 there (it is 3); an EPEL Alibaba already installed (epel-aliyuncs-release) is kept.
-        """
-        el = el_major(os)
-        if el is None:
-            return ""
-        epel_rpm = value(EL, "epel_release_rpm").format(el=el)
-        epel = f"{{ rpm -q epel-release >/dev/null || dnf -y install {epel_rpm}; }}"
-        if os.id in ("rocky", "almalinux", "centos"):
-            crb = "crb" if el >= 9 else "powertools"
-            return (f"{{ rpm -q epel-release >/dev/null || dnf -y install epel-release; }} && "
-                    f"dnf config-manager --set-enabled {crb}")
-        if os.id == "rhel":
-            return f"{rhel_crb(el, pkg or PackageManagerInfo())} && {epel}"
-        if os.id == "alinux":
-            adapter = value(ALINUX, "releasever_adapter")
-            return (f"{{ rpm -q {adapter} >/dev/null || dnf -y install {adapter} --repo "
-                    f"{value(ALINUX, 'adapter_repo')}; }} && {{ rpm -q epel-aliyuncs-release >/dev/null || {epel}; }}")
-        raise StepFailed(
-            f"{os.pretty_name or os.id}: EPEL's release RPM for EL {el} reads $releasever, which is "
-            f"{os.version_major} here, so EPEL (where dkms comes from) would point at a release that does not exist",
-            fix="install dkms from a repository you trust first (gpunode then enables no repository), or use "
-            "method: runfile with dkms installed")
-
     def repair(self) -> str:
         if self.name == "yum":
             return "yum-complete-transaction -y --cleanup-only && yum -y check"
         return "dnf -y remove --duplicates; dnf -y check"
-
-
-def rhel_crb(el: int, pkg: PackageManagerInfo) -> str:
-    """Shell enabling CodeReady Builder on RHEL: subscription-manager on a registered host, the repo manager on a
-    cloud's RHUI (pay-as-you-go images are not registered: subscription-manager would fail the whole chain)."""
-    if pkg.rhsm_registered:
-        repo = value(EL, "crb_subscription").format(el=el, arch="$(arch)")
-        return f"subscription-manager repos --enable {repo}"
-    if pkg.rhui_repo_files:
-        repo = value(EL, "crb_rhui").format(el=el)
-        return (f"{{ command -v yum-config-manager >/dev/null || dnf -y install yum-utils; }} && "
-                f"yum-config-manager --enable {repo}")
-    raise StepFailed(
-        "RHEL is neither registered with subscription-manager (no /etc/pki/consumer/cert.pem) nor served by a "
-        "cloud's RHUI (no /etc/yum.repos.d/*rhui*.repo): CodeReady Builder, which EPEL's dkms needs, cannot be enabled",
-        fix="register the host (subscription-manager register), or install dkms from your own mirror first "
-        "(then no repository is enabled)")
 
 
 def manager_for(package_manager: str | None) -> PackageManager:

@@ -1,6 +1,7 @@
 """NVIDIA's and Docker's package repositories, each fact with the vendor file it was read from.
 
-gpunode/gpu/distro.py builds repository definitions and package lists from these values (see gpunode/vendor_facts.py).
+The distro adapters (gpunode/distros/) build repository definitions and package lists from these values (see
+gpunode/vendor_facts.py).
 """
 
 from __future__ import annotations
@@ -82,3 +83,11 @@ DOCKER = fact_table("docker", {
                         "the first three of the packages the page installs (the buildx and compose plugins follow; "
                         "gpunode does not install them)"),
 })
+
+TOOLKIT_PACKAGES: tuple[str, ...] = TOOLKIT["packages"].value
+TOOLKIT_REPO: str = TOOLKIT["repo_url"].value
+TOOLKIT_KEYRING: str = TOOLKIT["apt_keyring"].value
+# Old nvidia-docker / libnvidia-container list files without signed-by; next to the new one they make apt fail
+# with "Conflicting values set for option Signed-By".
+STALE_TOOLKIT_LISTS = ("/etc/apt/sources.list.d/nvidia-docker.list", "/etc/apt/sources.list.d/libnvidia-container.list")
+DOCKER_CE_PACKAGES: tuple[str, ...] = DOCKER["ce_packages"].value

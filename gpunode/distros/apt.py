@@ -1,0 +1,79 @@
+"""The dpkg/apt family's shared facts: kernel packages, NVIDIA's CUDA repository on apt, the toolkit's apt list."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Literal
+
+from gpunode.distros.base import Distro, DriverPackages
+from gpunode.distros.repos import CUDA_REPO, TOOLKIT, TOOLKIT_KEYRING
+from gpunode.vendor_facts import value
+
+# From R580 NVIDIA's repositories drop the branch from the NSCQ and apt fabric manager package names (RPM: see rpm).
+UNVERSIONED_FM_FROM_BRANCH = 580
+_OTHER_BRANCH = 999999  # stands for "any branch" when matching held package names
+
+
+class AptDistro(Distro):
+    """A dpkg/apt distro: exact-version kernel packages, per-branch driver package names."""
+
+    package_format: ClassVar[Literal["deb", "rpm"]] = "deb"
+    headers_script_family: ClassVar[str] = "debian"
+    ca_bundle: ClassVar[str] = "/etc/ssl/certs/ca-certificates.crt"
+
+    def headers_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
+        return [f"linux-headers-{kernel}"]
+
+    def headers_pattern(self) -> str:
+        return "linux-headers-[0-9]*"
+
+    def kernel_hold_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
+        return [f"linux-image-{kernel}", f"linux-headers-{kernel}"]
+
+    def fabricmanager_packages(self, method: str, branch: int) -> tuple[str, ...]:
+        new = branch >= UNVERSIONED_FM_FROM_BRANCH
+        return ("nvidia-fabricmanager", "libnvidia-nscq") if new and method == "cuda-repo" else \
+            (f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}")
+
+    def distro_driver_packages(self, branch: int, flavor: str) -> DriverPackages:
+        """The distro archive's own driver packages (method distro)."""
+        raise NotImplementedError
+
+    def driver_packages(self, method: str, branch: int, flavor: str) -> DriverPackages:
+        self.check_supported()
+        if method == "distro":
+            return self.distro_driver_packages(branch, flavor)
+        if method != "cuda-repo":
+            raise ValueError(f"unknown driver method {method!r}")
+        repo = self.cuda_repo_name()
+        arch = value(CUDA_REPO, "arm_arch") if self.os.arch == "aarch64" else "x86_64"
+        base = value(CUDA_REPO, "base_url").format(repo=repo, arch=arch)
+        setup = (f"[ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || {{ curl -fsSL -o /tmp/cuda-keyring.deb "
+                 f"{base}/{value(CUDA_REPO, 'keyring_package')} && dpkg -i /tmp/cuda-keyring.deb; }}")
+        pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
+        return DriverPackages(pkgs, pkgs, "nvidia", self.fabricmanager_packages(method, branch), setup,
+                              version_from=pkgs[0])
+
+    def other_driver_packages(self, method: str, branch: int, flavor: str, names: set[str]) -> list[str]:
+        """On apt each branch has its own package names and conflicts with the others (Canonical's
+        nvidia-headless-<b>-server all provide nvidia-headless), so a held old branch makes apt refuse the new one
+        ("held packages")."""
+        current = {*self.driver_packages(method, branch, flavor).packages,
+                   *self.fabricmanager_packages(method, branch)}
+        patterns = []
+        for other in ("open", "proprietary"):
+            pkgs = self.driver_packages(method, _OTHER_BRANCH, other)
+            for name in (*pkgs.packages, *self.fabricmanager_packages(method, _OTHER_BRANCH)):
+                patterns.append(re.compile(re.escape(name).replace(str(_OTHER_BRANCH), r"\d+") + "$"))
+        return sorted(n for n in names if n not in current and any(p.match(n) for p in patterns))
+
+    def toolkit_repo_file(self, repo_url: str) -> tuple[str, str]:
+        url = repo_url.rstrip("/")
+        line = value(TOOLKIT, "apt_line").format(url=url)
+        return (value(TOOLKIT, "apt_list"), f"deb [signed-by={TOOLKIT_KEYRING}] {line}\n")
+
+    def toolkit_needs_keyring(self) -> bool:
+        return True
+
+    def docker_packages(self) -> tuple[str, ...]:
+        return ("docker.io",)

@@ -1,0 +1,113 @@
+"""Debian: the driver of the release's non-free archive, the cloud kernels, the AMIs, and the lab's hosts.
+
+Sources: Debian's non-free driver (https://wiki.debian.org/NvidiaGraphicsDrivers), Debian's cloud team image code.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gpunode.distros.apt import AptDistro
+from gpunode.distros.base import DriverPackages, UnsupportedDistro, kernel_flavour
+from gpunode.distros.image_base import AwsBase, ImageBase
+from gpunode.vendor_facts import Fact, Source, fact_table, value
+
+DEBIAN_IMAGES = "GoCarrot/debian-cloud-images"  # a GitHub copy of Debian's cloud team repository (salsa.debian.org)
+DEBIAN_IMAGES_REF = "0bfa86237cd29276e1468454a696773136aaecef"
+
+DEBIAN_AMIS = fact_table("debian-amis", {
+    "debian_name": Fact("debian-{release}-amd64-20*", Source(
+        DEBIAN_IMAGES, "src/debian_cloud_images/images/publicinfo.py", DEBIAN_IMAGES_REF, "22-28"),
+        "release images: vendor_family debian-<release_id>-<arch>, the AMI name is it plus -<version> "
+        "(upload_ec2.py:64; official version <date>-<n>, cli/build.py:202-206); daily and backports images are "
+        "named debian-<id>-<arch>-daily-... and debian-<id>-backports-... (publicinfo.py:14-20, build.py:131-137): "
+        "the date's first digits keep daily images out even where an account holds both"),
+})
+# Debian's AWS account for release AMIs: widely used, but no Debian-authored page or file stating it was reachable
+# with the search tools (the cloud team's code names no account); re-check it against wiki.debian.org/Cloud.
+AWS_OWNER = "136693071363"
+# Debian ships one driver version per release; other branches come from NVIDIA's repository.
+SHIPPED_BRANCH = {"11": 470, "12": 535, "13": 550}
+# The user cloud-init makes on Debian's genericcloud images (the lab's VMs and the qemu builder log in as it).
+CLOUD_USER = "debian"
+# Where the lab finds a Debian archive among the machine's apt sources, and the lab's stand-in cloud image.
+ARCHIVE_URL_MARK = "debian"
+LAB_CLOUD_IMAGE = "debian-12-gpunode-cloud-amd64.qcow2"
+QEMU_EXAMPLE_IMAGE = "debian-12-genericcloud-amd64.qcow2"
+# The lab's hosts: the default suite (Debian 12), the suites a host can boot by the names users give them
+# (codename, version or alias), the archive components the driver needs (non-free) and the suites without
+# -updates and -security.
+LAB_SUITE = "bookworm"
+LAB_SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie",
+              "sid": "sid", "unstable": "sid",
+              "bullseye": "bullseye", "11": "bullseye"}  # Debian 11: python3 is 3.9, older than gpunode's minimum
+LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
+ROLLING_SUITES = ("sid", "unstable")
+
+
+def ami_filter(release: int) -> str:
+    """Debian's release AMIs of one release (not its daily or backports images), from Debian's cloud image code."""
+    return value(DEBIAN_AMIS, "debian_name").format(release=release)
+
+
+IMAGE_BASES = {
+    "debian-12": ImageBase(AwsBase(ami_filter(12), (AWS_OWNER,), "admin", "/dev/xvda"), alicloud_user="root",
+                           tencent_user="root", qemu_user=CLOUD_USER),
+    "debian-13": ImageBase(AwsBase(ami_filter(13), (AWS_OWNER,), "admin", "/dev/xvda")),
+}
+
+
+class Debian(AptDistro):
+    """Debian: one driver version per release from non-free, or NVIDIA's repository (cuda-repo)."""
+
+    ids = ("debian",)
+    matrix_order = 2
+    supported: ClassVar[dict[str, tuple[str, ...]]] = {"debian": ("11", "12", "13")}
+
+    def newest_kernel_packages(self, running: str, kernel_package: str = "") -> list[str]:
+        flavour = kernel_flavour(running)
+        flavour = flavour if flavour in ("amd64", "cloud-amd64", "arm64", "cloud-arm64") else \
+            ("cloud-arm64" if self.os.arch == "aarch64" else "cloud-amd64")
+        return [f"linux-image-{flavour}", f"linux-headers-{flavour}"]
+
+    def check_driver_choice(self, method: str, branch: int) -> None:
+        if method != "distro":
+            return
+        shipped = SHIPPED_BRANCH.get(self.os.version_id)
+        if shipped != branch:
+            raise UnsupportedDistro(f"Debian {self.os.version_id} ships driver branch {shipped}, not {branch}",
+                                    fix=f"set driver_branch: {shipped}, or method: cuda-repo for other branches")
+
+    def distro_driver_packages(self, branch: int, flavor: str) -> DriverPackages:
+        if flavor == "open" and (self.os.version_major or 0) < 13:
+            raise UnsupportedDistro(f"Debian {self.os.version_id}'s open module package lags its driver version "
+                                    "(Debian 13 has nvidia-open-kernel-dkms in contrib); use kernel_modules: "
+                                    "proprietary or method: cuda-repo")
+        kernel_pkg = "nvidia-open-kernel-dkms" if flavor == "open" else "nvidia-kernel-dkms"
+        pkgs = (kernel_pkg, "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "firmware-nvidia-gsp")
+        return DriverPackages(pkgs, pkgs[:4] + pkgs[5:], self.dkms_module_name("distro", flavor, None), (),
+                              version_from=kernel_pkg)
+
+    def dkms_module_name(self, method: str, flavor: str, driver_version: str | None) -> str:
+        if method == "distro":
+            return "nvidia-current-open" if flavor == "open" else "nvidia-current"
+        return super().dkms_module_name(method, flavor, driver_version)
+
+    def fabricmanager_packages(self, method: str, branch: int) -> tuple[str, ...]:
+        """Debian's own archive has no fabric manager."""
+        return () if method == "distro" else super().fabricmanager_packages(method, branch)
+
+    def other_driver_packages(self, method: str, branch: int, flavor: str, names: set[str]) -> list[str]:
+        return [] if method == "distro" else super().other_driver_packages(method, branch, flavor, names)
+
+    def driver_pin(self, method: str, branch: int) -> str | None:
+        return f"{branch}.*" if method == "distro" else None
+
+    def docker_packages(self) -> tuple[str, ...]:
+        """From Debian 13 the client is its own package (docker-cli), only recommended by docker.io."""
+        if (self.os.version_major or 0) >= 13 or not self.os.version_id:
+            return ("docker.io", "docker-cli")
+        return ("docker.io",)
+
+    def cuda_repo_name(self) -> str:
+        return f"debian{self.os.version_major}"
