@@ -24,8 +24,9 @@ from gpunode.verify import diagnose_files, parse_smi_table, scan_kernel_log
 from gpunode.verify.report import SCHEMA_PATH, unreachable_report, verify_report
 
 DATA = Path(__file__).resolve().parent / "data"
+MIG_LISTINGS = DATA / "nvidia" / "mig"  # nvidia-smi mig listings for parsers/mig.py, not diagnose captures
 CORPUS = [p for d in ("nvidia", "captures") for p in sorted((DATA / d).rglob("*"))
-          if p.is_file() and not p.name.endswith(".md")]
+          if p.is_file() and not p.name.endswith(".md") and p.parent != MIG_LISTINGS]
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 # finding id -> captures (relative to tests/data) that must produce it: at least two real captures each.
