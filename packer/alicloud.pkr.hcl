@@ -45,7 +45,7 @@ variable "source_image" {
 variable "image_family" {
   type        = string
   default     = ""
-  description = "Packer 1.7+, without source_image: the base's public image family (--base alinux-3|ubuntu-*)."
+  description = "Packer 1.7+, without source_image: the base's public image family (--base NAME)."
 }
 
 variable "image_name" {

@@ -41,18 +41,18 @@ variable "source_ami" {
 }
 
 variable "source_ami_name" {
-  type    = string
-  default = "ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*"
+  type        = string
+  description = "The base's AMI name filter (from the distro adapter of --base)."
 }
 
 variable "source_ami_owners" {
-  type    = list(string)
-  default = ["099720109477"] # Canonical
+  type        = list(string)
+  description = "The base's AMI owner accounts (from the distro adapter of --base)."
 }
 
 variable "ssh_username" {
-  type    = string
-  default = "ubuntu"
+  type        = string
+  description = "The base image's login (from the distro adapter of --base)."
 }
 
 variable "ssh_keypair_name" {

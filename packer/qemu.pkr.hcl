@@ -1,7 +1,7 @@
 # A local GPU node disk image (qemu, qcow2), provisioned by gpunode itself: the same playbook `gpunode provision`
 # runs, then image_cleanup and image_validate. For on-premises hosts, other clouds' image imports, and tests.
 #
-# Run it through the toolkit: `gpunode build-image --builder qemu --source-image debian-12-genericcloud-amd64.qcow2`
+# Run it through the toolkit: `gpunode build-image --builder qemu --source-image BASE.qcow2`
 # writes <build_dir>/build.json and a cloud-init NoCloud seed (<build_dir>/seed) that authorizes the build's key.
 # A base without cloud-init boots with `qemuargs` instead (e.g. a direct kernel boot: -kernel/-initrd/-append).
 # No credentials. Reboots during provisioning work: gpunode reconnects, and at the end gpunode powers the VM off
@@ -65,8 +65,8 @@ variable "accelerator" {
 }
 
 variable "ssh_username" {
-  type    = string
-  default = "debian"
+  type        = string
+  description = "The base image's login (from the distro adapter of --base)."
 }
 
 variable "ssh_private_key_file" {

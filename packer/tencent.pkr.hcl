@@ -49,7 +49,7 @@ variable "source_image" {
 variable "source_image_name" {
   type        = string
   default     = ""
-  description = "Without source_image: a regular expression for the base image's name (--base tencentos-3|4)."
+  description = "Without source_image: a regular expression for the base image's name (--base NAME)."
 }
 
 variable "image_name" {
@@ -58,8 +58,8 @@ variable "image_name" {
 }
 
 variable "ssh_username" {
-  type    = string
-  default = "ubuntu"
+  type        = string
+  description = "The base image's login (from the distro adapter of --base)."
 }
 
 variable "ssh_private_key_file" {

@@ -1,5 +1,5 @@
 # Install headers for the running kernel, or (policy upgrade) the newest distro kernel with its headers.
-# Arguments: POLICY(require|upgrade) FAMILY(debian|rpm) HEADERS_PACKAGES UPGRADE_PACKAGES...
+# Arguments: POLICY(require|upgrade) FAMILY(apt|rpm) HEADERS_PACKAGES UPGRADE_PACKAGES...
 # (HEADERS_PACKAGES: one apt package, or space-separated RPMs such as AL2023's kernel6.12-devel-V kernel6.12-modules-extra-V)
 # Prints "@@target KERNEL" (the kernel modules must be built for) and "@@reboot" when that is a new kernel.
 # Exit 10: no headers exist for the running kernel and the policy does not allow an upgrade.
@@ -10,7 +10,7 @@ running=$(uname -r)
 export DEBIAN_FRONTEND=noninteractive
 apt_opts="-y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold"
 available() {
-  if [ "$family" = debian ]; then
+  if [ "$family" = apt ]; then
     cand=$(apt-cache policy "$headers" 2>/dev/null | sed -n 's/^ *Candidate: //p')
     [ -n "$cand" ] && [ "$cand" != "(none)" ]
   else
@@ -18,11 +18,11 @@ available() {
     dnf -q list --available $headers >/dev/null 2>&1 || dnf -q list --installed $headers >/dev/null 2>&1
   fi
 }
-if [ "$family" = debian ]; then
+if [ "$family" = apt ]; then
   apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null || { echo "apt-get update failed" >&2; exit 1; }
 fi
 if available; then
-  if [ "$family" = debian ]; then
+  if [ "$family" = apt ]; then
     # shellcheck disable=SC2086
     apt-get $apt_opts --no-install-recommends install "$headers" || exit 1
   else
@@ -34,7 +34,7 @@ if available; then
 fi
 if [ "$policy" != upgrade ]; then
   echo "no package $headers exists for the running kernel $running" >&2
-  if [ "$family" = debian ]; then
+  if [ "$family" = apt ]; then
     echo "headers that exist:" >&2
     apt-cache pkgnames linux-headers- 2>/dev/null | grep -E '^linux-headers-[0-9]' | grep -v -- '-common' | sort -V | tail -n 12 >&2
   else
@@ -43,7 +43,7 @@ if [ "$policy" != upgrade ]; then
   fi
   exit 10
 fi
-if [ "$family" = debian ]; then
+if [ "$family" = apt ]; then
   # shellcheck disable=SC2086
   apt-get $apt_opts --no-install-recommends install "$@" || exit 1
 else

@@ -1,7 +1,8 @@
 """Every distro fact lives in a distro adapter: no distro id outside gpunode/distros/.
 
-The same search as `grep -rnwE 'debian|ubuntu|rhel|amzn|alinux|tencentos' gpunode --include=*.py --include=*.sh
---include=*.yml --include=*.hcl` (whole words, lowercase ids as os-release spells them, symbolic links not followed),
+The same search as `grep -rnwE 'debian|ubuntu|rhel|amzn|alinux|tencentos' gpunode scripts playbooks packer
+--include=*.py --include=*.sh --include=*.yml --include=*.hcl` (whole words, lowercase ids as os-release spells
+them, symbolic links not followed),
 done in Python so that it fails with file:line of each hit.
 """
 
@@ -39,8 +40,12 @@ def distro_id_hits(top: Path = PACKAGE, allowed: Path = ADAPTERS, root: Path = R
     return hits
 
 
+# What ships in the wheel besides gpunode/ (gpunode/_scripts, _playbooks and _packer link to these folders).
+SHIPPED = ("scripts", "playbooks", "packer")
+
+
 def test_no_distro_id_outside_the_adapters() -> None:
-    hits = distro_id_hits()
+    hits = distro_id_hits() + [hit for folder in SHIPPED for hit in distro_id_hits(ROOT / folder)]
     assert not hits, "distro ids outside gpunode/distros/ (ask the adapter instead):\n" + "\n".join(hits)
 
 

@@ -20,10 +20,11 @@ from tests.image_support import AWS_ENV, require_packer
 REPO = Path(__file__).resolve().parents[1]
 # What each template needs to validate; credentials are dummies in the vendors' own variables (never in templates).
 DUMMY_VARS = {
-    "aws": {"build_dir": "/tmp/gpunode-build", "source_ami": "ami-12345678"},
+    "aws": {"build_dir": "/tmp/gpunode-build", "source_ami": "ami-12345678", "source_ami_name": "any-*",
+            "source_ami_owners": ["123456789012"], "ssh_username": "admin"},
     "alicloud": {"build_dir": "/tmp/gpunode-build", "source_image": "ubuntu_22_04_x64_20G_alibase_20240220.vhd"},
-    "tencent": {"build_dir": "/tmp/gpunode-build", "source_image": "img-12345678"},
-    "qemu": {"build_dir": "/tmp/gpunode-build", "source_image": "/tmp/gpunode-base.qcow2"},
+    "tencent": {"build_dir": "/tmp/gpunode-build", "source_image": "img-12345678", "ssh_username": "root"},
+    "qemu": {"build_dir": "/tmp/gpunode-build", "source_image": "/tmp/gpunode-base.qcow2", "ssh_username": "admin"},
 }
 DUMMY_ENV = {"ALICLOUD_ACCESS_KEY": "dummy", "ALICLOUD_SECRET_KEY": "dummy", "TENCENTCLOUD_SECRET_ID": "dummy",
              "TENCENTCLOUD_SECRET_KEY": "dummy"}

@@ -18,7 +18,7 @@ class AptDistro(Distro):
     """A dpkg/apt distro: exact-version kernel packages, per-branch driver package names."""
 
     package_format: ClassVar[Literal["deb", "rpm"]] = "deb"
-    headers_script_family: ClassVar[str] = "debian"
+    headers_script_family: ClassVar[str] = "apt"
     ca_bundle: ClassVar[str] = "/etc/ssl/certs/ca-certificates.crt"
 
     def headers_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
