@@ -8,9 +8,10 @@ import pytest
 
 from gpunode.distros import UnsupportedDistro, for_os
 from gpunode.facts import OsInfo, PackageManagerInfo, parse_os_release
-from gpunode.facts.packages import dkms_installed, parse_dkms, version_at_least, version_key
+from gpunode.facts.packages import version_at_least
 from gpunode.facts.parse import kernel_package_name
-from gpunode.parsers.dkms import parse_dkms_status
+from gpunode.parsers.dkms import dkms_installed, parse_dkms, parse_dkms_status
+from gpunode.parsers.packages import version_key
 from gpunode.steps.pkgmgr import AptManager, DnfManager
 
 # `dnf versionlock list` (dnf 4: name-EPOCH:VERSION-RELEASE.*) and `yum versionlock list` (AL2: EPOCH:name-...).
@@ -112,7 +113,7 @@ def test_the_repositories_dkms_needs() -> None:
 def test_what_the_steps_ask_differs_by_family() -> None:
     apt, rpm = for_os(_os("debian-12")), for_os(_os("rocky-8"))
     assert apt.ca_bundle == "/etc/ssl/certs/ca-certificates.crt" and rpm.ca_bundle == "/etc/pki/tls/certs/ca-bundle.crt"
-    assert (apt.headers_script_family, rpm.headers_script_family) == ("debian", "rpm")
+    assert (apt.headers_script_family, rpm.headers_script_family) == ("apt", "rpm")
     assert apt.driver_pin("distro", 535) == "535.*" and apt.driver_pin("cuda-repo", 535) is None
     assert apt.toolkit_needs_keyring() and not rpm.toolkit_needs_keyring()
     assert rpm.nvidia_dnf_module("distro") and not rpm.nvidia_dnf_module("runfile") and not apt.nvidia_dnf_module("x")

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpunode.facts import DkmsEntry, Facts, LockHolder, cloud_vendor, link_gen, parse_facts
-from gpunode.facts.packages import parse_dkms, parse_package_lines, upstream_version
+from gpunode.facts.packages import upstream_version
 from gpunode.facts.summary import summary_rows
+from gpunode.parsers.dkms import parse_dkms
+from gpunode.parsers.packages import parse_package_lines
 
 AZURE_TAG = "7783-7084-3265-9085-8269-3286-77"
 P4D = Path(__file__).parent / "data" / "facts" / "p4d-ubuntu2204.txt"

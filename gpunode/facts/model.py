@@ -9,6 +9,7 @@ from typing import Any
 
 from gpunode.errors import GpunodeError
 from gpunode.facts.sections import ALL, FIELD_SECTIONS
+from gpunode.parsers.dkms import DkmsEntry
 
 PACKAGE_MANAGERS = ("apt", "dnf", "yum", "zypper")
 GPU_CLASS_PREFIX = "0x03"  # 0x030000 VGA controller, 0x030200 3D controller
@@ -68,18 +69,6 @@ class PciGpu:
 
 def _below(current: int | None, best: int | None) -> bool:
     return current is not None and best is not None and current < best
-
-
-@dataclass(frozen=True)
-class DkmsEntry:
-    """One line of `dkms status`."""
-
-    module: str
-    version: str
-    kernel: str | None = None
-    arch: str | None = None
-    status: str = ""
-    line: str = field(default="", compare=False)   # the line as dkms printed it (for evidence)
 
 
 @dataclass(frozen=True)

@@ -20,21 +20,18 @@ from gpunode.facts.model import (
     StorageInfo,
 )
 from gpunode.facts.osrelease import parse_os_release, pick_package_manager
-from gpunode.facts.packages import (
-    parse_dkms,
-    parse_package_lines,
-    parse_systemctl_show,
-    upstream_version,
-    version_key,
-)
+from gpunode.facts.packages import upstream_version
 from gpunode.facts.pci import pci_gpus
 from gpunode.facts.sections import ALL
 from gpunode.facts.vendor import cloud_vendor
 from gpunode.parsers.cmdline import blacklisted_modules
 from gpunode.parsers.containers import containerd_version, dockerd_version
+from gpunode.parsers.dkms import parse_dkms
 from gpunode.parsers.locks import parse_holder, parse_proc
 from gpunode.parsers.mounts import parse_mounts
 from gpunode.parsers.nvidia_version import parse_proc_version
+from gpunode.parsers.packages import parse_package_lines, version_key
+from gpunode.parsers.systemd import parse_units as parse_systemctl_show
 
 __all__ = ["attach_loader", "parse_facts", "parse_os_release"]
 

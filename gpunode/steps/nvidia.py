@@ -9,9 +9,10 @@ from gpunode.connection import q
 from gpunode.distros import DriverPackages, UnsupportedDistro, el_kernel_stem, for_os
 from gpunode.distros.rpm import EL, precompiled_kmods
 from gpunode.facts import Facts
-from gpunode.facts.packages import dkms_installed, parse_dkms, upstream_version
+from gpunode.facts.packages import upstream_version
 from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
+from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
