@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
@@ -135,8 +135,8 @@ class Distro:
         """Packages that install the distro's newest kernel of the running flavour (or line), with headers."""
         raise NotImplementedError
 
-    def kernel_hold_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
-        """What to hold so the kernel the driver is built for stays."""
+    def kernel_hold_packages(self, kernel: str, kernel_package: str = "", installed: Collection[str] = ()) -> list[str]:
+        """What to hold so the kernel the driver is built for stays (`installed`: the installed package names)."""
         raise NotImplementedError
 
     # --- the NVIDIA driver ------------------------------------------------------------------------------------
