@@ -14,7 +14,8 @@ from gpunode.vendor_facts import TABLES, Fact, Source, fact_table
 
 # The tables of distro facts, kept beside the adapter that uses them (gpunode/distros/); the others (AWS, the
 # clouds' image builders, NVIDIA's distro-independent driver facts) stay with their vendor's code.
-DISTRO_TABLES = {"ubuntu": "ubuntu", "ubuntu-amis": "ubuntu", "debian-amis": "debian", "el": "rpm",
+DISTRO_TABLES = {"ubuntu": "ubuntu", "ubuntu-amis": "ubuntu", "debian-amis": "debian",
+                 "debian-driver-sources": "debian", "el": "rpm",
                  "al2023": "al2023", "alinux": "alinux", "nvidia-container-toolkit": "repos",
                  "nvidia-cuda-repo": "repos", "docker": "repos"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import ClassVar, Literal
 
 from gpunode.distros.base import Distro, DriverPackages
@@ -27,8 +28,14 @@ class AptDistro(Distro):
     def headers_pattern(self) -> str:
         return "linux-headers-[0-9]*"
 
-    def kernel_hold_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
-        return [f"linux-image-{kernel}", f"linux-headers-{kernel}"]
+    def kernel_hold_packages(self, kernel: str, kernel_package: str = "", installed: Collection[str] = ()) -> list[str]:
+        """The kernel's own image and headers, and the flavour's metapackages among `installed`: a kernel update is
+        a new package (the ABI is in its name) that the metapackage depends on, so holding only the exact packages
+        lets `apt upgrade` install and boot a newer kernel (Debian's kernel handbook, ch. 3, the linux-latest
+        metapackages: https://kernel-team.pages.debian.net/kernel-handbook/ch-packaging.html). A metapackage that
+        is not installed is not held: `apt-mark hold` fails on a package it knows no version of."""
+        metas = [p for p in self.newest_kernel_packages(kernel, kernel_package) if p in installed]
+        return [f"linux-image-{kernel}", f"linux-headers-{kernel}", *metas]
 
     def fabricmanager_packages(self, method: str, branch: int) -> tuple[str, ...]:
         new = branch >= UNVERSIONED_FM_FROM_BRANCH

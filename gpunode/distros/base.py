@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # protocols only for the type checker: no class made at impor
         def family(self) -> str: ...
         @property
         def arch(self) -> str: ...
+        @property
+        def codename(self) -> str | None: ...
 
     class CrbAccess(Protocol):
         """How an RHEL host gets its content (gpunode.facts.PackageManagerInfo has these fields)."""
@@ -135,8 +137,8 @@ class Distro:
         """Packages that install the distro's newest kernel of the running flavour (or line), with headers."""
         raise NotImplementedError
 
-    def kernel_hold_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
-        """What to hold so the kernel the driver is built for stays."""
+    def kernel_hold_packages(self, kernel: str, kernel_package: str = "", installed: Collection[str] = ()) -> list[str]:
+        """What to hold so the kernel the driver is built for stays (`installed`: the installed package names)."""
         raise NotImplementedError
 
     # --- the NVIDIA driver ------------------------------------------------------------------------------------
@@ -158,6 +160,18 @@ class Distro:
     def other_driver_packages(self, method: str, branch: int, flavor: str, names: set[str]) -> list[str]:
         """Those of `names` (held packages) that belong to another branch or flavour of this method's driver."""
         return []
+
+    # The reason an apt sources edit gives when driver_components are missing from the host's sources.
+    driver_components_reason: ClassVar[str] = ""
+
+    def driver_components(self, method: str) -> tuple[str, ...]:
+        """Archive components besides main that the driver of `method` comes from, which the host's apt sources
+        must list for the distro's own archive (empty: the distro's sources need no change)."""
+        return ()
+
+    def is_archive_entry(self, uri: str, suite: str) -> bool:
+        """An apt sources entry (one URI, one suite) that is the distro's own archive for the host's release."""
+        return False
 
     def driver_pin(self, method: str, branch: int) -> str | None:
         """A version glob the distro's driver packages are installed at (None: the repository's)."""

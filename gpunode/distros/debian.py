@@ -23,6 +23,19 @@ DEBIAN_AMIS = fact_table("debian-amis", {
         "named debian-<id>-<arch>-daily-... and debian-<id>-backports-... (publicinfo.py:14-20, build.py:131-137): "
         "the date's first digits keep daily images out even where an account holds both"),
 })
+# The archive components besides main that the driver's packages come from: Debian's own install guide has the user
+# add them to the apt sources (a cloud image lists only main). The lab's hosts list them too (LAB_COMPONENTS).
+_NVIDIA_WIKI = Source(url="https://wiki.debian.org/NvidiaGraphicsDrivers")
+DEBIAN_DRIVER_SOURCES = fact_table("debian-driver-sources", {
+    "components": Fact(("contrib", "non-free", "non-free-firmware"), _NVIDIA_WIKI,
+                       "Debian 12 and later: add contrib, non-free and non-free-firmware to the apt sources (the "
+                       "driver is in non-free, firmware-nvidia-gsp in non-free-firmware, Debian 13's "
+                       "nvidia-open-kernel-dkms in contrib), then apt update"),
+    "components_11": Fact(("contrib", "non-free"), _NVIDIA_WIKI,
+                          "Debian 11: contrib and non-free (non-free-firmware begins with Debian 12)"),
+})
+# The suites of a release's own archive: <codename>, <codename>-updates, -security, -backports, -proposed-updates.
+ARCHIVE_SUITE_SEPARATOR = "-"
 # Debian's AWS account for release AMIs: widely used, but no Debian-authored page or file stating it was reachable
 # with the search tools (the cloud team's code names no account); re-check it against wiki.debian.org/Cloud.
 AWS_OWNER = "136693071363"
@@ -41,7 +54,7 @@ LAB_SUITE = "bookworm"
 LAB_SUITES = {"bookworm": "bookworm", "12": "bookworm", "trixie": "trixie", "13": "trixie",
               "sid": "sid", "unstable": "sid",
               "bullseye": "bullseye", "11": "bullseye"}  # Debian 11: python3 is 3.9, older than gpunode's minimum
-LAB_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
+LAB_COMPONENTS = ("main", *value(DEBIAN_DRIVER_SOURCES, "components"))  # what the driver step wants: converged
 ROLLING_SUITES = ("sid", "unstable")
 
 
@@ -69,6 +82,21 @@ class Debian(AptDistro):
         flavour = flavour if flavour in ("amd64", "cloud-amd64", "arm64", "cloud-arm64") else \
             ("cloud-arm64" if self.os.arch == "aarch64" else "cloud-amd64")
         return [f"linux-image-{flavour}", f"linux-headers-{flavour}"]
+
+    driver_components_reason = "the NVIDIA driver is in Debian's non-free component"
+
+    def driver_components(self, method: str) -> tuple[str, ...]:
+        if method != "distro":
+            return ()
+        key = "components_11" if (self.os.version_major or 0) == 11 else "components"
+        return value(DEBIAN_DRIVER_SOURCES, key)
+
+    def is_archive_entry(self, uri: str, suite: str) -> bool:
+        """Debian's archive for this release: a Debian mirror (the lab's mark: deb.debian.org, a cloud image's
+        mirror+file:///etc/apt/mirrors/debian.list) and one of the release's suites."""
+        codename = self.os.codename or ""
+        return bool(codename) and ARCHIVE_URL_MARK in uri and \
+            suite.split(ARCHIVE_SUITE_SEPARATOR, 1)[0] == codename
 
     def check_driver_choice(self, method: str, branch: int) -> None:
         if method != "distro":

@@ -3,6 +3,7 @@ toolkit's .repo file. The `el` table holds NVIDIA's RPM packaging facts (EL 8/9 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from gpunode.distros.base import Distro, DriverPackages, UnsupportedDistro, el_kernel_stem
@@ -97,7 +98,7 @@ class RpmDistro(Distro):
         base = self.kernel_base_package(kernel_package)
         return [base, f"{base}-devel"]
 
-    def kernel_hold_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
+    def kernel_hold_packages(self, kernel: str, kernel_package: str = "", installed: Collection[str] = ()) -> list[str]:
         base = self.kernel_base_package(kernel_package)
         return [base, f"{base}-devel"]
 

@@ -5,6 +5,8 @@ Kept for callers that hold an OsInfo and want one answer; steps ask `for_os(fact
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gpunode.distros import DriverPackages, UnsupportedDistro, el_kernel_stem, for_os, kernel_flavour
 from gpunode.distros.repos import (
     DOCKER_CE_PACKAGES,
@@ -52,9 +54,10 @@ def newest_kernel_packages(os: OsInfo, running: str, kernel_package: str = "") -
     return for_os(os).newest_kernel_packages(running, kernel_package)
 
 
-def kernel_hold_packages(os: OsInfo, kernel: str, kernel_package: str = "") -> list[str]:
-    """What to hold so the kernel the driver is built for stays."""
-    return for_os(os).kernel_hold_packages(kernel, kernel_package)
+def kernel_hold_packages(os: OsInfo, kernel: str, kernel_package: str = "",
+                         installed: Collection[str] = ()) -> list[str]:
+    """What to hold so the kernel the driver is built for stays (the flavour's metapackages among `installed`)."""
+    return for_os(os).kernel_hold_packages(kernel, kernel_package, installed)
 
 
 def dkms_module_name(os: OsInfo, method: str, flavor: str, driver_version: str | None) -> str:

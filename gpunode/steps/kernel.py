@@ -126,7 +126,7 @@ class KernelHeadersStep(Step):
         if not self.hold:
             return []
         manager = manager_for(facts.os.package_manager)
-        wanted = for_os(facts.os).kernel_hold_packages(kernel, facts.kernel.package)
+        wanted = for_os(facts.os).kernel_hold_packages(kernel, facts.kernel.package, facts.installed_packages)
         missing = [p for p in wanted if p not in manager.parse_held(held)]
         if not missing:
             return []

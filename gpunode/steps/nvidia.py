@@ -14,6 +14,7 @@ from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
 from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.parsers.systemd import parse_is_enabled
+from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
 from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
@@ -128,6 +129,8 @@ class NvidiaDriverStep(Step):
             snippets["unit"] = probe_file(PERSISTENCED_UNIT)
         if names:
             snippets.update(nested("pkgs", manager.probe(names)))
+        if for_os(facts.os).driver_components(self.method):
+            snippets["apt_sources"] = sources_probe()
         return snippets
 
     def _archive_precompiled(self, facts: Facts) -> bool:
@@ -226,7 +229,10 @@ class NvidiaDriverStep(Step):
         self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
         target = ctx.target_kernel
-        actions: list[Action] = self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor, pkgs)
+        distro = for_os(facts.os)
+        actions: list[Action] = sources_actions(sections["apt_sources"], distro.driver_components(self.method),
+                                                distro.is_archive_entry, distro.driver_components_reason)
+        actions += self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor, pkgs)
         held = manager.parse_held(sections["held"])
         switch = self._rpm_switch(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
