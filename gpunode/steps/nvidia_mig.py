@@ -32,8 +32,9 @@ from gpunode.parsers.mig import (
     parse_mig_modes,
 )
 from gpunode.parsers.smi_values import same_device
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
+from gpunode.steps.base import Action, ArgumentError, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.probe import Snippets
+from gpunode.values import as_bool
 
 GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/getting-started-with-mig.html"
 PROFILE = re.compile(r"\d+g\.\d+gb(?:[+-][a-z0-9.]+)*")     # 1g.10gb, 1g.10gb+me, 1g.24gb+me.all
@@ -113,7 +114,8 @@ class NvidiaMigStep(Step):
             return []
         if any(marker in ctx.probe["gpus"] for marker in NO_SMI):
             if ctx.check:
-                ctx.notes.append("nvidia-smi is not on the host yet: the MIG layout is planned once the driver is")
+                ctx.notes.append("nvidia-smi is not on the host yet: the MIG layout is planned once the driver is "
+                                 "installed")
                 return []
             raise StepFailed("nvidia-smi is not installed: MIG cannot be configured",
                              fix="install the NVIDIA driver first (the nvidia_driver step before this one)")
@@ -272,17 +274,25 @@ def _assign(entries: list[tuple[list[int] | None, bool, Counter[str]]], gpus: di
 
 
 def _entries(config: list[dict[str, Any]]) -> list[tuple[list[int] | None, bool, Counter[str]]]:
-    """The config's entries checked: (GPU indexes or None for all, MIG on, layout); raises ValueError."""
+    """The config's entries checked: (GPU indexes or None for all, MIG on, layout); raises ArgumentError (its
+    `arg` names `config`, so that a refusal names the variable the layout came from)."""
+    try:
+        return _checked(config)
+    except ValueError as exc:
+        raise ArgumentError(str(exc), arg="config") from None
+
+
+def _checked(config: list[dict[str, Any]]) -> list[tuple[list[int] | None, bool, Counter[str]]]:
     out, seen = [], set()
-    for number, entry in enumerate(config, 1):
-        where = f"nvidia_mig.config[{number}]"
+    for number, entry in enumerate(config):
+        where = f"nvidia_mig.config[{number}]"  # 0-based, as the type check names an item (config[0])
         unknown = set(entry) - {"devices", "mig-enabled", "mig-devices", "mig_enabled", "mig_devices"}
         if unknown:
             raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: devices, mig-enabled, "
                              "mig-devices")
         devices = _devices(entry.get("devices", "all"), where)
-        enabled = entry.get("mig-enabled", entry.get("mig_enabled"))
-        if not isinstance(enabled, bool):
+        enabled = as_bool(entry.get("mig-enabled", entry.get("mig_enabled")))  # yes/no, "true"... as Ansible
+        if enabled is None:
             raise ValueError(f"{where}: mig-enabled must be true or false")
         layout = _layout(entry.get("mig-devices", entry.get("mig_devices")) or {}, where)
         if layout and not enabled:
