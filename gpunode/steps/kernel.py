@@ -78,7 +78,7 @@ class KernelHeadersStep(Step):
         try:
             distro.check_supported()
         except UnsupportedDistro as exc:
-            raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
+            raise StepFailed(str(exc), fix="provision a supported distribution (docs/gpu-node.md lists them)") \
                 from None
         running = facts.kernel.running
         candidate, existing, following = _headers_probe(ctx.probe["headers"])
