@@ -304,7 +304,7 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
     from gpunode.commands.nfs_cmd import nfs_volume as make
 
     with cli_errors():
-        args = nfs_args(server, export, f"/mnt/{name or 'nfs'}", vendor, nfs_version, options)
+        args = nfs_args(server, export, f"/mnt/{name or 'nfs'}", vendor, nfs_version, options, task="nfs-volume")
         if not name:
             from gpunode.errors import UsageError
 
