@@ -41,6 +41,8 @@ PROFILE = re.compile(r"\d+g\.\d+gb(?:[+-][a-z0-9.]+)*")     # 1g.10gb, 1g.10gb+m
 SHARE = re.compile(r"\d+c\.\d+g\.\d+gb\S*")                    # a compute-instance profile: 1c.3g.40gb
 AMPERE = re.compile(r"\bA(?:100|30|800)\b")                    # MIG GPUs whose mode change needs a GPU reset
 NO_SMI = ("nvidia-smi: not found", "nvidia-smi: command not found")
+NO_DRIVER = "couldn't communicate with the NVIDIA driver"     # nvidia-smi runs, the kernel module is not loaded
+NO_GPU = "No devices were found"                                # nvidia-smi runs, the driver sees no GPU
 RESET_FIX = (f"stop what holds the GPU (nvsm, dcgm, nvidia-dcgm, dcgm-exporter, a kubelet's GPU pods: {GUIDE}"
              "#driver-clients) and run again, or set `reboot: true` to let this step reboot the host")
 
@@ -81,7 +83,8 @@ class NvidiaMigStep(Step):
     A mode change that stays pending (an A100/A30 needs a GPU reset; a Hopper GPU only when something held it) is
     made effective by resetting the pending GPUs (`nvidia-smi -r`, as mig-parted does) when nothing runs on them;
     where a reset cannot work (processes on the GPU, an A100/A30 in a VM) the host is rebooted if `reboot: true`,
-    else the step fails and says what to do.
+    else the step fails and says what to do. With a reboot pending in the run (a new kernel or driver, `reboot: defer`)
+    the layout waits for a run after it.
     """
 
     kind = "nvidia_mig"
@@ -112,6 +115,19 @@ class NvidiaMigStep(Step):
     def plan(self, ctx: StepContext) -> list[Action]:
         if not self.config:
             return []
+        if ctx.reboot_required:  # a new driver or kernel is not in use before it (reboot: defer, or check mode)
+            why = "; ".join(ctx.state.reboot_reasons) or "an earlier step asked for one"
+            ctx.notes.append(f"a reboot is pending ({why}): the MIG layout is applied after it (the driver it "
+                             "brings is not loaded before, and MIG instances do not survive a reboot)")
+            return []
+        if NO_DRIVER in ctx.probe["gpus"]:
+            raise StepFailed("the NVIDIA driver is not loaded (nvidia-smi couldn't communicate with it): MIG cannot "
+                             "be configured", fix="reboot into the kernel the driver was built for (or `modprobe "
+                             "nvidia`), then run again; `gpunode verify-gpu HOST` says what is wrong")
+        if NO_GPU in ctx.probe["gpus"]:
+            raise StepFailed("nvidia-smi finds no GPU: MIG cannot be configured",
+                             fix="check that the instance type has NVIDIA GPUs (`gpunode verify-gpu HOST`), or leave "
+                                 "the MIG layout empty for hosts without them")
         if any(marker in ctx.probe["gpus"] for marker in NO_SMI):
             if ctx.check:
                 ctx.notes.append("nvidia-smi is not on the host yet: the MIG layout is planned once the driver is "
