@@ -72,3 +72,11 @@ def test_a_refusal_names_the_task_and_option_it_came_from(argv, said):
     result = run_cli(*argv)
     assert result.code == 2, result.output
     assert said in " ".join(result.stderr.split()) and "mount-nfs" not in result.stderr
+
+
+@pytest.mark.parametrize("task, name", [("verify-gpu", "TARGET"), ("cache", "ACTION")])
+def test_a_missing_positional_argument_shows_the_task_command_line(task, name):
+    """Trial of issue 29: `gpunode verify-gpu` alone answered with a generic 'see gpunode --help'."""
+    result = run_cli(task)
+    assert result.code == 2, result.output
+    assert f"`gpunode {task} {name} [options]`" in result.stderr
