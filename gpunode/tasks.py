@@ -304,7 +304,7 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
     from gpunode.commands.nfs_cmd import nfs_volume as make
 
     with cli_errors():
-        args = nfs_args(server, export, f"/mnt/{name or 'nfs'}", vendor, nfs_version, options)
+        args = nfs_args(server, export, f"/mnt/{name or 'nfs'}", vendor, nfs_version, options, task="nfs-volume")
         if not name:
             from gpunode.errors import UsageError
 
@@ -773,8 +773,19 @@ def _usage() -> Iterator[None]:
         raise Exit(message=f"error: -f/--config: {exc}\n  fix: this task has no -f/--forks; -f here is Invoke's "
                    "config file (.yaml, .yml, .json or .py)", code=2) from None
     except (ParseError, ValueError) as exc:
-        raise Exit(message=f"error: {_option_problem(exc)}\n  fix: see `gpunode --help` and `gpunode --help TASK` "
-                   "for the options and their types", code=2) from None
+        raise Exit(message=f"error: {_option_problem(exc)}\n  fix: {_option_fix(exc)}", code=2) from None
+
+
+def _option_fix(exc: Exception) -> str:
+    """What to do: for a missing positional argument the task's own command line, else where the options are."""
+    import re
+
+    missing = re.search(r"'([\w-]+)' did not receive required positional arguments: (.*)", str(exc))
+    if missing:
+        task, names = missing.group(1), re.findall(r"'(\w+)'", missing.group(2))
+        return (f"give it: `gpunode {task} {' '.join(n.upper() for n in names)} [options]` "
+                f"(`gpunode {task} --help` says what it takes)")
+    return "see `gpunode --help` and `gpunode --help TASK` for the options and their types"
 
 
 def _option_problem(exc: Exception) -> str:

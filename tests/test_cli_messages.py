@@ -58,3 +58,25 @@ def test_verify_gpu_text_cuts_evidence_at_a_word_and_says_so(capsys):
     shown = out.split("evidence: ", 1)[1].split(" ... [cut:", 1)[0]
     assert evidence.startswith(shown) and evidence[len(shown)] in " ,", shown  # ends at a word
     assert len(shown) <= 200 and "[cut:" in out and "1 more line; all of it in --json]" in out
+
+
+@pytest.mark.parametrize("argv, said", [
+    (("nfs-volume",), "nfs-volume needs --server, --export"),
+    (("nfs-volume", "--server", "nas", "--export", "/e", "--name", "d", "--vendor", "x"),
+     "see `gpunode nfs-volume --help`"),
+    (("playbooks", "--show", "nosuch"), "--show: unknown built-in playbook 'nosuch'"),
+])
+def test_a_refusal_names_the_task_and_option_it_came_from(argv, said):
+    """Trial of issue 29: `gpunode nfs-volume` said 'mount-nfs needs --server' with a mount-nfs example, and
+    `playbooks --show nosuch` named --playbook."""
+    result = run_cli(*argv)
+    assert result.code == 2, result.output
+    assert said in " ".join(result.stderr.split()) and "mount-nfs" not in result.stderr
+
+
+@pytest.mark.parametrize("task, name", [("verify-gpu", "TARGET"), ("cache", "ACTION")])
+def test_a_missing_positional_argument_shows_the_task_command_line(task, name):
+    """Trial of issue 29: `gpunode verify-gpu` alone answered with a generic 'see gpunode --help'."""
+    result = run_cli(task)
+    assert result.code == 2, result.output
+    assert f"`gpunode {task} {name} [options]`" in result.stderr

@@ -152,6 +152,15 @@ def test_unreadable_unknown_and_binary_files(tmp_path: Path):
     assert "Traceback" not in result.render_text()
 
 
+def test_a_missing_file_alone_is_named_as_missing_not_as_not_understood(tmp_path):
+    """Trial of issue 29: `diagnose /no/such/file` ended with 'not understood: ... diagnose reads nvidia-smi -q -x /
+    ...', as if the content were the problem."""
+    result = diagnose_files([tmp_path / "missing.xml"])
+    last = result.render_text().strip().splitlines()[-1]
+    assert last.startswith("Result: UNKNOWN") and "missing.xml: cannot read file: No such file" in last
+    assert "not understood" not in last and result.verdict == "unknown"
+
+
 def test_json_and_text_rendering():
     result = diagnose_files([fixture("text_q/gpud__nvidia-smi-query.535.183.01.out.0.invalid"),
                              fixture("csv/" + Path(H100_CAPTURE).name + "load__computeapps.txt")])

@@ -141,3 +141,22 @@ def test_user_data_takes_e_and_defaults_to_the_built_in_base_outside_a_checkout(
     assert result.returncode == 0, result.stderr
     text = out.read_text()
     assert "playbook base" in text and "--var 'journald_max_use=\"512M\"'" in text
+
+
+def test_mig_config_from_extra_vars_refused_naming_the_variable_and_yes_read_as_true():
+    """Trial of issue 29: a bad `mig_config` entry given with -e was refused pointing at docs/steps.md rather than at
+    the variable (its ValueError named no argument), counted entries from 1 where the type check counts from 0,
+    and `"mig-enabled": "yes"` in JSON was refused where every other boolean takes Ansible's words."""
+    bad = run_cli("provision", "-H", UNREACHABLE, "--playbook", "gpu-node", "--check",
+                  "-e", '{"mig_config": [{"devices": "all", "mig-enabled": true, "oops": 1}]}')
+    assert bad.code == 2, bad.stderr
+    said = " ".join(bad.stderr.split())
+    assert "nvidia_mig.config[0]: unknown key(s) oops" in said
+    assert "the value comes from the variable mig_config" in said
+    assert "give mig_config a valid value" in said
+    from gpunode.steps.base import build_step
+    step = build_step("nvidia_mig", {"config": [{"devices": "all", "mig-enabled": "yes",
+                                                  "mig-devices": {"1g.10gb": 7}}]})
+    assert step.config[0]["mig-enabled"] == "yes"  # kept as given; read as true when planned
+    with pytest.raises(ValueError, match=r"config\[0\]: mig-enabled must be true or false"):
+        build_step("nvidia_mig", {"config": [{"devices": "all", "mig-enabled": "maybe"}]})

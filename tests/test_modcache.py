@@ -104,3 +104,13 @@ def test_user_data_module_cache_becomes_the_playbook_variable(tmp_path):
                      "https://example.com/b.tar.xz", "--bundle-out", str(tmp_path / "b.tar.xz"))
     assert result.code == 0, result.output
     assert "module_cache=/mnt/share/modules" in result.stdout
+
+
+def test_cache_bad_action_or_prune_without_filter_is_exit_2(tmp_path):
+    """Trial of issue 29: `gpunode cache bogus` and `gpunode cache prune` (no filter) were exit 1, as if a host had
+    failed; bad input is exit 2 with the fix."""
+    from tests.conftest import run_cli
+    for args in (("cache", "bogus"), ("cache", "prune", "--dir", str(tmp_path))):
+        result = run_cli(*args)
+        assert result.code == 2, result
+        assert "fix:" in result.stderr

@@ -130,3 +130,13 @@ def test_verify_after_mounting_names_what_differs():
     with pytest.raises(StepFailed, match="does not show"):
         efs._verify(parse_state("path dir"))
     efs._verify(parse_state("\n".join(mounted(conns=["172.31.5.9:40122"]))))  # all good: no exception
+
+
+def test_v4_fstab_only_asks_the_export_list_before_making_the_mount_point():
+    """Trial of issue 29: `--fstab-only` with a wrong NFSv4 export said 'nothing was changed' after it had made the
+    mount point; and a converged run said the export 'is checked by the mount itself' where no mount follows."""
+    v4 = build_step("nfs_mount", {"server": "10.0.0.9", "export": "/data", "path": "/mnt/d", "fstab_only": True})
+    lines = ["dns ok 10.0.0.9", "port 2049 open", "showmount ok", "kernel none 6.1", "path missing", *TAIL]
+    summaries, notes = plan(v4, lines)
+    assert summaries[:2] == ["check that 10.0.0.9 exports /data", "create the mount point /mnt/d"]
+    assert not any("checked by the mount itself" in note for note in notes)

@@ -29,6 +29,8 @@ def test_base_playbook_is_valid():
     ("steps:\n  - file:\n      path: \"{{ p }}\"\n      backup: perhaps\n", 4, "must be true or false"),
     ("steps: [\n", 2, "malformed YAML"),
     ("stepz: []\n", 1, "unknown playbook key"),
+    ("hosts: all\nbecome: yes\nsteps: []\n", 2, "Ansible's play key 'become'"),
+    ("- hosts: all\n  tasks: []\n", 2, "Ansible's play key 'tasks'"),
 ])
 def test_errors_name_file_and_line(tmp_path, text, line, message):
     path = write(tmp_path, text)

@@ -6,13 +6,19 @@ import json
 import time
 from datetime import UTC, datetime
 
-from gpunode.errors import GpunodeError
+from gpunode.errors import GpunodeError, UsageError
 from gpunode.modcache.store import Entry, Store
 
 
 def cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
                   invalid: bool, as_json: bool) -> str:
-    """List or prune the entries; prune removes those matching every filter given (and needs one)."""
+    """List or prune the entries; prune removes those matching every filter given (and needs one). An unknown
+    action or a prune without a filter is bad input (UsageError: exit 2), found before the folder is read."""
+    if action not in ("list", "prune"):
+        raise UsageError(f"unknown cache action {action!r}", fix="use `gpunode cache list` or `gpunode cache prune`")
+    if action == "prune" and not (kernel or older_than is not None or invalid):
+        raise UsageError("prune needs a filter: --kernel K, --older-than DAYS or --invalid",
+                         fix="say which entries to remove (`--older-than 0` removes all)")
     try:
         return _cache_command(action, directory, kernel, older_than, invalid, as_json)
     except (OSError, ValueError) as exc:
@@ -27,11 +33,6 @@ def _cache_command(action: str, directory: str | None, kernel: str | None, older
     entries = [e for e in store.entries() if not kernel or e.key.kernel == kernel]
     if action == "list":
         return _listing(store, entries, as_json)
-    if action != "prune":
-        raise GpunodeError(f"unknown cache action {action!r}", fix="use `gpunode cache list` or `gpunode cache prune`")
-    if not (kernel or older_than is not None or invalid):
-        raise GpunodeError("prune needs a filter: --kernel K, --older-than DAYS or --invalid",
-                           fix="say which entries to remove (`--older-than 0` removes all)")
     cutoff = time.time() - (older_than or 0) * 86400
     doomed = [e for e in entries if (older_than is None or _created(e) <= cutoff) and (not invalid or e.problem())]
     for entry in doomed:

@@ -17,12 +17,13 @@ SOURCE = "mount-nfs"
 
 
 def nfs_args(server: str | None, export: str | None, path: str | None, vendor: str, nfs_version: str | None,
-             options: str | None, **flags: Any) -> dict[str, Any]:
-    """nfs_mount arguments from command-line options (only the ones given)."""
+             options: str | None, task: str = SOURCE, **flags: Any) -> dict[str, Any]:
+    """nfs_mount arguments from command-line options (only the ones given); `task` names the command in a refusal."""
     missing = [f"--{name}" for name, value in (("server", server), ("export", export), ("path", path)) if not value]
     if missing:
-        raise UsageError(f"mount-nfs needs {', '.join(missing)}",
-                         fix="e.g. gpunode mount-nfs HOST --server nas.example --export /data --path /mnt/data")
+        example = ("gpunode nfs-volume --server nas.example --export /data --name datasets" if task == "nfs-volume"
+                   else "gpunode mount-nfs HOST --server nas.example --export /data --path /mnt/data")
+        raise UsageError(f"{task} needs {', '.join(missing)}", fix=f"e.g. {example}")
     args: dict[str, Any] = {"server": server, "export": export, "path": path, "vendor": vendor}
     if nfs_version:
         args["nfs_version"] = nfs_version
@@ -37,7 +38,7 @@ def validated(args: dict[str, Any], source: str) -> NfsMountStep:
     try:
         step = build_step("nfs_mount", args)
     except ValueError as exc:
-        raise UsageError(str(exc), source=source, fix="see `gpunode mount-nfs --help`") from None
+        raise UsageError(str(exc), source=source, fix=f"see `gpunode {source} --help`") from None
     assert isinstance(step, NfsMountStep)
     return step
 

@@ -12,7 +12,7 @@ from gpunode.playbook.catalog import PlaybookInfo, describe_builtins, yaml_value
 def list_playbooks(as_json: bool = False, show: str | None = None) -> str:
     """The listing (text or JSON), or with `show` the text of one built-in playbook."""
     if show:
-        return builtin_path(show).read_text(encoding="utf-8")
+        return builtin_path(show, "--show").read_text(encoding="utf-8")
     infos = describe_builtins()
     if as_json:
         return json.dumps([i.to_dict() for i in infos], indent=2) + "\n"

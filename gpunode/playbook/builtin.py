@@ -26,11 +26,12 @@ def is_bare_name(ref: str) -> bool:
     return bool(ref) and "/" not in ref and "\\" not in ref and not ref.endswith(SUFFIXES) and ref not in (".", "..")
 
 
-def builtin_path(name: str) -> Path:
-    """The file of built-in playbook `name`; unknown names are a usage error listing the built-ins."""
+def builtin_path(name: str, option: str = "--playbook") -> Path:
+    """The file of built-in playbook `name`; unknown names are a usage error listing the built-ins, naming
+    `option` (the command-line option the name came from)."""
     path = PLAYBOOKS_DIR / f"{name}.yml"
     if not path.is_file():
-        raise UsageError(f"unknown built-in playbook {name!r}", source="--playbook",
+        raise UsageError(f"unknown built-in playbook {name!r}", source=option,
                          fix=f"built-in playbooks: {', '.join(builtin_names())} (`gpunode playbooks` lists their "
                          "variables); a file of your own is given as a path, e.g. ./site.yml")
     return path

@@ -34,6 +34,19 @@ ANSIBLE_INSTEAD = {
     "shell": "write `command: {cmd: ...}` (its cmd is shell text, as Ansible's shell)",
     "environment": "set variables in the command itself: `cmd: FOO=bar program`",
 }
+# Ansible play keywords gpunode has no key for: what to write instead
+ANSIBLE_PLAY_INSTEAD = {
+    "tasks": "the play's list is `steps:` (same items: a step kind with its arguments, name, when, tags...)",
+    "pre_tasks": "put them first under `steps:`",
+    "post_tasks": "put them last under `steps:`",
+    "become": ANSIBLE_INSTEAD["become"] + "; remove this key",
+    "become_user": ANSIBLE_INSTEAD["become_user"] + "; remove this key",
+    "remote_user": "set `ansible_user` in the inventory; remove this key",
+    "gather_facts": "facts are always gathered, in the same round trip as the steps' probes; remove this key",
+    "vars_files": "not supported: put the variables in the inventory's group_vars/ or host_vars/, or give "
+                  "`-e @file.yml`",
+    "roles": "not supported: include a playbook of steps instead (`- include: ./path.yml` under `steps:`)",
+}
 
 
 @dataclass
@@ -111,6 +124,9 @@ def _play(path: Path, source: str) -> LineDict:
         raise UsageError("a playbook must be a mapping with `steps:`", source=source, line=1,
                          fix="see `gpunode playbooks --show base` for the shape")
     for key in data:
+        if key in ANSIBLE_PLAY_INSTEAD:
+            raise UsageError(f"Ansible's play key {key!r} is not a gpunode playbook key", source=source,
+                             line=data.line_of(key), fix=ANSIBLE_PLAY_INSTEAD[key])
         if key not in PLAY_KEYS:
             raise UsageError(f"unknown playbook key {key!r}", source=source, line=data.line_of(key),
                              fix=f"use one of: {', '.join(sorted(PLAY_KEYS))}")

@@ -78,7 +78,7 @@ class KernelHeadersStep(Step):
         try:
             distro.check_supported()
         except UnsupportedDistro as exc:
-            raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
+            raise StepFailed(str(exc), fix="provision a supported distribution (docs/gpu-node.md lists them)") \
                 from None
         running = facts.kernel.running
         candidate, existing, following = _headers_probe(ctx.probe["headers"])
@@ -104,8 +104,12 @@ class KernelHeadersStep(Step):
         packages = " ".join(distro.headers_packages(running, facts.kernel.package))
         command = f"sh -c {q(script_text('kernel_headers.sh'))} kernel-headers " + join(
             [self.policy, distro.headers_script_family, packages, *upgrade])
-        return [Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
-                       fix=self._missing_fix(running))]
+        install = Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
+                         fix=self._missing_fix(running))
+        # hold: the kernel an apt upgrade installs is known now (the meta package's dependency), so it is held in
+        # this run, not by the next one (which would then not be converged); elsewhere the next run holds it
+        upgraded = following if self.policy == "upgrade" and candidate == "(none)" else ""
+        return [install, *(self._hold_actions(facts, upgraded, held) if upgraded else [])]
 
     @staticmethod
     def _predict_upgrade(ctx: StepContext, upgrade: list[str], following: str) -> None:

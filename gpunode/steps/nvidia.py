@@ -95,7 +95,7 @@ class NvidiaDriverStep(Step):
         try:
             distro.check_supported()
         except UnsupportedDistro as exc:
-            raise StepFailed(str(exc), fix="provision a supported distribution (see the README's distro table)") \
+            raise StepFailed(str(exc), fix="provision a supported distribution (docs/gpu-node.md lists them)") \
                 from None
         flavor, why = choose_kernel_modules([g.device_id for g in facts.gpus if not g.is_nvswitch], self.branch,
                                             self.kernel_modules)

@@ -32,14 +32,17 @@ from gpunode.parsers.mig import (
     parse_mig_modes,
 )
 from gpunode.parsers.smi_values import same_device
-from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
+from gpunode.steps.base import Action, ArgumentError, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.probe import Snippets
+from gpunode.values import as_bool
 
 GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/getting-started-with-mig.html"
 PROFILE = re.compile(r"\d+g\.\d+gb(?:[+-][a-z0-9.]+)*")     # 1g.10gb, 1g.10gb+me, 1g.24gb+me.all
 SHARE = re.compile(r"\d+c\.\d+g\.\d+gb\S*")                    # a compute-instance profile: 1c.3g.40gb
 AMPERE = re.compile(r"\bA(?:100|30|800)\b")                    # MIG GPUs whose mode change needs a GPU reset
 NO_SMI = ("nvidia-smi: not found", "nvidia-smi: command not found")
+NO_DRIVER = "couldn't communicate with the NVIDIA driver"     # nvidia-smi runs, the kernel module is not loaded
+NO_GPU = "No devices were found"                                # nvidia-smi runs, the driver sees no GPU
 RESET_FIX = (f"stop what holds the GPU (nvsm, dcgm, nvidia-dcgm, dcgm-exporter, a kubelet's GPU pods: {GUIDE}"
              "#driver-clients) and run again, or set `reboot: true` to let this step reboot the host")
 
@@ -80,7 +83,8 @@ class NvidiaMigStep(Step):
     A mode change that stays pending (an A100/A30 needs a GPU reset; a Hopper GPU only when something held it) is
     made effective by resetting the pending GPUs (`nvidia-smi -r`, as mig-parted does) when nothing runs on them;
     where a reset cannot work (processes on the GPU, an A100/A30 in a VM) the host is rebooted if `reboot: true`,
-    else the step fails and says what to do.
+    else the step fails and says what to do. With a reboot pending in the run (a new kernel or driver, `reboot: defer`)
+    the layout waits for a run after it.
     """
 
     kind = "nvidia_mig"
@@ -111,9 +115,23 @@ class NvidiaMigStep(Step):
     def plan(self, ctx: StepContext) -> list[Action]:
         if not self.config:
             return []
+        if ctx.reboot_required:  # a new driver or kernel is not in use before it (reboot: defer, or check mode)
+            why = "; ".join(ctx.state.reboot_reasons) or "an earlier step asked for one"
+            ctx.notes.append(f"a reboot is pending ({why}): the MIG layout is applied after it (the driver it "
+                             "brings is not loaded before, and MIG instances do not survive a reboot)")
+            return []
+        if NO_DRIVER in ctx.probe["gpus"]:
+            raise StepFailed("the NVIDIA driver is not loaded (nvidia-smi couldn't communicate with it): MIG cannot "
+                             "be configured", fix="reboot into the kernel the driver was built for (or `modprobe "
+                             "nvidia`), then run again; `gpunode verify-gpu HOST` says what is wrong")
+        if NO_GPU in ctx.probe["gpus"]:
+            raise StepFailed("nvidia-smi finds no GPU: MIG cannot be configured",
+                             fix="check that the instance type has NVIDIA GPUs (`gpunode verify-gpu HOST`), or leave "
+                                 "the MIG layout empty for hosts without them")
         if any(marker in ctx.probe["gpus"] for marker in NO_SMI):
             if ctx.check:
-                ctx.notes.append("nvidia-smi is not on the host yet: the MIG layout is planned once the driver is")
+                ctx.notes.append("nvidia-smi is not on the host yet: the MIG layout is planned once the driver is "
+                                 "installed")
                 return []
             raise StepFailed("nvidia-smi is not installed: MIG cannot be configured",
                              fix="install the NVIDIA driver first (the nvidia_driver step before this one)")
@@ -272,17 +290,25 @@ def _assign(entries: list[tuple[list[int] | None, bool, Counter[str]]], gpus: di
 
 
 def _entries(config: list[dict[str, Any]]) -> list[tuple[list[int] | None, bool, Counter[str]]]:
-    """The config's entries checked: (GPU indexes or None for all, MIG on, layout); raises ValueError."""
+    """The config's entries checked: (GPU indexes or None for all, MIG on, layout); raises ArgumentError (its
+    `arg` names `config`, so that a refusal names the variable the layout came from)."""
+    try:
+        return _checked(config)
+    except ValueError as exc:
+        raise ArgumentError(str(exc), arg="config") from None
+
+
+def _checked(config: list[dict[str, Any]]) -> list[tuple[list[int] | None, bool, Counter[str]]]:
     out, seen = [], set()
-    for number, entry in enumerate(config, 1):
-        where = f"nvidia_mig.config[{number}]"
+    for number, entry in enumerate(config):
+        where = f"nvidia_mig.config[{number}]"  # 0-based, as the type check names an item (config[0])
         unknown = set(entry) - {"devices", "mig-enabled", "mig-devices", "mig_enabled", "mig_devices"}
         if unknown:
             raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: devices, mig-enabled, "
                              "mig-devices")
         devices = _devices(entry.get("devices", "all"), where)
-        enabled = entry.get("mig-enabled", entry.get("mig_enabled"))
-        if not isinstance(enabled, bool):
+        enabled = as_bool(entry.get("mig-enabled", entry.get("mig_enabled")))  # yes/no, "true"... as Ansible
+        if enabled is None:
             raise ValueError(f"{where}: mig-enabled must be true or false")
         layout = _layout(entry.get("mig-devices", entry.get("mig_devices")) or {}, where)
         if layout and not enabled:

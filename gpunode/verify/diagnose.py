@@ -173,6 +173,10 @@ class DiagnoseResult:
         if self.healthy is not None:
             return f"Result: {'HEALTHY' if self.healthy else 'UNHEALTHY'} {counts}"
         if self.unreadable:
+            missing = [f for f in self.unreadable if f.kind in ("missing", "unreadable")]
+            if len(missing) == len(self.unreadable):  # no content to judge: say so, not "not understood"
+                names = "; ".join(f"{f.path}: {f.message}" for f in missing)
+                return f"Result: UNKNOWN {counts}: {names} (check the path)"
             names = ", ".join(f.path for f in self.unreadable)
             return f"Result: UNKNOWN {counts}: not understood: {names}. diagnose reads {_ACCEPTS}"
         if not self.has_evidence:

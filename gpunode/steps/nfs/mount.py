@@ -148,15 +148,16 @@ class NfsMountStep(Step):
         remount = self._needs_remount(ctx, state)
         if state.path == "other":
             raise StepFailed(f"{self.path} exists and is not a directory", fix="remove it or choose another path")
-        if state.path == "missing":
-            actions.append(Action(f"create the mount point {self.path}", "it does not exist",
-                                  f"mkdir -p -- {q(self.path)}"))
         fstab_changed = not fstab.exists or new_text != fstab.content
         if fstab_changed and self.fstab_only and not self.v3 and self.preflight:
-            # no mount follows to prove the export: ask the server's export list before writing the line
+            # no mount follows to prove the export: ask the server's export list before writing the line (and
+            # before the mount point is made: a refused export leaves nothing behind)
             actions.append(self._role(Action(
                 f"check that {self.server} exports {self.export}", "fstab only: no mount will check the export",
                 self._script("exports", self.server, self.timeout), changes=False), "exports-v4"))
+        if state.path == "missing":
+            actions.append(Action(f"create the mount point {self.path}", "it does not exist",
+                                  f"mkdir -p -- {q(self.path)}"))
         if fstab_changed:
             actions.append(self._fstab_action(fstab, new_text, state))
         mounting = self._mount_actions(state, remount, fstab_changed)
@@ -192,7 +193,7 @@ class NfsMountStep(Step):
                 self._script("exports", self.server, self.timeout), changes=False), "exports"))
             if ctx.check:
                 ctx.notes.append(f"the export list of {self.server} is checked after {package} is installed")
-        elif not self.v3 and state.share is None:
+        elif not self.v3 and state.share is None and not self.fstab_only:  # fstab only: plan() checks the list
             ctx.notes.append(f"NFSv4: {self.export} is checked by the mount itself (v4 servers such as EFS "
                              "do not answer showmount)")
         return actions
