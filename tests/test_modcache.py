@@ -110,7 +110,9 @@ def test_cache_bad_action_or_prune_without_filter_is_exit_2(tmp_path):
     """Trial of issue 29: `gpunode cache bogus` and `gpunode cache prune` (no filter) were exit 1, as if a host had
     failed; bad input is exit 2 with the fix."""
     from tests.conftest import run_cli
-    for args in (("cache", "bogus"), ("cache", "prune", "--dir", str(tmp_path))):
+    for args in (("cache", "bogus"), ("cache", "prune", "--dir", str(tmp_path)),
+                 ("cache", "list", "--dir", str(tmp_path / "mistyped"))):
         result = run_cli(*args)
         assert result.code == 2, result
         assert "fix:" in result.stderr
+    assert not (tmp_path / "mistyped").exists()  # a mistyped --dir said "no entries" and exit 0

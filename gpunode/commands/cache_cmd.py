@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.modcache.store import Entry, Store
@@ -13,12 +14,17 @@ from gpunode.modcache.store import Entry, Store
 def cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
                   invalid: bool, as_json: bool) -> str:
     """List or prune the entries; prune removes those matching every filter given (and needs one). An unknown
-    action or a prune without a filter is bad input (UsageError: exit 2), found before the folder is read."""
+    action, a prune without a filter or a --dir that is not a folder is bad input (UsageError: exit 2), found before
+    the folder is read."""
     if action not in ("list", "prune"):
         raise UsageError(f"unknown cache action {action!r}", fix="use `gpunode cache list` or `gpunode cache prune`")
     if action == "prune" and not (kernel or older_than is not None or invalid):
         raise UsageError("prune needs a filter: --kernel K, --older-than DAYS or --invalid",
                          fix="say which entries to remove (`--older-than 0` removes all)")
+    if directory and not Path(directory).expanduser().is_dir():
+        raise UsageError(f"--dir {directory}: no such folder",
+                         fix="name the folder the cache was written to (module_cache in the playbook, or "
+                         "user-data --module-cache); without --dir: $XDG_CACHE_HOME/gpunode/modules")
     try:
         return _cache_command(action, directory, kernel, older_than, invalid, as_json)
     except (OSError, ValueError) as exc:
