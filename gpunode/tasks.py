@@ -395,6 +395,22 @@ def collect(c, target, inventory=None, output=None, accept_new_host_keys=False):
             print(path)
 
 
+@gtask(help={"show": "print one step kind's doc and arguments (type, default, what it is)"})
+def steps(c, show=None):
+    """List the step kinds a playbook can use, or print one kind's reference (as docs/steps.md has it)."""
+    from gpunode.steps.reference import step_section, steps_index
+    from gpunode.steps.registry import declared
+
+    with cli_errors():
+        if not show:
+            print(steps_index(), end="")
+            return
+        if show not in declared():
+            raise UsageError(f"no step kind {show!r}",
+                             fix="`gpunode steps` lists them: " + ", ".join(sorted(declared())))
+        print("\n".join(step_section(show)))
+
+
 @gtask(help={"json": "print JSON", "show": "print one built-in playbook's YAML (to read it or start your own)"})
 def playbooks(c, json=False, show=None):
     """List the built-in playbooks with their tags, variables and defaults (read from the playbooks themselves)."""
@@ -432,7 +448,7 @@ def cache(c, action, dir=None, kernel=None, older_than=None, invalid=False, json
         print(cache_command(action, dir, kernel, days, invalid, json), end="")
 
 
-ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, init)
+ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, steps, init)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)

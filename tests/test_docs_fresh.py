@@ -1,14 +1,16 @@
-"""docs/steps.md, playbooks.md, tasks.md and findings.md are generated from the code (gpunode/docgen.py): they must
+"""docs/steps.md, playbooks.md, tasks.md and findings.md are generated from the code (gpunode/docgen/): they must
 be what the code gives now, and every step argument carries a doc."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from gpunode.docgen import COMMAND, DOCS, generate, stale
 
 
 def test_the_generated_docs_are_fresh():
+    assert Path(__file__).resolve().parents[1] / "docs" == DOCS  # the checkout's docs/, nowhere else
     names = stale()
     assert not names, f"stale: {', '.join(f'docs/{n}' for n in names)}; regenerate with `.venv/bin/{COMMAND}`"
 
@@ -35,3 +37,18 @@ def test_a_stale_page_is_named_with_the_command_that_regenerates_it(tmp_path, ca
     (tmp_path / "steps.md").write_text("old\n")
     assert main(["--check", "--out", str(tmp_path)]) == 1
     assert f"{tmp_path / 'steps.md'} is stale: run `{COMMAND}`" in capsys.readouterr().err
+
+
+def test_the_steps_task_prints_the_reference_a_wheel_user_cannot_open():
+    """Refusals say `gpunode steps --show KIND` (the wheel carries no docs/): it prints that kind's section of
+    docs/steps.md, the bare task lists every kind, and an unknown kind is bad input (exit 2) listing them."""
+    from gpunode.steps.registry import declared
+    from tests.conftest import run_cli
+
+    listing = run_cli("steps")
+    assert listing.code == 0 and [line.split()[0] for line in listing.stdout.splitlines()] == sorted(declared())
+    shown = run_cli("steps", "--show", "nfs_mount")
+    steps_md = (DOCS / "steps.md").read_text()
+    assert shown.code == 0 and shown.stdout.strip() in steps_md and "| `server` |" in shown.stdout
+    bad = run_cli("steps", "--show", "nfs")
+    assert bad.code == 2 and "nfs_mount" in bad.stderr

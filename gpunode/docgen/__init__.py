@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gpunode.docgen.findings import findings_md
-from gpunode.docgen.markdown import COMMAND, REPO
+from gpunode.docgen.findings import REPO, findings_md
 from gpunode.docgen.pages import playbooks_md, steps_md, tasks_md
+from gpunode.markdown import COMMAND
 
 DOCS = REPO / "docs"
 

@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpunode.docgen.markdown import GENERATED, REPO, cell, table
+from gpunode.markdown import GENERATED, cell, table
+
+REPO = Path(__file__).resolve().parents[2]  # the checkout: docs/ is written here, findings are read from its code
 
 ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9…]+)+$")
 HOLE = "…"

@@ -2,45 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import typing
-from typing import Any, Literal
+from typing import Any
 
-from gpunode.docgen.markdown import GENERATED, cell, code, prose, table, yaml_value
+from gpunode.markdown import GENERATED, cell, code, prose, table, yaml_value
+from gpunode.steps.reference import first_line, step_section
 
 # ---- steps ------------------------------------------------------------------------------------------------------
 
-def type_name(hint: Any) -> str:
-    """A step argument's type in a playbook's words: `str`, `list of str`, `one of a, b`, `int or none`."""
-    from gpunode.steps.base import Mode
-
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Mode:
-        return "mode"
-    if origin is Literal:
-        return "one of " + ", ".join(map(str, args))
-    if origin is list:
-        return f"list of {type_name(args[0])}" if args else "list"
-    if origin is dict:
-        return "mapping"
-    if args and type(None) in args:
-        return " or ".join([*(type_name(a) for a in args if a is not type(None)), "none"])
-    if args:
-        return " or ".join(type_name(a) for a in args)
-    return getattr(hint, "__name__", str(hint))
 
 
-def default_of(f: dataclasses.Field) -> str:
-    if f.default is not dataclasses.MISSING:
-        return code(yaml_value(f.default))
-    if f.default_factory is not dataclasses.MISSING:
-        return code(yaml_value(f.default_factory()))
-    return "**required**"
 
 
 def steps_md() -> str:
-    from gpunode.steps.base import STEP_TYPES, arg_doc
+    from gpunode.steps.base import STEP_TYPES
     from gpunode.steps.registry import declared
 
     kinds = sorted(declared())
@@ -49,24 +24,16 @@ def steps_md() -> str:
            "plus the step keys (`name`, `when`, `tags`, `notify`, `register`, ...: [playbook language]"
            "(playbook-language.md)). A kind is the `kind` attribute of its class in `gpunode/steps/`; an argument's "
            "doc is the `arg(default, doc)` of its field.", ""]
-    out += [f"- [`{k}`](#{k.replace('_', '_')}): {cell(_first_line(STEP_TYPES[k].__doc__))}" for k in kinds]
+    out += [f"- [`{k}`](#{k}): {cell(first_line(STEP_TYPES[k].__doc__))}" for k in kinds]
     for kind in kinds:
-        cls = STEP_TYPES[kind]
-        hints = typing.get_type_hints(cls)
-        out += ["", f"## {kind}", "", f"`{declared()[kind].where.rsplit(':', 1)[0]}`", "",
-                prose(inspect.cleandoc(cls.__doc__ or "")), ""]
-        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-        if not fields:
-            out.append("No arguments.")
-            continue
-        out += table(["argument", "type", "default", "what it is"],
-                     [[f"`{f.name}`", cell(type_name(hints[f.name])), default_of(f), cell(arg_doc(f))]
-                      for f in fields])
+        out += ["", *step_section(kind)]
     return "\n".join(out) + "\n"
 
 
-def _first_line(doc: str | None) -> str:
-    return inspect.cleandoc(doc or "").split("\n\n")[0].replace("\n", " ")
+
+
+
+
 
 
 # ---- playbooks --------------------------------------------------------------------------------------------------
@@ -122,7 +89,7 @@ def tasks_md() -> str:
            "`tasks.py`, such as this repository or one made by `gpunode init`). `gpunode TASK --help` prints the same "
            "as this page. Exit codes: 0 done, 1 a host failed (or is unhealthy), 2 bad input or unreachable.", ""]
     names = sorted(ns.task_names)
-    out += [f"- [`{n}`](#{n}): {cell(_first_line(ns[n].__doc__))}" for n in names]
+    out += [f"- [`{n}`](#{n}): {cell(first_line(ns[n].__doc__))}" for n in names]
     for name in names:
         task = ns[name]
         arguments = task.get_arguments()

@@ -384,4 +384,4 @@ def check_static_args(spec: StepSpec, args: dict[str, Any]) -> None:
     except ValueError as exc:
         bad = getattr(exc, "arg", None)
         raise UsageError(str(exc), source=spec.source, line=_line(args, bad, spec.line) if bad else spec.line,
-                         fix=f"see the `{spec.kind}` step in docs/steps.md") from None
+                         fix=f"see `gpunode steps --show {spec.kind}` (docs/steps.md)") from None
