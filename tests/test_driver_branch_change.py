@@ -4,7 +4,7 @@ packages of the branch wanted, nor unrelated ones (kernel holds)."""
 
 from __future__ import annotations
 
-from gpunode.gpu.distro import other_driver_packages
+from gpunode.distros import for_os
 from tests.plan_cases import build_facts
 
 
@@ -13,16 +13,16 @@ def test_other_branches_and_flavours_on_ubuntu() -> None:
     held = {"nvidia-headless-550-server", "nvidia-utils-550-server", "nvidia-headless-570-server",
             "nvidia-utils-570-server", "nvidia-headless-570-server-open", "nvidia-fabricmanager-550",
             "libnvidia-nscq-550", "linux-image-6.8.0-1015-aws", "nvidia-fabricmanager-570"}
-    assert other_driver_packages(os, "distro", 570, "proprietary", held) == [
+    assert for_os(os).other_driver_packages("distro", 570, "proprietary", held) == [
         "libnvidia-nscq-550", "nvidia-fabricmanager-550", "nvidia-headless-550-server",
         "nvidia-headless-570-server-open", "nvidia-utils-550-server"]
-    assert other_driver_packages(os, "cuda-repo", 570, "open", {"cuda-drivers-550", "nvidia-open-550",
+    assert for_os(os).other_driver_packages("cuda-repo", 570, "open", {"cuda-drivers-550", "nvidia-open-550",
                                                                   "nvidia-open-570"}) == ["cuda-drivers-550",
                                                                                           "nvidia-open-550"]
 
 
 def test_debian_distro_and_rpm_have_none() -> None:
     debian = build_facts("debian-12.txt", {}).os
-    assert other_driver_packages(debian, "distro", 535, "proprietary", {"nvidia-kernel-dkms"}) == []
+    assert for_os(debian).other_driver_packages("distro", 535, "proprietary", {"nvidia-kernel-dkms"}) == []
     rocky = build_facts("rocky-9.txt", {}).os
-    assert other_driver_packages(rocky, "distro", 570, "proprietary", {"nvidia-driver"}) == []
+    assert for_os(rocky).other_driver_packages("distro", 570, "proprietary", {"nvidia-driver"}) == []

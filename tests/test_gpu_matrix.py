@@ -6,18 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from gpunode.distros import UnsupportedDistro, for_os, kernel_flavour
+from gpunode.distros.repos import TOOLKIT_REPO
 from gpunode.facts import parse_os_release
-from gpunode.gpu.distro import (
-    UnsupportedDistro,
-    check_supported,
-    cuda_repo_name,
-    docker_packages,
-    driver_packages,
-    headers_package,
-    kernel_flavour,
-    newest_kernel_packages,
-    toolkit_repo_file,
-)
 from gpunode.gpu.modules import choose_kernel_modules
 
 OS_RELEASE = Path(__file__).parent / "data" / "os-release"
@@ -60,13 +51,13 @@ MATRIX = [
 @pytest.mark.parametrize(("name", "kernel", "headers", "upgrade", "driver", "docker", "repo"), MATRIX)
 def test_distro_matrix(name, kernel, headers, upgrade, driver, docker, repo):
     os = os_info(name)
-    check_supported(os)
-    assert headers_package(os, kernel) == headers
-    assert newest_kernel_packages(os, kernel) == upgrade
-    assert driver_packages(os, "distro", 535, "proprietary").packages == driver
-    assert docker_packages(os) == docker
-    assert cuda_repo_name(os) == repo
-    path, content = toolkit_repo_file(os)
+    for_os(os).check_supported()
+    assert for_os(os).headers_package(kernel) == headers
+    assert for_os(os).newest_kernel_packages(kernel) == upgrade
+    assert for_os(os).driver_packages("distro", 535, "proprietary").packages == driver
+    assert for_os(os).docker_packages() == docker
+    assert for_os(os).cuda_repo_name() == repo
+    path, content = for_os(os).toolkit_repo_file(TOOLKIT_REPO)
     if os.family == "debian":
         assert path.endswith("nvidia-container-toolkit.list")
         assert content.startswith("deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] ")
@@ -75,26 +66,26 @@ def test_distro_matrix(name, kernel, headers, upgrade, driver, docker, repo):
 
 
 def test_ubuntu_open_modules_and_fabric_manager_follow_the_branch():
-    pkgs = driver_packages(os_info("ubuntu-22.04"), "distro", 550, "open")
+    pkgs = for_os(os_info("ubuntu-22.04")).driver_packages("distro", 550, "open")
     assert pkgs.packages == ("nvidia-headless-550-server-open", "nvidia-utils-550-server")
     assert pkgs.fabricmanager == ("nvidia-fabricmanager-550", "libnvidia-nscq-550")
-    cuda = driver_packages(os_info("ubuntu-22.04"), "cuda-repo", 570, "open")
+    cuda = for_os(os_info("ubuntu-22.04")).driver_packages("cuda-repo", 570, "open")
     assert cuda.packages == ("nvidia-open-570",) and "cuda-keyring_1.1-1_all.deb" in cuda.repo_setup
-    el = driver_packages(os_info("rocky-9"), "cuda-repo", 550, "proprietary")
+    el = for_os(os_info("rocky-9")).driver_packages("cuda-repo", 550, "proprietary")
     assert "dnf -y module install nvidia-driver:550-dkms" in el.repo_setup
     with pytest.raises(UnsupportedDistro):
-        driver_packages(os_info("debian-12"), "distro", 535, "open")
+        for_os(os_info("debian-12")).driver_packages("distro", 535, "open")
 
 
 def test_amazon_linux_2_is_refused_with_the_way_to_al2023():
     with pytest.raises(UnsupportedDistro, match="end of support on 2026-06-30.*Amazon Linux 2023"):
-        check_supported(os_info("amzn-2"))
+        for_os(os_info("amzn-2")).check_supported()
 
 
 def test_unsupported_versions_are_refused():
     ubuntu18 = parse_os_release('ID=ubuntu\nVERSION_ID="18.04"\nPRETTY_NAME="Ubuntu 18.04.6 LTS"\n')
     with pytest.raises(UnsupportedDistro, match="not supported"):
-        check_supported(ubuntu18)
+        for_os(ubuntu18).check_supported()
 
 
 def test_kernel_flavours():

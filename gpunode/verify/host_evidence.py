@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from gpunode.distros import el_kernel_stem
 from gpunode.facts import Facts, parse_facts
-from gpunode.gpu.distro import el_kernel_stem
 from gpunode.parsers.errors import SmiParseError
 from gpunode.parsers.lspci import classify_pci
 from gpunode.parsers.lspci_vv import parse_lspci_vv
