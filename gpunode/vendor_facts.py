@@ -53,6 +53,25 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """A vendor repository read at one commit: `Pin(repo, ref).at(path, line)` is a Source in it."""
+
+    repo: str
+    ref: str
+
+    def at(self, path: str, line: str) -> Source:
+        return Source(self.repo, path, self.ref, line)
+
+
+# Repositories that several fact tables (the distro adapters, the driver's own table) read at the same commit: one
+# pin each, so a re-check moves them all together.
+NVIDIA_DRIVER_ROLE = Pin("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
+DEEPOPS = Pin("NVIDIA/deepops", "3957a42fb9af0b09c91b6d2ac9dc7925daf00523")
+EKS_AMI = Pin("awslabs/amazon-eks-ami", "81fec2e895854f599974fe4d3d72f61c0a9aaffa")
+GPU_DRIVER_CONTAINER = Pin("NVIDIA/gpu-driver-container", "06a208ca9747c82b1ba99b76ecdcf2469b0a0207")
+
+
+@dataclass(frozen=True)
 class Fact(Generic[T]):
     """One vendor fact and where it was read."""
 

@@ -9,18 +9,16 @@ from gpunode.distros.image_base import AwsBase, ImageBase
 from gpunode.distros.repos import CUDA_REPO
 from gpunode.distros.rpm import RpmDistro
 from gpunode.vendor_aws import fact
-from gpunode.vendor_facts import Fact, Source, fact_table, value
-
-_EKS = "81fec2e895854f599974fe4d3d72f61c0a9aaffa"
+from gpunode.vendor_facts import EKS_AMI, Fact, fact_table, value
 
 AL2023 = fact_table("al2023", {
-    "kernel_lines": Fact({"6.12": "kernel6.12", "6.18": "kernel6.18"}, Source(
-        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "99-106"),
+    "kernel_lines": Fact({"6.12": "kernel6.12", "6.18": "kernel6.18"},
+        EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "99-106"),
         "the kernel package line of the running kernel: kernel, or kernel6.12/kernel6.18 for those releases "
         "(gpunode reads the line from the RPM owning /lib/modules/<running>, scripts/facts.sh: the same answer "
         "without matching release numbers)"),
-    "build_suffixes": Fact(("-devel", "-modules-extra"), Source(
-        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "108-112"),
+    "build_suffixes": Fact(("-devel", "-modules-extra"),
+        EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "108-112"),
         "installed for the driver build: <line>-devel and <line>-modules-extra (with -headers and "
         "-modules-extra-common, which the first two do not need for a DKMS build: gpunode leaves them to dnf)"),
 })

@@ -6,14 +6,11 @@ gpunode/vendor_facts.py).
 
 from __future__ import annotations
 
-from gpunode.vendor_facts import Fact, Source, fact_table
+from gpunode.vendor_facts import DEEPOPS, EKS_AMI, NVIDIA_DRIVER_ROLE, Fact, Source, fact_table
 
 _DOCS = ("NVIDIA/cloud-native-docs", "container-toolkit/install-guide.md",
          "52dcb7b8d956784344e241df476de17094a4574c")
 _LIBNV = "NVIDIA/libnvidia-container"  # its gh-pages content: the files the repository serves
-_DEEPOPS = ("NVIDIA/deepops", "3957a42fb9af0b09c91b6d2ac9dc7925daf00523")
-_ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
-_EKS = ("awslabs/amazon-eks-ami", "81fec2e895854f599974fe4d3d72f61c0a9aaffa")
 
 
 def _guide(line: str) -> Source:
@@ -49,21 +46,19 @@ TOOLKIT = fact_table("nvidia-container-toolkit", {
 })
 
 CUDA_REPO = fact_table("nvidia-cuda-repo", {
-    "base_url": Fact("https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}", Source(
-        _ROLE[0], "defaults/main.yml", _ROLE[1], "43"),
+    "base_url": Fact("https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}",
+        NVIDIA_DRIVER_ROLE.at("defaults/main.yml", "43"),
         "_ubuntu_repo_dir is <distro><version without dots>/<arch, aarch64 as sbsa> (vars/main.yml:1)"),
-    "arm_arch": Fact("sbsa", Source(_ROLE[0], "vars/main.yml", _ROLE[1], "1"),
+    "arm_arch": Fact("sbsa", NVIDIA_DRIVER_ROLE.at("vars/main.yml", "1"),
                      "aarch64 is replaced by sbsa in the repository folder"),
-    "keyring_package": Fact("cuda-keyring_1.1-1_all.deb", Source(
-        _DEEPOPS[0], "roles/nvidia_cuda/defaults/main.yml", _DEEPOPS[1], "30-31"),
+    "keyring_package": Fact("cuda-keyring_1.1-1_all.deb", DEEPOPS.at("roles/nvidia_cuda/defaults/main.yml", "30-31"),
         "downloaded from the repository folder and installed with dpkg (tasks/install-ubuntu.yml:9)"),
-    "rpm_repo_file": Fact("{base}/cuda-{repo}.repo", Source(
-        _EKS[0], "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS[1], "44"),
+    "rpm_repo_file": Fact("{base}/cuda-{repo}.repo",
+        EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "44"),
         "dnf config-manager --add-repo .../repos/amzn2023/<arch>/cuda-amzn2023.repo (NVIDIA/gpu-driver-container "
         "rhel10/install.sh@06a208c:197 adds cuda-rhel10.repo the same way)"),
-    "amzn2023_folder": Fact("amzn2023", Source(
-        _EKS[0], "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS[1], "44")),
-    "rhel_folder": Fact("rhel{major}", Source(_DEEPOPS[0], "docs/airgap/mirror-rpm-repos.md", _DEEPOPS[1], "28"),
+    "amzn2023_folder": Fact("amzn2023", EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "44")),
+    "rhel_folder": Fact("rhel{major}", DEEPOPS.at("docs/airgap/mirror-rpm-repos.md", "28"),
                         "repo files for EL8 and EL9 at repos/rhel8/x86_64/cuda-rhel8.repo and rhel9"),
 })
 

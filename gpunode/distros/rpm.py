@@ -9,14 +9,11 @@ from typing import TYPE_CHECKING
 from gpunode.distros.base import Distro, DriverPackages, UnsupportedDistro, el_kernel_stem
 from gpunode.distros.repos import CUDA_REPO, DOCKER, DOCKER_CE_PACKAGES, TOOLKIT
 from gpunode.distros.versions import version_key
-from gpunode.vendor_facts import Fact, Source, fact_table, value
+from gpunode.vendor_facts import DEEPOPS, EKS_AMI, NVIDIA_DRIVER_ROLE, Fact, Source, fact_table, value
 
 if TYPE_CHECKING:
     from gpunode.distros.base import CrbAccess
 
-_ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
-_DEEPOPS = "3957a42fb9af0b09c91b6d2ac9dc7925daf00523"
-_EKS = "81fec2e895854f599974fe4d3d72f61c0a9aaffa"
 _GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html"
 _PRECOMPILED_KMOD = ("NVIDIA/yum-packaging-precompiled-kmod", "a66bc1285b9c40276273c333e9ac05ac52bc83dd")
 _DKMS_NVIDIA = ("NVIDIA/yum-packaging-dkms-nvidia", "b28ed69631673c076b797caeec5fd83c452a6f61")
@@ -24,8 +21,8 @@ _DKMS = ("dell/dkms", "793fdab5eba9d6b6e9295b18e44a23824e7da44f")
 _ECS = ("aws/amazon-ecs-ami", "a2532d3503f2052a09ac18189b0de33918406db8")
 
 EL = fact_table("el", {
-    "crb_subscription": Fact("codeready-builder-for-rhel-{el}-{arch}-rpms", Source(
-        "NVIDIA/deepops", "roles/nvidia-dgx/vars/redhat.yml", _DEEPOPS, "25-29"),
+    "crb_subscription": Fact("codeready-builder-for-rhel-{el}-{arch}-rpms",
+        DEEPOPS.at("roles/nvidia-dgx/vars/redhat.yml", "25-29"),
         "enabled with `subscription-manager repos --enable` (roles/nvidia-dgx/tasks/redhat-el8-plus.yml:15-21)"),
     "crb_rhui": Fact("codeready-builder-for-rhel-{el}-rhui-rpms", Source(
         "aws/aws-parallelcluster-cookbook",
@@ -33,17 +30,17 @@ EL = fact_table("el", {
         "f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d", "36-39"),
         "RHEL on AWS (RHUI, pay-as-you-go) enables CodeReady Builder with yum-config-manager, not "
         "subscription-manager"),
-    "epel_release_rpm": Fact("https://dl.fedoraproject.org/pub/epel/epel-release-latest-{el}.noarch.rpm", Source(
-        *_ROLE[:1], "defaults/main.yml", _ROLE[1], "14")),
+    "epel_release_rpm": Fact("https://dl.fedoraproject.org/pub/epel/epel-release-latest-{el}.noarch.rpm",
+        NVIDIA_DRIVER_ROLE.at("defaults/main.yml", "14")),
     "module_switch": Fact("dnf -y module switch-to nvidia-driver:{stream} --allowerasing", Source(url=_GUIDE),
                           "NVIDIA's guide, 'Switching between Driver Module Flavors', EL 8/9 and Amazon Linux 2023"),
-    "module_stream": Fact("{branch}-dkms", Source(*_ROLE[:1], "tasks/install-redhat.yml", _ROLE[1], "75-77"),
+    "module_stream": Fact("{branch}-dkms", NVIDIA_DRIVER_ROLE.at("tasks/install-redhat.yml", "75-77"),
                           "the role installs @nvidia-driver:<branch>-dkms"),
     "module_stream_open": Fact("{branch}-open", Source(
         url="https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/kernel-modules.html"),
         "dnf module enable nvidia-driver:<branch>-open (EL 8/9, Amazon Linux 2023)"),
-    "open_dkms_renamed_in": Fact("570.148.08", Source(
-        "awslabs/amazon-eks-ami", "templates/al2023/provisioners/install-nvidia-driver.sh", _EKS, "127"),
+    "open_dkms_renamed_in": Fact("570.148.08",
+        EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "127"),
         "the RPM open module is registered as nvidia-open before this version, nvidia from it on"),
     # Precompiled streams (issue 30): `nvidia-driver:<branch>` next to `<branch>-dkms`, proprietary modules only.
     "precompiled_stream": Fact("{branch}", Source(*_PRECOMPILED_KMOD[:1], "README.md", _PRECOMPILED_KMOD[1],

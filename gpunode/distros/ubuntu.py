@@ -12,15 +12,13 @@ from typing import ClassVar
 from gpunode.distros.apt import AptDistro
 from gpunode.distros.base import DriverPackages, UnsupportedDistro, kernel_flavour
 from gpunode.distros.image_base import AwsBase, ImageBase
-from gpunode.vendor_facts import Fact, Source, fact_table, value
+from gpunode.vendor_facts import GPU_DRIVER_CONTAINER, NVIDIA_DRIVER_ROLE, Fact, Source, fact_table, value
 
 _UBUNTU_PKG = "canonical/nvidia-graphics-drivers"
 _UBUNTU_570 = "85e3f828ccae56e6b09e5f37a3758d1b5597393b"  # branch 570-server
 _UBUNTU_580 = "a65eb85c09dca2638ea471320345b201c5a7032c"  # branch 580-server
 _UBUNTU_570_JAMMY = "f57ac99f954ec75060c041ccf50e2999081af4c4"  # branch 570-server-jammy
 _UBUNTU_580_JAMMY = "fa6a075f873691b0f055ee43e5501aa826b512a8"  # branch 580-server-jammy
-_ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
-_DRIVER_CONTAINER = "06a208ca9747c82b1ba99b76ecdcf2469b0a0207"
 _UBUNTU_DRIVERS = ("canonical/ubuntu-drivers-common", "d3d785609b864f39ddce16098c9a64f3ff79057e")
 UBUNTU_DOCS = "canonical/ubuntu-cloud-docs"
 UBUNTU_DOCS_REF = "9a500e640037b2a6c607f25f3fdf27f137951610"
@@ -40,10 +38,10 @@ UBUNTU_AMIS = fact_table("ubuntu-amis", {
 })
 
 UBUNTU = fact_table("ubuntu", {
-    "headless_package": Fact("nvidia-headless-{branch}-server{open}", Source(
-        *_ROLE[:1], "defaults/main.yml", _ROLE[1], "32-37"),
+    "headless_package": Fact("nvidia-headless-{branch}-server{open}",
+        NVIDIA_DRIVER_ROLE.at("defaults/main.yml", "32-37"),
         "the role installs nvidia-headless-<branch> and nvidia-utils-<branch> with the suffix -server"),
-    "utils_package": Fact("nvidia-utils-{branch}-server", Source(*_ROLE[:1], "defaults/main.yml", _ROLE[1], "37")),
+    "utils_package": Fact("nvidia-utils-{branch}-server", NVIDIA_DRIVER_ROLE.at("defaults/main.yml", "37")),
     "dkms_module": Fact("nvidia-srv", Source(_UBUNTU_PKG, "debian/templates/dkms_nvidia.conf.in", _UBUNTU_570, "1"),
                         "PACKAGE_NAME of the -server proprietary DKMS package: `dkms status` lists nvidia-srv/<ver> "
                         "(same in the 535-, 550- and 580-server branches)"),
@@ -62,14 +60,14 @@ UBUNTU = fact_table("ubuntu", {
         _UBUNTU_PKG, "debian/control", _UBUNTU_580, "186-196"),
         "the driver without nvidia-dkms (-open variant: lines 476-485); gpu-driver-container's precompiled "
         "ubuntu22.04/nvidia-driver:413 installs it"),
-    "precompiled_modules": Fact("linux-modules-nvidia-{branch}-server{open}-{kernel}", Source(
-        "NVIDIA/gpu-driver-container", "ubuntu22.04/precompiled/nvidia-driver", _DRIVER_CONTAINER, "421-431"),
+    "precompiled_modules": Fact("linux-modules-nvidia-{branch}-server{open}-{kernel}",
+        GPU_DRIVER_CONTAINER.at("ubuntu22.04/precompiled/nvidia-driver", "421-431"),
         "the precompiled modules for exactly the running kernel (open: ...-server-open-<kver>)"),
-    "precompiled_objects": Fact("linux-objects-nvidia-{branch}-server-{kernel}", Source(
-        "NVIDIA/gpu-driver-container", "ubuntu22.04/precompiled/nvidia-driver", _DRIVER_CONTAINER, "428-431"),
+    "precompiled_objects": Fact("linux-objects-nvidia-{branch}-server-{kernel}",
+        GPU_DRIVER_CONTAINER.at("ubuntu22.04/precompiled/nvidia-driver", "428-431"),
         "installed with the proprietary modules only"),
-    "precompiled_signatures": Fact("linux-signatures-nvidia-{kernel}", Source(
-        "NVIDIA/gpu-driver-container", "ubuntu24.04/precompiled/nvidia-driver", _DRIVER_CONTAINER, "435-439"),
+    "precompiled_signatures": Fact("linux-signatures-nvidia-{kernel}",
+        GPU_DRIVER_CONTAINER.at("ubuntu24.04/precompiled/nvidia-driver", "435-439"),
         "Canonical's Secure Boot signatures for the modules; not published for arm64 (amd64 only there)"),
     "dkms_make_jobs": Fact("-j$PROCS_NUM", Source(_UBUNTU_PKG, "debian/templates/dkms_nvidia.conf.in", _UBUNTU_580,
                                                   "8-9"),

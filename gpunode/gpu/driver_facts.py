@@ -7,22 +7,18 @@ line given.
 
 from __future__ import annotations
 
-from gpunode.vendor_facts import Fact, Source, fact_table
+from gpunode.vendor_facts import DEEPOPS, GPU_DRIVER_CONTAINER, NVIDIA_DRIVER_ROLE, Fact, Source, fact_table
 
-_ROLE = ("NVIDIA/ansible-role-nvidia-driver", "f68d4a709d4a8c25c9d951538e35740174d3db91")
-_DEEPOPS = "3957a42fb9af0b09c91b6d2ac9dc7925daf00523"
-_DRIVER_CONTAINER = "06a208ca9747c82b1ba99b76ecdcf2469b0a0207"
 _INSTALLER = "00aaa9f9b4677d606a1897c5554d9c93e5870980"
 
 NVIDIA = fact_table("nvidia-driver", {
-    "persistenced_unit": Fact("nvidia-persistenced", Source(*_ROLE[:1], "tasks/main.yml", _ROLE[1], "38-42")),
-    "fabricmanager_unit": Fact("nvidia-fabricmanager", Source(
-        "NVIDIA/deepops", "roles/nvidia-dgx/vars/redhat.yml", _DEEPOPS, "119-120"),
+    "persistenced_unit": Fact("nvidia-persistenced", NVIDIA_DRIVER_ROLE.at("tasks/main.yml", "38-42")),
+    "fabricmanager_unit": Fact("nvidia-fabricmanager", DEEPOPS.at("roles/nvidia-dgx/vars/redhat.yml", "119-120"),
         "deepops starts and enables it (state: started, tasks/redhat-el8-plus.yml:140-147)"),
-    "start_after_load": Fact("modprobe nvidia, then nvidia-persistenced, then the fabric manager", Source(
-        "NVIDIA/gpu-driver-container", "ubuntu22.04/nvidia-driver", _DRIVER_CONTAINER, "372-384"),
+    "start_after_load": Fact("modprobe nvidia, then nvidia-persistenced, then the fabric manager",
+        GPU_DRIVER_CONTAINER.at("ubuntu22.04/nvidia-driver", "372-384"),
         "_load_driver loads the modules and calls _start_daemons (688: persistenced, 731: nv-fabricmanager)"),
-    "reboot_after_install": Fact(True, Source(*_ROLE[:1], "tasks/main.yml", _ROLE[1], "50-52"),
+    "reboot_after_install": Fact(True, NVIDIA_DRIVER_ROLE.at("tasks/main.yml", "50-52"),
                                  "the role reboots after a driver install changed something"),
     "runfile_no_nouveau_check": Fact("--no-nouveau-check", Source(
         "NVIDIA/nvidia-installer", "option_table.h", _INSTALLER, "490-492"),
