@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpunode.distros import al2023, alinux, debian, el, tencentos, ubuntu
-from gpunode.distros.base import Distro, supported_text
+from gpunode.distros.base import Distro
 from gpunode.distros.image_base import ImageBase
 from gpunode.distros.rpm import RpmDistro
 
@@ -24,11 +24,6 @@ def for_os(os: OsRelease) -> Distro:
     distro outside the matrix, which `check_supported` refuses)."""
     cls = _BY_ID.get(os.id) or next((_BY_ID[like] for like in os.id_like if like in _BY_ID), RpmDistro)
     return cls(os)
-
-
-def supported_summary() -> str:
-    """The supported matrix in one line (`id release/release; ...`)."""
-    return supported_text()
 
 
 LAB = debian  # the lab's distro module: CLOUD_USER, ARCHIVE_URL_MARK, LAB_CLOUD_IMAGE
