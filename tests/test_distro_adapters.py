@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from gpunode.distros import UnsupportedDistro, for_os
+from gpunode.distros.versions import version_key
 from gpunode.facts import OsInfo, PackageManagerInfo, parse_os_release
 from gpunode.facts.packages import version_at_least
 from gpunode.facts.parse import kernel_package_name
 from gpunode.parsers.dkms import dkms_installed, parse_dkms, parse_dkms_status
-from gpunode.parsers.packages import version_key
 from gpunode.steps.pkgmgr import AptManager, DnfManager
 
 # `dnf versionlock list` (dnf 4: name-EPOCH:VERSION-RELEASE.*) and `yum versionlock list` (AL2: EPOCH:name-...).

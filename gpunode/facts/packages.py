@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpunode.parsers.packages import version_key
+from gpunode.distros.versions import version_key
 
 
 def version_at_least(version: str, minimum: str) -> bool:

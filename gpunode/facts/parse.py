@@ -6,6 +6,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
+from gpunode.distros.versions import version_key
 from gpunode.facts.blocks import Blocks, combine, read_blocks
 from gpunode.facts.model import (
     ContainerInfo,
@@ -30,7 +31,7 @@ from gpunode.parsers.dkms import parse_dkms
 from gpunode.parsers.locks import parse_holder, parse_proc
 from gpunode.parsers.mounts import parse_mounts
 from gpunode.parsers.nvidia_version import parse_proc_version
-from gpunode.parsers.packages import parse_package_lines, version_key
+from gpunode.parsers.packages import parse_package_lines
 from gpunode.parsers.systemd import parse_units as parse_systemctl_show
 
 __all__ = ["attach_loader", "parse_facts", "parse_os_release"]

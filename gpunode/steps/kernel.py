@@ -7,8 +7,8 @@ from typing import Literal
 
 from gpunode.connection import ExecResult, join, q
 from gpunode.distros import UnsupportedDistro, for_os
+from gpunode.distros.versions import version_key
 from gpunode.facts import Facts
-from gpunode.parsers.packages import version_key
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.pkgmgr import manager_for
