@@ -12,12 +12,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gpunode.docgen.findings import REPO, findings_md
+from gpunode.docgen.findings import findings_md
 from gpunode.docgen.pages import playbooks_md, steps_md, tasks_md
-from gpunode.markdown import COMMAND
-
-DOCS = REPO / "docs"
-
+from gpunode.docgen.where import COMMAND, DOCS
 
 PAGES: dict[str, Callable[[], str]] = {"steps.md": steps_md, "playbooks.md": playbooks_md, "tasks.md": tasks_md,
                                        "findings.md": findings_md}

@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpunode.markdown import GENERATED, cell, table
-
-REPO = Path(__file__).resolve().parents[2]  # the checkout: docs/ is written here, findings are read from its code
+from gpunode.docgen.where import GENERATED, REPO
+from gpunode.markdown import cell, table
 
 ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9…]+)+$")
 HOLE = "…"

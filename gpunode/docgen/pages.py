@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from gpunode.markdown import GENERATED, cell, code, prose, table, yaml_value
+from gpunode.docgen.where import GENERATED
+from gpunode.markdown import cell, code, prose, table, yaml_value
 from gpunode.steps.reference import first_line, step_section
 
 # ---- steps ------------------------------------------------------------------------------------------------------
