@@ -25,14 +25,18 @@ DEBIAN_AMIS = fact_table("debian-amis", {
 })
 # The archive components besides main that the driver's packages come from: Debian's own install guide has the user
 # add them to the apt sources (a cloud image lists only main). The lab's hosts list them too (LAB_COMPONENTS).
-_NVIDIA_WIKI = Source(url="https://wiki.debian.org/NvidiaGraphicsDrivers")
+# Read in the archive's own indexes (dists/<suite>/<component>/binary-amd64/Packages.xz, each package's Section),
+# 2026-11-25; Debian's install guide (https://wiki.debian.org/NvidiaGraphicsDrivers) says to add the same components.
+_ARCHIVE = "https://deb.debian.org/debian/dists/{suite}/{component}/binary-amd64/Packages.xz"
 DEBIAN_DRIVER_SOURCES = fact_table("debian-driver-sources", {
-    "components": Fact(("contrib", "non-free", "non-free-firmware"), _NVIDIA_WIKI,
-                       "Debian 12 and later: add contrib, non-free and non-free-firmware to the apt sources (the "
-                       "driver is in non-free, firmware-nvidia-gsp in non-free-firmware, Debian 13's "
-                       "nvidia-open-kernel-dkms in contrib), then apt update"),
-    "components_11": Fact(("contrib", "non-free"), _NVIDIA_WIKI,
-                          "Debian 11: contrib and non-free (non-free-firmware begins with Debian 12)"),
+    "components": Fact(("contrib", "non-free", "non-free-firmware"),
+        Source(url=_ARCHIVE.format(suite="bookworm", component="non-free")),
+        "Debian 12 and 13: nvidia-kernel-dkms, nvidia-smi, libcuda1, libnvidia-ml1 are Section non-free/*, "
+        "firmware-nvidia-gsp non-free-firmware/kernel, nvidia-persistenced and nvidia-open-kernel-dkms contrib/* "
+        "(the same in trixie's indexes)"),
+    "components_11": Fact(("contrib", "non-free"), Source(url=_ARCHIVE.format(suite="bullseye", component="non-free")),
+        "Debian 11: the driver packages non-free/*, nvidia-persistenced contrib/utils; non-free-firmware begins "
+        "with Debian 12"),
 })
 # The suites of a release's own archive: <codename>, <codename>-updates, -security, -backports, -proposed-updates.
 ARCHIVE_SUITE_SEPARATOR = "-"
