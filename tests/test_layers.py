@@ -33,7 +33,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # L4 GPU/driver knowledge; the test lab (it provisions nothing: it starts hosts of the lab distro, whose suites,
     # cloud user and archive are the adapter's)
     "gpu": ("gpu", "lab"),
-    "modcache": ("modcache",),              # L5 the built-module cache (key, store, remote, coord): no steps
+    # L5 the caches of the run: built modules (key, store, remote, coord), shared package files; no steps
+    "modcache": ("modcache", "pkgshare"),
     "steps": ("steps",),                    # L6 step kinds: plan and apply
     "playbook": ("playbook",),              # L7 playbooks: load, validate, template
     "report": ("report",),                  # L8 the one output path: console, text, live view, summary, JUnit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import select
@@ -180,7 +181,7 @@ class SshConnection(Connection):
             channel.exec_command(command)
             out, err = self._handshake(channel, password) if password else (b"", b"")
             if stdin:
-                channel.sendall(stdin)
+                channel.sendall(memoryview(stdin))  # paramiko's sendall slices what is left: no copy per packet
             # The input stays open until the command ends: its end tells the remote guard the channel closed.
             return _collect(channel, timeout, on_output, self.name, out, err)
         except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -239,18 +240,16 @@ def _detect_dead_peer(sock: object) -> None:
 def _collect(channel: paramiko.Channel, timeout: float | None, on_output: OutputCallback | None,
              name: str, out: bytearray, err: bytearray) -> tuple[int, str, str]:
     deadline = time.monotonic() + timeout if timeout else None
-    pending = ""
+    out, err = bytearray(out), bytearray(err)  # appended to in place (bytes would be copied at every chunk)
+    lines = _Lines(on_output) if on_output else None
     while True:
         got = False
         while channel.recv_ready():
             chunk = channel.recv(_READ)
             out += chunk
             got = True
-            if on_output:
-                pending += chunk.decode(errors="replace")
-                *lines, pending = pending.split("\n")
-                for line in lines:
-                    on_output(line)
+            if lines:
+                lines.feed(chunk)
         while channel.recv_stderr_ready():
             err += channel.recv_stderr(_READ)
             got = True
@@ -263,14 +262,40 @@ def _collect(channel: paramiko.Channel, timeout: float | None, on_output: Output
                                fix="raise the step's timeout, or look at the host's log for where it hung")
         if not got:
             select.select([channel], [], [], 0.5)
-    if on_output and pending:
-        on_output(pending)
+    if lines:
+        lines.flush()
     code = channel.recv_exit_status() if channel.exit_status_ready() else -1
     if code == -1 and _connection_lost(channel):  # closed under us: not the command's own failure
         raise ConnectError("the SSH connection was lost while the command ran (no exit status came back)",
                            fix="the host may have rebooted, lost its network or had sshd killed; run again once it "
                            "is back (steps are idempotent)", host=name)
     return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class _Lines:
+    """Output bytes to whole lines for a callback; a line arriving in many chunks (a long base64 line) is joined
+    once, not re-split at every chunk, and a character split between chunks is decoded whole."""
+
+    def __init__(self, on_line: OutputCallback) -> None:
+        self.on_line = on_line
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.parts: list[str] = []
+
+    def feed(self, chunk: bytes) -> None:
+        text = self.decoder.decode(chunk)
+        if "\n" not in text:
+            self.parts.append(text)
+            return
+        first, *middle, last = text.split("\n")
+        self.on_line("".join([*self.parts, first]))
+        for line in middle:
+            self.on_line(line)
+        self.parts = [last]
+
+    def flush(self) -> None:
+        rest = "".join(self.parts) + self.decoder.decode(b"", final=True)
+        if rest:
+            self.on_line(rest)
 
 
 def _connection_lost(channel: paramiko.Channel) -> bool:

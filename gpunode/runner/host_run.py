@@ -6,7 +6,7 @@ import dataclasses
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ from gpunode.runner.events import Events
 from gpunode.steps import Action, Step, StepContext, StepFailed, build_step, step_facts_sections
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 from gpunode.steps.diffs import render as render_diff
+from gpunode.steps.package_share import share_for
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
@@ -76,6 +77,7 @@ class HostRun:
         self.registered: dict[str, Any] = {}  # `register:` name -> the step's result, for later steps
         self.unknown_results: set[str] = set()  # --check: registered results of steps that would run (not known)
         self._register_names = {s.register for s in self.playbook.steps if s.register}
+        self._share: Callable[[StepContext, Action], str] | None | bool = False  # False: not read yet
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -166,6 +168,12 @@ class HostRun:
         return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.registered,
                                   **self.extra_vars, "facts": facts, "inventory_hostname": self.host.name,
                                   "check_mode": self.check})
+
+    def _package_share(self, facts: Facts) -> Callable[[StepContext, Action], str] | None:
+        """The package share the `package_cache` variable asks for (read once per host run)."""
+        if self._share is False:
+            self._share = share_for(self._variables(facts).get("package_cache"))
+        return self._share
 
     def _plan_step(self, spec: StepSpec, facts: Facts) -> PlannedStep:
         """The step as these facts make it (`when:` evaluated, arguments rendered) with its probe."""
@@ -324,7 +332,8 @@ class HostRun:
         ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.state,
                           # -v shows each output line: a secret (a sensitive step's registered output) masked
                           on_output=lambda line: self.events.output(self.host.name,
-                                                                    self.conn.transcript.redact(line)))
+                                                                    self.conn.transcript.redact(line)),
+                          package_share=self._package_share(facts))
         error: GpunodeError | None = None
         try:
             facts = self._plan_and_apply(item.step, ctx, outcome, facts)

@@ -44,6 +44,8 @@ class Action:
     reboot: bool = False          # the runner performs reboots (reconnect, boot-id check)
     fix: str = ""                 # what to tell the user if this action fails
     writes: str = ""              # the file this action creates, changes or removes (see StepContext.wrote)
+    installs: tuple[str, ...] = ()  # apt package specs this action installs: the package share fetches them first
+    recommends: bool = False      # ... with their recommended packages
 
 
 @dataclass
@@ -59,6 +61,8 @@ class StepContext:
     notes: list[str] = field(default_factory=list)
     on_output: Callable[[str], None] | None = None          # each output line of a running command (-v, live view)
     results: list[ExecResult] = field(default_factory=list)  # what each command run through `run` returned (register)
+    # the package share (steps/package_share.py): fetches an install's files first, returns the command left to run
+    package_share: Callable[[StepContext, Action], str] | None = None
 
     def wrote(self, path: str) -> None:
         """Record a file changed in this run; what later steps must do about it is decided here, once.
@@ -152,7 +156,8 @@ class Step:
         for action in actions:
             if action.command is None or action.reboot:
                 continue
-            result = ctx.run(action.command, stdin=action.stdin, timeout=action.timeout, label=action.summary)
+            command = ctx.package_share(ctx, action) if action.installs and ctx.package_share else action.command
+            result = ctx.run(command, stdin=action.stdin, timeout=action.timeout, label=action.summary)
             if not result.ok:
                 raise StepFailed(
                     f"{action.summary} failed (exit {result.exit_code}):\n{_indent(result.tail())}",

@@ -14,7 +14,7 @@ from gpunode.facts import Facts
 from gpunode.parsers.containers import containerd_major, toolkit_version
 from gpunode.parsers.systemd import parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
-from gpunode.steps.pkgmgr import Wanted, manager_for
+from gpunode.steps.pkgmgr import AptManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
 from gpunode.values import kind_of
@@ -69,7 +69,7 @@ class DockerStep(Step):
             ctx.will_install(names)
             actions.append(Action(f"install Docker: {', '.join(names)}", "no Docker engine installed",
                                   manager.install([Wanted(n) for n in names], refresh=True, recommends=False),
-                                  timeout=self.timeout))
+                                  timeout=self.timeout, installs=tuple(names)))
         elif not has_client and names[0] == "docker.io" and len(names) > 1:  # Debian 13: docker.io only
             # recommends its client
             actions.append(Action(f"install the Docker client: {', '.join(names[1:])}", "no docker command",
@@ -146,7 +146,7 @@ class ContainerToolkitStep(Step):
             actions.append(Action(
                 f"install the NVIDIA container toolkit {self.version or '(newest)'}: {', '.join(TOOLKIT_PACKAGES)}",
                 "missing or on mixed versions", manager.install(wanted, refresh=True, recommends=False),
-                timeout=self.timeout, fix=self._repo_fix()))
+                timeout=self.timeout, fix=self._repo_fix(), installs=tuple(AptManager.specs(wanted))))
         return actions
 
     def _repo_fix(self) -> str:

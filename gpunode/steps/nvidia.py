@@ -17,7 +17,7 @@ from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
-from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
+from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
 from gpunode.vendor_facts import value
@@ -398,6 +398,7 @@ class NvidiaDriverStep(Step):
         return Action(
             f"install the NVIDIA {self.branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
             reason, _with_build_errors(f"{setup} && {{ {install}; }}" if setup else install), timeout=self.timeout,
+            installs=tuple(AptManager.specs(missing)),
             fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "
             f"{target} are installed")
 
@@ -510,7 +511,8 @@ def cached_install(install: Action, use: bool, version_from: str, flavor: str) -
                f"trap '[ -z \"$mine\" ] || rm -f {NO_AUTOINSTALL}' EXIT; {install.command}")
     return CachedInstall(install.summary + " (the kernel module from the module cache)",
                          install.reason + "; the module is built once per group of hosts (module_cache)", command,
-                         timeout=install.timeout, fix=install.fix, version_from=version_from, flavor=flavor)
+                         timeout=install.timeout, fix=install.fix, installs=install.installs, version_from=version_from,
+                         flavor=flavor)
 
 
 def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:

@@ -9,7 +9,7 @@ from typing import Literal
 from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, arg, register
-from gpunode.steps.pkgmgr import PackageManager, Wanted, manager_for
+from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets
 
 # A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
@@ -87,6 +87,7 @@ class PackagesStep(Step):
             timeout=self.timeout,
             fix="check the package names for this distro, the repositories (apt-get update / dnf repolist) and "
             "network access to the mirror",
+            installs=tuple(AptManager.specs(missing)), recommends=self.install_recommends,
         )]
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:

@@ -108,12 +108,25 @@ class AptManager(PackageManager):
     def parse(self, output: ProbeOutput) -> PackageState:
         return PackageState(parse_dpkg_status(output["installed"]), parse_apt_lists(output["lists"]).age_seconds)
 
+    @staticmethod
+    def update() -> str:
+        """Refresh the package lists. No translated descriptions: a third of the download and of the parsing, unused
+        by a node's provisioning."""
+        return f"apt-get {join(APT_OPTS[:4])} -o Acquire::Languages=none update"
+
+    @staticmethod
+    def specs(wanted: list[Wanted]) -> list[str]:
+        return [f"{w.name}={w.version}" if w.version else w.name for w in wanted]
+
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
-        specs = [f"{w.name}={w.version}" if w.version else w.name for w in wanted]
-        # No translated descriptions: a third of the download and of the parsing, unused by a node's provisioning
-        update = f"apt-get {join(APT_OPTS[:4])} -o Acquire::Languages=none update && " if refresh else ""
+        update = f"{self.update()} && " if refresh else ""
         extra = [] if recommends else ["--no-install-recommends"]
-        return f"{APT_ENV} {update}apt-get {join(APT_OPTS + extra)} install -- {join(specs)}"
+        return f"{APT_ENV} {update}apt-get {join(APT_OPTS + extra)} install -- {join(self.specs(wanted))}"
+
+    def print_uris(self, specs: list[str], recommends: bool) -> str:
+        """What `install` of `specs` would download, one `'URI' FILE SIZE HASH` line per file, changing nothing."""
+        extra = [] if recommends else ["--no-install-recommends"]
+        return f"apt-get -qq -y --print-uris {join(extra)} install -- {join(specs)}".replace("  ", " ")
 
     def remove(self, names: list[str]) -> str:
         return f"{APT_ENV} apt-get {join(APT_OPTS)} remove -- {join(names)}"

@@ -28,6 +28,8 @@ def _plain(value: Any, expected: Any) -> Any:
             missing = {f.name for f in dataclasses.fields(value)} - set(expected)
             assert not missing, f"the case must give every field: {sorted(missing)} missing"
         return {key: _plain(getattr(value, key), expected[key]) for key in expected}
+    if expected is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)  # an item of a long capture's `contains`: an object of every field
     if isinstance(value, dict):
         return {key: _plain(item, (expected or {}).get(key)) for key, item in value.items()}
     if isinstance(value, (set, frozenset)):

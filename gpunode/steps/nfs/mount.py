@@ -181,6 +181,7 @@ class NfsMountStep(Step):
             actions.append(self._role(Action(
                 f"install the NFS client ({package})", f"{package} is not installed",
                 manager.install([Wanted(package)], refresh=stale, recommends=False), timeout=1800,
+                installs=(package,),
                 fix="check the package repositories and network access to the mirror"), "install"))
         if not self.preflight:
             return actions
