@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from gpunode.app.hosts import load_hosts
+from gpunode.connection import ConnectOptions, connect
 from tests.conftest import host_inventory, run_cli
 
 pytestmark = pytest.mark.lab
@@ -122,3 +126,21 @@ def test_secret_variables_stay_out_of_diffs_reports_and_logs(lab, fresh_host, tm
     assert token not in seen
     assert base64.b64encode(f"token={token}\n".encode()).decode() not in seen
     assert (fresh_host.root / "etc/registry-auth.conf").read_text() == f"token={token}\n"
+
+
+def test_large_input_and_output_travel_whole(lab, fresh_host, tmp_path):
+    """20 MiB in, a 4 MB line out (the package share's and module cache's transfers): the bytes arrive unchanged and
+    the output callback gets whole lines, a UTF-8 character split between packets included."""
+    _, (host,) = load_hosts([str(host_inventory(lab, [fresh_host], tmp_path / "inv.yml"))], None, None)
+    conn = connect(host, ConnectOptions())
+    data = os.urandom(20 << 20)
+    lines: list[str] = []
+    try:
+        command = "sha256sum | cut -d' ' -f1; printf 'caf\\303\\251\\n'; head -c 3000000 /dev/zero | base64 -w0"
+        result = conn.run(command, stdin=data, on_output=lines.append, timeout=300)
+    finally:
+        conn.close()
+    assert result.ok, result.stderr
+    assert lines[:2] == [hashlib.sha256(data).hexdigest(), "café"]
+    assert lines[2] == "A" * 4000000 and len(lines) == 3
+    assert result.stdout.splitlines()[2] == lines[2]
