@@ -111,7 +111,8 @@ def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], b
     and the module is installed for the target kernel. Without an entry the scriptlet builds here, and the build is
     published. Returns what happened, as `apply_module`; "" when the installed version was not the key's."""
     if action.key is None:
-        install()
+        if not install():
+            return ""
         _build(ctx, action)
         return "built"
     store, key = Store(action.root), action.key
