@@ -119,12 +119,19 @@ def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], b
     if (failed := coord.failure(action.root, key.path)) is not None:
         raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
                          fix=action.fix)
+    take_away = (f"[ -L /var/lib/dkms/{key.module}/{key.version}/source ] || "
+                 f"rm -rf /var/lib/dkms/{key.module}/{key.version}")
     with _locked(store, key, action, ctx):
         placed = _place(ctx, action, store, key)
-        if not install():
+        try:
+            same = install()
+        except StepFailed:
+            if placed:  # no stray tree without its source for the next run's dkms status
+                ctx.run(take_away, label="take the placed tree away")
+            raise
+        if not same:
             if placed:
-                ctx.run(f"[ -L /var/lib/dkms/{key.module}/{key.version}/source ] || "
-                        f"rm -rf /var/lib/dkms/{key.module}/{key.version}", label="take the placed tree away")
+                ctx.run(take_away, label="take the placed tree away")
             return ""
         if placed:
             _build(ctx, ModuleAction(f"install {key.label} from the tree in place", "", finish_command(key),
