@@ -5,14 +5,18 @@ script (it runs before every real DKMS build)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from bench.ready import HELLO_PLAYBOOK, prepare_hello  # one setup for the bench and this test
+from gpunode.modcache.key import CacheKey
+from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from tests.conftest import host_inventory, run_cli
 
 pytestmark = pytest.mark.lab
@@ -153,3 +157,52 @@ def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host
         _installed(host, kernel)
     listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
     assert sorted(e["kernel"] for e in listed) == sorted({kernels[0], kernels[2]})
+
+
+def _script(host, command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    """`command` run by bash inside the host, `stdin` on its standard input (as the controller sends a package)."""
+    (host.root / "root/gpunode-cmd.sh").write_text(command)
+    (host.root / "root/gpunode-in").write_bytes(stdin)
+    return host.run_inside("bash /root/gpunode-cmd.sh < /root/gpunode-in", timeout=600)
+
+
+# NVIDIA's kmod DKMS RPM's %post, line by line (NVIDIA/yum-packaging-dkms-nvidia dkms-nvidia.spec@b28ed696:62-66,
+# dkms-open-nvidia.spec:77-81), with `-k` naming the kernel it builds for: the spec's lines name none, so dkms takes
+# the running kernel, and a lab host runs the lab machine's kernel, for which no headers exist.
+KMOD_POST = ("dkms add -m {m} -v {v} -q || :; dkms build -m {m} -v {v} -k {k} -q || :; "
+             "dkms install -m {m} -v {v} -k {k} -q --force || :")
+
+
+@pytest.mark.slow  # two hosts' apt installs of dkms and headers: 60-120 s on the shared 2 cores
+def test_the_tar_form_placed_before_the_packages_post_makes_dkms_skip_the_compile(lab, new_host):
+    """The RPM hosts' form (gpunode/modcache/remote.py, form "tar"), on real dkms: packed on the host that built the
+    module; on another host, placed while the module's DKMS source is not installed yet (as before `dnf install` of
+    NVIDIA's kmod DKMS package), then the source arrives and the kmod package's %post runs: dkms finds the module
+    built and installs it without a compiler run; `dkms status` says installed."""
+    hosts = [new_host(), new_host()]
+    with ThreadPoolExecutor(2) as pool:
+        kernels = set(pool.map(prepare_hello, hosts))
+    (kernel,) = kernels
+    key = CacheKey(MODULE, VERSION, kernel, "x86_64")
+    builder, other = hosts
+    assert _script(builder, build_command(key)).returncode == 0
+    packed = _script(builder, pack_command(key, "tar"))
+    assert packed.returncode == 0, packed.stderr
+    vermagic, filename, data = parse_pack(packed.stdout)
+    assert vermagic.startswith(f"{kernel} ") and filename.endswith(".tar.gz") and _builds(builder) == 1
+
+    other.run_inside(f"mv /usr/src/{MODULE}-{VERSION} /root/src-aside")  # the driver package is not installed yet
+    placed = _script(other, install_command(key, hashlib.sha256(data).hexdigest(), "tar"), data)
+    assert placed.returncode == 0 and "PLACED" in placed.stdout, placed.stdout + placed.stderr
+    assert not (other.root / f"var/lib/dkms/{MODULE}/{VERSION}/source").exists()
+    other.run_inside(f"mv /root/src-aside /usr/src/{MODULE}-{VERSION}")  # what the package's files bring
+    post = _script(other, KMOD_POST.format(m=MODULE, v=VERSION, k=kernel))
+    assert post.returncode == 0, post.stdout + post.stderr  # -q: dkms prints nothing, not even "already built"
+    finish = _script(other, finish_command(key))
+    assert finish.returncode == 0, finish.stdout + finish.stderr
+    assert _builds(other) == 0
+    assert not (other.root / f"var/lib/dkms/{MODULE}/{VERSION}/build/make.log").exists()  # no make ran
+    _installed(other, kernel)
+
+    damaged = _script(other, install_command(key, "0" * 64, "tar"), data)
+    assert damaged.returncode == 5, damaged.stdout + damaged.stderr

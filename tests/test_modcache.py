@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
+from gpunode.connection.base import ExecResult
 from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import BEGIN, package_name, package_version, parse_pack
 from gpunode.modcache.store import Store
@@ -116,3 +118,64 @@ def test_cache_bad_action_or_prune_without_filter_is_exit_2(tmp_path):
         assert result.code == 2, result
         assert "fix:" in result.stderr
     assert not (tmp_path / "mistyped").exists()  # a mistyped --dir said "no entries" and exit 0
+
+
+class _Ctx:
+    """A host for `apply_around`: records each command's label in order; `answers` maps a label's start to a result."""
+
+    def __init__(self, answers: dict[str, ExecResult]) -> None:
+        self.answers, self.ran, self.notes = answers, [], []
+        self.host = SimpleNamespace(name="gpu-1")
+        self.conn = SimpleNamespace(sensitive=False)
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float = 0, label: str = "") -> ExecResult:
+        self.ran.append(label)
+        for start, result in self.answers.items():
+            if label.startswith(start):
+                return result
+        return ExecResult(0, "", "", 0.0)
+
+
+def _tar_action(tmp_path, mode: str):
+    from gpunode.steps.module_cache import ModuleAction
+
+    key = CacheKey("nvidia", "550.163.01", "5.14.0-503.el9.x86_64", "x86_64", "proprietary")
+    return key, ModuleAction("x", "y", "z", key=key, root=str(tmp_path), mode=mode, form="tar")
+
+
+def test_rpm_order_cached_tree_first_then_the_packages_then_dkms_install(tmp_path):
+    """An entry of the group: placed before the packages go in (their %post finds it built), then `dkms install`."""
+    from gpunode.steps.module_cache import apply_around
+
+    key, action = _tar_action(tmp_path, "install")
+    Store(tmp_path).put(key, "m.tar.gz", b"tgz", f"{key.kernel} SMP mod_unload ", "gpu-0")
+    ctx = _Ctx({})
+    done = apply_around(ctx, action, lambda: ctx.ran.append("dnf install") or True)
+    assert done == "installed from the cache"
+    assert ctx.ran == [f"place {key.label} from the module cache", "dnf install",
+                       f"install {key.label} from the tree in place"]
+
+
+def test_rpm_first_host_lets_the_post_build_and_publishes_the_tarball(tmp_path):
+    import base64
+
+    from gpunode.steps.module_cache import apply_around
+
+    key, action = _tar_action(tmp_path, "build")
+    packed = ExecResult(0, f"VERMAGIC={key.kernel} SMP mod_unload \nFILE=x.tar.gz\n{BEGIN}\n"
+                           f"{base64.b64encode(b'tgz').decode()}\n", "", 0.0)
+    ctx = _Ctx({"pack ": packed})
+    assert apply_around(ctx, action, lambda: ctx.ran.append("dnf install") or True) == "built+published"
+    assert ctx.ran[0] == "dnf install" and ctx.ran[1].startswith("build ") and ctx.ran[2].startswith("pack ")
+    entry = Store(tmp_path).lookup(key)
+    assert entry is not None and entry.package.read_bytes() == b"tgz" and entry.package.name == "x.tar.gz"
+
+
+def test_rpm_install_of_another_version_takes_the_placed_tree_away(tmp_path):
+    from gpunode.steps.module_cache import apply_around
+
+    key, action = _tar_action(tmp_path, "install")
+    Store(tmp_path).put(key, "m.tar.gz", b"tgz", f"{key.kernel} SMP mod_unload ", "gpu-0")
+    ctx = _Ctx({})
+    assert apply_around(ctx, action, lambda: False) == ""
+    assert ctx.ran == [f"place {key.label} from the module cache", "take the placed tree away"]

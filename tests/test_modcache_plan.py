@@ -1,6 +1,7 @@
 """The NVIDIA driver step with `module_cache` on, planned from the Debian 12 and Rocky 9 plan cases' host states:
 the driver packages go in with DKMS's autoinstall paused, the module is built once per group and installed from the
-cache elsewhere; RPM hosts (whose kmod %post builds at once) and `module_cache: off` plan exactly as before."""
+cache elsewhere; on RPM hosts (whose kmod %post builds at once) the same install, the cached build put in place
+first; `module_cache: off` plans exactly as before."""
 
 from __future__ import annotations
 
@@ -37,14 +38,28 @@ def test_half_converged_hosts_of_one_group_one_builds_the_others_wait(tmp_path):
     assert third.summary.startswith("install nvidia-current/535.") and "built on gpu-a" in third.summary
 
 
-def test_off_and_rpm_plan_as_before(tmp_path):
+def test_off_plans_as_before(tmp_path):
     for name in ("debian12-half-converged", "debian12-fresh", "rocky9-fresh"):
         case = find_case("nvidia_driver", name)
-        cache = str(tmp_path) if name.startswith("rocky") else "off"
         assert not mismatches(case["expect"], run_case({**case, "args": {**(case.get("args") or {}),
-                                                                          "module_cache": cache}})), name
+                                                                          "module_cache": "off"}})), name
     assert not list(tmp_path.iterdir())
     assert CacheKey("m", "1", KERNEL, "x86_64").path.startswith(KERNEL)
+
+
+def test_rpm_installs_as_before_with_the_cached_build_put_in_place_first(tmp_path):
+    """NVIDIA's kmod %post builds at once and no setting pauses it: the install command is the one without the cache
+    (no no-autoinstall file), and the version the repository installs is asked first, changing nothing."""
+    off = _plan("rocky9-fresh", "gpu-1", module_cache="off")
+    on = _plan("rocky9-fresh", "gpu-1", module_cache=str(tmp_path))
+    assert [a.command for a in on] == [a.command for a in off]
+    (install,) = [a for a in on if a.summary.startswith("install the NVIDIA")]
+    assert install.summary.endswith("(the kernel module from the module cache, put in place first)")
+    assert "dkms skips a module already built" in install.reason
+    assert "--repofrompath=gpunode-nvidia,https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64 " \
+        "--repo=gpunode-nvidia --setopt=*.module_hotfixes=true repoquery --latest-limit=1 --queryformat " \
+        "'%{version}' 'kmod-nvidia-latest-dkms-550.*'" in install.version_probe
+    assert not list(tmp_path.iterdir())
 
 
 def test_precompiled_installs_plan_as_before_with_the_cache_on(tmp_path):

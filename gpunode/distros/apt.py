@@ -19,6 +19,8 @@ class AptDistro(Distro):
     """A dpkg/apt distro: exact-version kernel packages, per-branch driver package names."""
 
     package_format: ClassVar[Literal["deb", "rpm"]] = "deb"
+    module_cache_form: ClassVar[Literal["deb", "tar"]] = "deb"
+    module_cache_before_install: ClassVar[bool] = False  # Debian's dkms postinst honours /etc/dkms/no-autoinstall
     headers_script_family: ClassVar[str] = "apt"
     ca_bundle: ClassVar[str] = "/etc/ssl/certs/ca-certificates.crt"
 

@@ -89,6 +89,11 @@ class Distro:
     supported: ClassVar[Mapping[str, tuple[str, ...]]] = {}     # id -> supported releases (the matrix)
     refused: ClassVar[Mapping[tuple[str, str], str]] = {}       # (id, release) -> why not, what instead
     package_format: ClassVar[Literal["deb", "rpm"]] = "rpm"
+    # The module cache (gpunode/modcache/remote.py): the form a DKMS build travels in, and whether it is placed
+    # before the driver packages go in (their own scriptlet builds at once: NVIDIA's kmod RPM's %post) or after
+    # (their build paused with /etc/dkms/no-autoinstall: Debian's dkms postinst).
+    module_cache_form: ClassVar[Literal["deb", "tar"]] = "tar"
+    module_cache_before_install: ClassVar[bool] = True
     headers_script_family: ClassVar[str] = "rpm"                # kernel_headers.sh's FAMILY argument
     ca_bundle: ClassVar[str] = "/etc/pki/tls/certs/ca-bundle.crt"
     matrix_order: ClassVar[int] = 0   # where the distro's rows stand when the matrix is listed (messages)
@@ -210,6 +215,11 @@ class Distro:
     def nvidia_dnf_module(self, method: str) -> bool:
         """The driver comes from NVIDIA's dnf module (every RPM install but the runfile's)."""
         return False
+
+    def driver_version_probe(self, pkgs: DriverPackages, branch: int) -> str:
+        """Shell printing the driver version that installing `pkgs` would bring, changing nothing on the host ("":
+        not known before the install; the module cache then places nothing first)."""
+        return ""
 
     def cuda_repo_name(self) -> str:
         """NVIDIA's CUDA repository folder for the release (ubuntu2204, rhel9, amzn2023...)."""

@@ -60,6 +60,29 @@ EL = fact_table("el", {
     "dkms_conf_override": Fact("/etc/dkms/{module}.conf", Source(*_DKMS[:1], "dkms.in", _DKMS[1], "629-640"),
                                "DKMS sources /etc/dkms/<module>.conf after the package's dkms.conf, in a subshell "
                                "(safe_source, 540-563), so its MAKE[0] replaces the package's"),
+    # The module cache on RPM (issue 30). No setting makes NVIDIA's %post skip its build: /etc/dkms/no-autoinstall
+    # is read only by `dkms autoinstall` (dell/dkms dkms.in:2767-2770) and Debian's postinst (dkms_common.postinst.in:
+    # 113-116), and the %post calls `dkms build`/`dkms install` directly. What dkms does honour is a build in place.
+    "kmod_post": Fact(("dkms add -m {m} -v {v} -q || :", "dkms build -m {m} -v {v} -q || :",
+                       "dkms install -m {m} -v {v} -q --force || :"),
+        Source(*_DKMS_NVIDIA[:1], "dkms-nvidia.spec", _DKMS_NVIDIA[1], "62-66"),
+        "the %post of kmod-nvidia-latest-dkms (dkms-open-nvidia.spec:77-81 the same for kmod-nvidia-open-dkms; the "
+        "rhel8, rhel9 and 535 branches alike): add, build and install at once, for the running kernel (no -k), "
+        "every failure ignored; %preun removes all its builds (68-70)"),
+    "dkms_skips_built": Fact("/var/lib/dkms/{m}/{v}/{k}/{arch}/module", Source(*_DKMS[:1], "dkms.in", _DKMS[1],
+                                                                               "1852-1877"),
+        "`dkms build` of a module whose tree has this folder (is_module_built, 1824-1829) says 'already built ... "
+        "skip' unless --force; `dkms install --force` only uninstalls an installed one first, and do_install "
+        "builds only a module not built (1616-1617); the check is in every dkms since 2010 (commit 6a05ab8)"),
+    "dkms_added_by_source": Fact("/var/lib/dkms/{m}/{v}/source", Source(*_DKMS[:1], "dkms.in", _DKMS[1],
+                                                                       "1818-1822"),
+        "a module is 'added' when this link exists: a build tree placed without it does not stop the %post's "
+        "`dkms add` (which refuses only an added module, 1144-1148) from linking the package's source"),
+    "kmod_version_query": Fact("--setopt=*.module_hotfixes=true repoquery --latest-limit=1 --queryformat "
+                               "'%{{version}}' '{kmod}-{branch}.*'",
+        EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "67"),
+        "the EKS AMI asks NVIDIA's repository for the branch's newest kmod version before it installs (module "
+        "filtering off: the streams hide the others); the dkms streams install that newest version"),
     "dkms_all_cores": Fact("-j$(nproc)", Source(*_ECS[:1], "scripts/al2023/gpu/install-nvidia-driver.sh", _ECS[1],
                                                 "14-17"),
                            "the ECS GPU AMI writes MAKE[0] with -j$(nproc --all) to /etc/dkms/nvidia.conf (and removes "
@@ -131,6 +154,17 @@ class RpmDistro(Distro):
         pkgs = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", kmod)
         return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver", module_stream=stream,
                               repo_add=add, switch=value(EL, "module_switch").format(stream=stream))
+
+    def driver_version_probe(self, pkgs: DriverPackages, branch: int) -> str:
+        """The version of the branch's DKMS kmod that NVIDIA's repository would install (EKS AMI's query), through a
+        temporary repository and cache: nothing on the host changes. "" for a precompiled kmod (its version is
+        pinned) or without a repository."""
+        if not pkgs.dkms_module or not pkgs.repo_add:
+            return ""
+        base = pkgs.repo_add.rsplit(" ", 1)[-1].rsplit("/", 1)[0]
+        query = value(EL, "kmod_version_query").format(kmod=pkgs.packages[-1], branch=branch)
+        return (f"t=$(mktemp -d) && dnf -q --setopt=cachedir=\"$t\" --repofrompath=gpunode-nvidia,{base} "
+                f"--repo=gpunode-nvidia {query} 2>/dev/null | sort -V | tail -1; rm -rf \"$t\"")
 
     def kmod_packages(self, branch: int, kmod: str) -> DriverPackages:
         """NVIDIA's precompiled stream nvidia-driver:<branch> with the kmod package built for one kernel, the driver

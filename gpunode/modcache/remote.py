@@ -6,7 +6,13 @@ gpunode packs the built tree itself with `dpkg-deb --build` (in dpkg, on every D
 the DKMS tree of one kernel (`/var/lib/dkms/<m>/<v>/<kernel>/<arch>/module/*.ko` and its build log), no source.
 Installing it and running `dkms install -k <kernel>` copies the built module into `/lib/modules/<kernel>/updates/dkms`
 and runs depmod without compiling (dkms installs a module that is already built), and `dkms status` lists it as
-installed, as after a local build. On EL the same tree would go into an RPM (`rpmbuild`); not done yet."""
+installed, as after a local build.
+
+On RPM hosts (form "tar", the distro adapter's `module_cache_form`) the same tree travels as a gzip tarball: tar and
+gzip are on every EL and Amazon Linux host, while rpmbuild (rpm-build) is not. There the driver's kmod package runs
+`dkms build`/`dkms install` in its own %post, so the tree is put in place *before* that package is installed
+(`install_command` with no DKMS source added yet only places it): dkms then finds the module built and skips the
+compiler (gpunode/distros/rpm.py, EL table `kmod_post` and `dkms_skips_built`, cites the lines)."""
 
 from __future__ import annotations
 
@@ -40,14 +46,24 @@ def build_command(key: CacheKey) -> str:
             'dkms install -m "$m" -v "$v" -k "$k" && dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"')
 
 
-def pack_command(key: CacheKey) -> str:
-    """Pack the built tree as a .deb; print VERMAGIC=, FILE=, then the package in base64 after BEGIN."""
+FORMS = ("deb", "tar")
+
+
+def _tree_check() -> str:
+    return """tree=/var/lib/dkms/$m/$v/$k/$a
+ls "$tree"/module/*.ko* >/dev/null 2>&1 || { echo "no built module under $tree" >&2; exit 3; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+"""
+
+
+def pack_command(key: CacheKey, form: str = "deb") -> str:
+    """Pack the built tree as a .deb (form "deb") or a tar.gz of the tree (form "tar", paths relative to /); print
+    VERMAGIC=, FILE=, then the package in base64 after BEGIN."""
+    if form == "tar":
+        return _pack_tar(key)
     name, version = package_name(key), package_version(key)
     return f"""set -e; {_vars(key)}; a=$(uname -m)
-tree=/var/lib/dkms/$m/$v/$k/$a
-ls "$tree"/module/*.ko* >/dev/null 2>&1 || {{ echo "no built module under $tree" >&2; exit 3; }}
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/p/DEBIAN" "$work/p$tree"
+{_tree_check()}mkdir -p "$work/p/DEBIAN" "$work/p$tree"
 cp -a "$tree/module" "$work/p$tree/"
 [ ! -d "$tree/log" ] || cp -a "$tree/log" "$work/p$tree/"
 cat > "$work/p/DEBIAN/control" <<CONTROL
@@ -67,6 +83,17 @@ echo {q(BEGIN)}
 base64 -w0 "$work/x.deb"; echo"""
 
 
+def _pack_tar(key: CacheKey) -> str:
+    name, version = package_name(key), package_version(key)
+    return f"""set -e; {_vars(key)}; a=$(uname -m)
+{_tree_check()}logs=; [ ! -d "$tree/log" ] || logs="${{tree#/}}/log"
+tar -C / -czf "$work/x.tar.gz" "${{tree#/}}/module" $logs
+echo "VERMAGIC=$(modinfo -F vermagic "$(ls "$tree"/module/*.ko* | head -1)")"
+echo "FILE={name}_{version}_$a.tar.gz"
+echo {q(BEGIN)}
+base64 -w0 "$work/x.tar.gz"; echo"""
+
+
 def parse_pack(stdout: str) -> tuple[str, str, bytes]:
     """(vermagic, file name, package bytes) from what `pack_command` printed."""
     import base64
@@ -78,9 +105,12 @@ def parse_pack(stdout: str) -> tuple[str, str, bytes]:
     return fields.get("VERMAGIC", ""), fields.get("FILE", "module.deb"), base64.b64decode(body.strip())
 
 
-def install_command(key: CacheKey, sha256: str) -> str:
-    """Install the package arriving on stdin: checksum after the transfer, the DKMS source added (no build), dpkg,
-    the module's vermagic against the kernel (exit 4 when it differs), `dkms install` of the built module."""
+def install_command(key: CacheKey, sha256: str, form: str = "deb") -> str:
+    """Install the package arriving on stdin (form "tar": `_install_tar`): checksum after the transfer, the DKMS
+    source added (no build), dpkg, the module's vermagic against the kernel (exit 4 when it differs), `dkms
+    install` of the built module."""
+    if form == "tar":
+        return _install_tar(key, sha256)
     return f"""set -e; {_vars(key)}; a=$(uname -m)
 f=$(mktemp --suffix=.deb); trap 'rm -f "$f"' EXIT
 cat > "$f"
@@ -96,3 +126,34 @@ DEBIAN_FRONTEND=noninteractive dpkg -i "$f"
 dkms install -m "$m" -v "$v" -k "$k"
 dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"
 """
+
+
+def _install_tar(key: CacheKey, sha256: str) -> str:
+    """The tarball arriving on stdin: checksum, vermagic against the kernel (exit 4), the tree copied into
+    /var/lib/dkms. With the module's DKMS source in /usr/src (its package installed) it is added when not yet and
+    `dkms install`ed (no compile: it is built); without it the tree is only placed, and prints PLACED: the driver
+    package installed next adds it, and its %post's `dkms build`/`dkms install` find it built."""
+    return f"""set -e; {_vars(key)}; a=$(uname -m)
+f=$(mktemp --suffix=.tar.gz); x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
+cat > "$f"
+echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
+tar -C "$x" -xzf "$f" --no-same-owner
+ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
+[ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
+vm=$(modinfo -F vermagic "$ko")
+case "$vm" in "$k "*) ;; *) echo "vermagic '$vm' is not kernel $k's" >&2; exit 4;; esac
+mkdir -p /var/lib/dkms/$m/$v/$k/$a
+rm -rf /var/lib/dkms/$m/$v/$k/$a/module
+cp -a "$x"/var/lib/dkms/$m/$v/$k/$a/. /var/lib/dkms/$m/$v/$k/$a/
+if [ ! -f /usr/src/$m-$v/dkms.conf ]; then echo PLACED; exit 0; fi
+[ -L /var/lib/dkms/$m/$v/source ] || dkms add -m "$m" -v "$v" >/dev/null
+dkms install -m "$m" -v "$v" -k "$k"
+dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"
+"""
+
+
+def finish_command(key: CacheKey) -> str:
+    """After the driver package's own %post: the module installed for the kernel from the tree in place (dkms
+    skips the compile for a built module; it builds when the tree is missing), and `dkms status` says installed."""
+    return (f"{_vars(key)}; "
+            'dkms install -m "$m" -v "$v" -k "$k" && dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"')

@@ -7,12 +7,13 @@ gpunode/modcache (key, store, remote commands, coordination) stays below the ste
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from gpunode.distros import for_os
 from gpunode.modcache import coord
 from gpunode.modcache.key import CacheKey, key_for
-from gpunode.modcache.remote import build_command, install_command, pack_command, parse_pack
+from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Entry, Store
 from gpunode.steps.base import Action, StepContext, StepFailed
 
@@ -28,6 +29,7 @@ class ModuleAction(Action):
     key: CacheKey | None = None
     root: str = ""
     mode: str = "build"           # build (and publish), install, wait (another host builds, then install)
+    form: str = "deb"             # the package form of the host's distro (gpunode/modcache/remote.py)
 
 
 def cache_store(cache: str | bool) -> Store | None:
@@ -52,21 +54,22 @@ def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cac
     if key is None:
         return ModuleAction(f"build {what} with DKMS (not cached)", why, build_command(_bare(module, version, kernel)),
                             timeout=timeout, fix=fix)
-    root = str(store.root)
+    root, form = str(store.root), for_os(ctx.facts.os).module_cache_form
     entry = store.lookup(key)
     if entry is not None and not entry.problem():
         return ModuleAction(f"install {what} from the module cache (built on {entry.built_on or 'another host'})",
-                            f"cache entry {store.folder(key)}: no compiler run", install_command(key, entry.sha256),
-                            timeout=timeout, fix=fix, key=key, root=root, mode="install")
+                            f"cache entry {store.folder(key)}: no compiler run",
+                            install_command(key, entry.sha256, form), timeout=timeout, fix=fix, key=key, root=root,
+                            mode="install", form=form)
     builder = coord.claim(root, key.path, ctx.host.name)
     stale = f" (the cached entry is refused: {entry.problem()})" if entry is not None else ""
     if builder != ctx.host.name:
         return ModuleAction(f"wait for {builder}'s DKMS build of {what}, then install it from the module cache",
-                            f"same group as {builder}{stale}", install_command(key, "SHA256"), timeout=timeout,
-                            fix=fix, key=key, root=root, mode="wait")
+                            f"same group as {builder}{stale}", install_command(key, "SHA256", form),
+                            timeout=timeout, fix=fix, key=key, root=root, mode="wait", form=form)
     return ModuleAction(f"build {what} with DKMS and add it to the module cache",
                         f"no cache entry for its group in {store.root}{stale}", build_command(key), timeout=timeout,
-                        fix=fix, key=key, root=root, mode="build")
+                        fix=fix, key=key, root=root, mode="build", form=form)
 
 
 def _bare(module: str, version: str, kernel: str) -> CacheKey:
@@ -85,8 +88,8 @@ def apply_module(ctx: StepContext, action: ModuleAction) -> str:
     entry = _entry_or_build(ctx, action, store, key)
     if entry is None:
         return "built+published"
-    result = ctx.run(install_command(key, entry.sha256), stdin=entry.package.read_bytes(), timeout=action.timeout,
-                     label=f"install {key.label} from the module cache")
+    result = ctx.run(install_command(key, entry.sha256, action.form), stdin=entry.package.read_bytes(),
+                     timeout=action.timeout, label=f"install {key.label} from the module cache")
     if result.ok:
         return "installed from the cache"
     if result.exit_code not in HOST_SIDE_REFUSAL:
@@ -99,6 +102,69 @@ def apply_module(ctx: StepContext, action: ModuleAction) -> str:
             store.remove(key)
         _build_and_publish(ctx, action, store, key)
     return "built+published"
+
+
+def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], bool]) -> str:
+    """For packages whose own scriptlet builds the module as they go in (NVIDIA's kmod RPM's %post): under the
+    group's lock, a valid cached build is placed first, so that the scriptlet's dkms finds it built and compiles
+    nothing; then `install` runs (False: it brought another version than the key's, the placed tree is taken away)
+    and the module is installed for the target kernel. Without an entry the scriptlet builds here, and the build is
+    published. Returns what happened, as `apply_module`; "" when the installed version was not the key's."""
+    if action.key is None:
+        if not install():
+            return ""
+        _build(ctx, action)
+        return "built"
+    store, key = Store(action.root), action.key
+    if (failed := coord.failure(action.root, key.path)) is not None:
+        raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
+                         fix=action.fix)
+    take_away = (f"[ -L /var/lib/dkms/{key.module}/{key.version}/source ] || "
+                 f"rm -rf /var/lib/dkms/{key.module}/{key.version}")
+    with _locked(store, key, action, ctx):
+        placed = _place(ctx, action, store, key)
+        try:
+            same = install()
+        except StepFailed:
+            if placed:  # no stray tree without its source for the next run's dkms status
+                ctx.run(take_away, label="take the placed tree away")
+            raise
+        if not same:
+            if placed:
+                ctx.run(take_away, label="take the placed tree away")
+            return ""
+        if placed:
+            _build(ctx, ModuleAction(f"install {key.label} from the tree in place", "", finish_command(key),
+                                     timeout=action.timeout, fix=action.fix))
+            return "installed from the cache"
+        try:
+            _build_and_publish(ctx, action, store, key)
+        except StepFailed as exc:
+            coord.record_failure(action.root, key.path, ctx.host.name, str(exc).splitlines()[0])
+            raise
+        return "built+published"
+
+
+def _place(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> bool:
+    """Under the group's lock: the valid entry's tree put in place on the host (True), or none (an entry refused by
+    the controller or the host is removed: this host's scriptlet builds it, and it is published again)."""
+    entry = store.lookup(key)
+    problem = entry.problem() if entry is not None else ""
+    if entry is None or problem:
+        if problem:
+            ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
+            store.remove(key)
+        return False
+    result = ctx.run(install_command(key, entry.sha256, action.form), stdin=entry.package.read_bytes(),
+                     timeout=action.timeout, label=f"place {key.label} from the module cache")
+    if result.ok:
+        return True
+    if result.exit_code not in HOST_SIDE_REFUSAL:
+        raise StepFailed(f"placing {key.label} from the module cache failed (exit {result.exit_code}):\n"
+                         f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")
+    ctx.notes.append(f"refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; rebuilt it here")
+    store.remove(key)
+    return False
 
 
 def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> Entry | None:
@@ -156,7 +222,7 @@ def _build_and_publish(ctx: StepContext, action: ModuleAction, store: Store, key
                          fix=action.fix)
     sensitive, ctx.conn.sensitive = ctx.conn.sensitive, True  # the package's base64 stays out of the host log
     try:
-        packed = ctx.run(pack_command(key), timeout=600, label=f"pack {key.label} for the module cache")
+        packed = ctx.run(pack_command(key, action.form), timeout=600, label=f"pack {key.label} for the module cache")
     finally:
         ctx.conn.sensitive = sensitive
     try:

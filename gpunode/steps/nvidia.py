@@ -16,7 +16,7 @@ from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
-from gpunode.steps.module_cache import ModuleAction, apply_module, cache_store, plan_module
+from gpunode.steps.module_cache import ModuleAction, apply_around, apply_module, cache_store, plan_module
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
@@ -239,7 +239,8 @@ class NvidiaDriverStep(Step):
         if missing:
             install = self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch)
             actions.append(cached_install(install, self._cache_use(facts) and bool(pkgs.dkms_module),
-                                         pkgs.version_from, flavor))
+                                         pkgs.version_from, flavor, distro.driver_version_probe(pkgs, self.branch)
+                                         if distro.module_cache_before_install else None))
         if self.method == "runfile":
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
@@ -300,10 +301,10 @@ class NvidiaDriverStep(Step):
         return [write]
 
     def _cache_use(self, facts: Facts) -> bool:
-        """The module cache is used: asked for, an apt host (Debian's dkms honours /etc/dkms/no-autoinstall in the
-        driver package's postinst) and a packaged driver. On RPM the kmod package's %post builds at once: not yet."""
-        return cache_store(self.module_cache) is not None and for_os(facts.os).package_format == "deb" \
-            and self.method != "runfile"
+        """The module cache is used: asked for and a packaged driver. On apt the driver packages go in with Debian's
+        autoinstall paused (/etc/dkms/no-autoinstall), on RPM the cached tree goes in first, since the kmod
+        package's %post builds at once (gpunode/distros/rpm.py, EL `kmod_post`)."""
+        return cache_store(self.module_cache) is not None and self.method != "runfile"
 
     def _dkms_actions(self, ctx: StepContext, module: str, version: str | None = None,
                       flavor: str = "") -> list[Action]:
@@ -328,15 +329,47 @@ class NvidiaDriverStep(Step):
             if isinstance(action, ModuleAction):
                 ctx.notes.append(f"{action.key.label if action.key else 'nvidia'}: {apply_module(ctx, action)}")
                 continue
+            if isinstance(action, CachedInstall) and action.version_probe is not None:
+                self._install_around_cache(ctx, action)
+                continue
             super().apply(ctx, [action])
             if isinstance(action, CachedInstall):
                 self._module_after_install(ctx, action)
 
+    def _install_around_cache(self, ctx: StepContext, action: CachedInstall) -> None:
+        """RPM: the version the install brings asked first (NVIDIA's repository, nothing changes), the cached build
+        of that version for the target kernel placed, then the packages (their %post finds the module built); the
+        first host of a group lets the %post build, and its build is published. When the version cannot be told
+        first, or the install brings another, the module comes afterwards as on apt."""
+        read = ctx.run(action.version_probe, label="the driver version to install") if action.version_probe else None
+        version = read.stdout.strip().splitlines()[-1] if read is not None and read.ok and read.stdout.strip() else ""
+        manager = manager_for(ctx.facts.os.package_manager)
+
+        def install() -> bool:
+            Step.apply(self, ctx, [action])
+            got = ctx.run(manager.version_of(action.version_from), label="driver version")
+            return got.ok and got.stdout.strip() == version
+
+        if version:
+            module = for_os(ctx.facts.os).dkms_module_name(self.method, action.flavor, version)
+            planned = plan_module(ctx, module, version, ctx.target_kernel, cache=self.module_cache,
+                                  flavour=action.flavor, timeout=self.timeout)
+            done = apply_around(ctx, planned, install)
+            if done:
+                ctx.notes.append(f"{planned.key.label if planned.key else module}: {done}")
+                return
+        else:
+            ctx.notes.append("the driver version could not be read from NVIDIA's repository before the install: "
+                             "the kmod package's %post builds the module here")
+            super().apply(ctx, [action])
+        self._module_after_install(ctx, action)
+
     def _module_after_install(self, ctx: StepContext, action: CachedInstall) -> None:
         """The packages went in with DKMS's autoinstall off: the module for the target kernel from the cache (or
         built here and published), its version read from the installed driver package."""
-        read = ctx.run(f"dpkg-query -W -f='${{Version}}' {q(action.version_from)}", label="driver version")
-        version = upstream_version(read.stdout.strip()) if read.ok else ""
+        manager = manager_for(ctx.facts.os.package_manager)
+        read = ctx.run(manager.version_of(action.version_from), label="driver version")
+        version = read.stdout.strip() if read.ok else ""
         if not version:
             raise StepFailed(f"the driver packages were installed, but {action.version_from}'s version cannot be read",
                              fix="run again: the next run builds the module with DKMS (dkms autoinstall)")
@@ -497,16 +530,27 @@ class CachedInstall(Action):
 
     version_from: str = ""
     flavor: str = ""
+    version_probe: str | None = None  # RPM: shell printing the version the install brings; the tree goes in first
 
 
 NO_AUTOINSTALL = "/etc/dkms/no-autoinstall"
 
 
-def cached_install(install: Action, use: bool, version_from: str, flavor: str) -> Action:
+def cached_install(install: Action, use: bool, version_from: str, flavor: str, version_probe: str | None = None
+                   ) -> Action:
     """`install` unchanged without the cache; else the same install with DKMS's autoinstall paused around it (a
-    no-autoinstall file of the user's own stays)."""
+    no-autoinstall file of the user's own stays), or, where the packages' own scriptlet builds at once
+    (`version_probe` not None: NVIDIA's kmod RPM, whose %post no setting pauses), the install as it is, with the
+    cached build put in place before it."""
     if not use or install.command is None:
         return install
+    if version_probe is not None:
+        return CachedInstall(install.summary + " (the kernel module from the module cache, put in place first)",
+                             install.reason + "; the module is built once per group of hosts (module_cache): the "
+                             "kmod package's %post runs dkms build/install at once, and dkms skips a module already "
+                             "built, so a cached build of the version the repository installs goes in first",
+                             install.command, timeout=install.timeout, fix=install.fix, version_from=version_from,
+                             flavor=flavor, version_probe=version_probe)
     command = (f"mine=; [ -e {NO_AUTOINSTALL} ] || {{ mkdir -p /etc/dkms && : > {NO_AUTOINSTALL} && mine=1; }}; "
                f"trap '[ -z \"$mine\" ] || rm -f {NO_AUTOINSTALL}' EXIT; {install.command}")
     return CachedInstall(install.summary + " (the kernel module from the module cache)",
