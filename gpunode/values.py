@@ -45,6 +45,24 @@ def kind_of(value: Any, json: bool = False) -> str:
     return "date" if type(value).__name__ in ("date", "datetime") else "value of another kind"
 
 
+def cache_folder(value: Any) -> str | None:
+    """A cache setting (`module_cache`, `package_cache`) as a folder: None when it is off (false, "off", "no", "0",
+    "none", null), "" for the default folder (true, "yes", "on", "1", or empty), else the folder named. The words are
+    read as booleans because an INI inventory (`package_cache=true`) or a quoted YAML value gives them as strings,
+    which must not become a folder called `true` in the current directory."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        return ""
+    if text.lower() == "none":
+        return None
+    word = as_bool(value)
+    if word is not None:
+        return "" if word else None
+    return text
+
+
 def misspelt_bool(text: str) -> bool:
     """`flase`, `ture`, `Fasle`: not a boolean word but close to true/false (a typo that would count as true)."""
     import difflib

@@ -5,6 +5,8 @@ first; `module_cache: off` plans exactly as before."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpunode.modcache.key import CacheKey
 from gpunode.modcache.store import Store
 from gpunode.steps.base import build_step
@@ -80,3 +82,19 @@ def test_an_unquoted_off_is_off(tmp_path):
     assert not mismatches(case["expect"], run_case(off))
     assert build_step("dkms_module", {"name": "m", "version": "1", "cache": False}).cache is False
     assert cache_store(False) is None and cache_store("off") is None and cache_store(True).root == Store().root
+
+
+def test_cache_words_from_an_ini_inventory_are_switches_not_folders():
+    """An INI inventory gives `package_cache=true` / `module_cache=yes` as strings: they mean the default folder, not
+    a folder called `true` in the current directory; "0"/"none" mean off; anything else is a folder."""
+    from gpunode.pkgshare.store import default_root
+    from gpunode.steps.module_cache import cache_store
+    from gpunode.steps.package_share import share_for
+
+    for word in ("true", "True", "yes", "on", "1", 1, "", "  "):
+        assert cache_store(word).root == Store().root, word
+        assert share_for(word).keywords["store"].root == default_root(), word
+    for word in ("false", "off", "no", "0", 0, "none", None):
+        assert cache_store(word) is None and share_for(word) is None, word
+    assert cache_store("/srv/modules").root == Path("/srv/modules")
+    assert share_for("/srv/pkgs").keywords["store"].root == Path("/srv/pkgs")

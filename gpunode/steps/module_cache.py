@@ -16,8 +16,8 @@ from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Entry, Store
 from gpunode.steps.base import Action, StepContext, StepFailed
+from gpunode.values import cache_folder
 
-OFF = ("off", "no", "false", "none")
 HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
                      5: "the package arrived damaged (sha256)"}
 
@@ -35,9 +35,8 @@ class ModuleAction(Action):
 def cache_store(cache: str | bool) -> Store | None:
     """The store a `module_cache` value names: "" or true the controller's default folder, off/false/no/none (YAML
     reads an unquoted `off` as false) no cache, else that folder."""
-    if isinstance(cache, bool):
-        return Store() if cache else None
-    return None if cache.strip().lower() in OFF else Store(cache or None)
+    folder = cache_folder(cache)
+    return None if folder is None else Store(folder or None)
 
 
 def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cache: str | bool = "", flavour: str = "",

@@ -11,6 +11,7 @@ downloads the file itself: the share never fails a step. apt hosts only; on dnf/
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import tarfile
 from collections.abc import Callable, Iterator, Sequence
@@ -22,18 +23,19 @@ from gpunode.pkgshare.remote import BEGIN, download_command, plan_command, read_
 from gpunode.pkgshare.store import PackageStore
 from gpunode.steps.base import Action, StepContext
 from gpunode.steps.pkgmgr import APT_ENV, AptManager
+from gpunode.values import cache_folder
 
-OFF = ("off", "no", "false", "none")
 BATCH_BYTES = 64 << 20  # at most this much package data in one transfer (memory on the controller, per host)
 
 
 def share_for(value: object) -> Callable[[StepContext, Action], str] | None:
     """The share a `package_cache` value names: off/false/none/unset no share, true or "" the controller's default
     folder ($XDG_CACHE_HOME/gpunode/packages), else that folder on the controller."""
-    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in OFF):
+    folder = cache_folder(value)
+    if folder is None:
         return None
-    store = PackageStore(None if value is True or not str(value).strip() else str(value))
-    return lambda ctx, action: prefetch(ctx, action, store)
+    store = PackageStore(folder or None)
+    return functools.partial(prefetch, store=store)
 
 
 def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
