@@ -23,6 +23,16 @@ class PackageStore:
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root).expanduser() if root else default_root()
 
+    def problem(self) -> str:
+        """Why the folder cannot hold files (created when missing); "" when it can."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"the folder {self.root} cannot be created ({exc.strerror or exc})"
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            return f"the folder {self.root} is not writable by this user"
+        return ""
+
     def path(self, sha256: str, filename: str) -> Path:
         return self.root / sha256[:2] / sha256 / filename
 

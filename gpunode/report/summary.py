@@ -58,7 +58,8 @@ def _table(result: RunResult) -> Table:
     return table
 
 
-NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on")
+NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on",
+                 "package share off for this host")  # a problem of the run's own making, with its fix
 
 
 def _print_problems(console: Console, host: HostOutcome) -> None:

@@ -44,6 +44,11 @@ def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
     command = action.command or ""
     if ctx.facts.os.package_manager != "apt":
         return command
+    problem = store.problem()
+    if problem:
+        ctx.notes.append(f"package share off for this host: {problem}; apt downloads every file itself (fix: set "
+                         "package_cache to a folder on the controller that this user can write, or to off)")
+        return command
     update = f"{APT_ENV} {AptManager.update()}" if f"{AptManager.update()} && " in command else ""
     plan = ctx.run(plan_command(update, AptManager().print_uris(list(action.installs), action.recommends)),
                    timeout=action.timeout, label="package share: the files this install fetches")
@@ -68,8 +73,8 @@ def _share(ctx: StepContext, files: list[Download], store: PackageStore, timeout
         coord.wait(root, f.sha256, timeout)
     wanted = [f for f in files if f not in fetched]
     sent = _send(ctx, wanted, store)
-    size = sum(f.size for f in sent) >> 20
-    return (f"package share: {len(sent)} of {len(files)} files ({size} MiB) from the controller's folder, "
+    return (f"package share: {len(sent)} of {len(files)} files ({_size(sum(f.size for f in sent))}) from the "
+            "controller's folder, "
             f"{len(fetched)} downloaded here and shared, {len(files) - len(sent) - len(fetched)} left to apt")
 
 
@@ -126,6 +131,11 @@ def _send(ctx: StepContext, files: list[Download], store: PackageStore) -> list[
         else:
             ctx.notes.append(f"package share: the host refused a batch (exit {result.exit_code}): {result.tail(2)}")
     return sent
+
+
+def _size(count: int) -> str:
+    """Bytes as MiB, or KiB below one MiB (a few small packages are not "0 MiB")."""
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count >> 10} KiB"
 
 
 def _batches(files: Sequence[Download]) -> Iterator[list[Download]]:
