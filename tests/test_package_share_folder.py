@@ -3,8 +3,11 @@ note and its fix (not a note per file after the host downloaded and sent everyth
 
 from __future__ import annotations
 
+import pytest
+
 from gpunode.pkgshare.store import PackageStore
 from gpunode.steps.package_share import _size
+from tests.conftest import run_cli
 
 
 def test_a_folder_that_is_a_file_or_under_one_is_a_problem(tmp_path):
@@ -18,3 +21,14 @@ def test_a_folder_that_is_a_file_or_under_one_is_a_problem(tmp_path):
 
 def test_small_sizes_are_not_zero_mib():
     assert _size(917 << 10) == "917 KiB" and _size(47 << 20) == "47 MiB"
+
+
+@pytest.mark.parametrize("extra", ["package_cache=[a,b]", '{"package_cache": {"a": 1}}'])
+def test_a_list_or_mapping_is_refused_before_any_host(tmp_path, extra):
+    """`--var package_cache=[a,b]` would have made a folder named "['a', 'b']"; it is exit 2 with the fix, no host
+    contacted (the inventory's one host is at an address nothing answers)."""
+    book = tmp_path / "p.yml"
+    book.write_text("steps:\n  - packages: {names: [jq]}\n")
+    result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book), "-e", extra)
+    assert result.code == 2, result.output
+    assert "package_cache must be off, true or a folder" in result.output and "fix:" in result.output

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpunode.errors import UsageError
 from gpunode.playbook.template import TemplateError, evaluate, has_template, render, resolve_variables
+from gpunode.values import kind_of
 
 _NAMES = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
 _UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
@@ -79,6 +80,8 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
         for index, spec in enumerate(specs):
             variables = resolve_variables({**book.vars, **spec.vars, **host.vars, **extra_vars,
                                            "inventory_hostname": host.name, "check_mode": False})
+            if index == 0:
+                _check_package_cache(host.name, variables)
             if index < len(book.steps):
                 _check_when(book, index, host.name, variables)
             if not has_template(spec.args):
@@ -106,6 +109,18 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
                 build_step(spec.kind, args)
             except ValueError as exc:
                 raise _refusal(spec, exc, host.name, {**book.vars, **spec.vars}) from None
+
+
+def _check_package_cache(host: str, variables: dict[str, Any]) -> None:
+    """`package_cache` (the package share, read by the runner rather than a step) is off, on or a folder: a list or a
+    mapping would become a folder named after its Python text, so it is refused before any host is contacted."""
+    value = variables.get("package_cache")
+    if value is None or isinstance(value, str | bool | int | float):
+        return
+    raise UsageError(f"package_cache must be off, true or a folder on the controller, got a {kind_of(value)} "
+                     f"({value!r}) for host {host}",
+                     fix="set package_cache to a folder (package_cache=/var/cache/gpunode/packages), true (the "
+                     "default folder) or off, in -e/--var, the inventory or the playbook's vars")
 
 
 def _check_when(book: Any, index: int, host: str, variables: dict[str, Any]) -> None:
