@@ -98,3 +98,16 @@ def test_cache_words_from_an_ini_inventory_are_switches_not_folders():
         assert cache_store(word) is None and share_for(word) is None, word
     assert cache_store("/srv/modules").root == Path("/srv/modules")
     assert share_for("/srv/pkgs").keywords["store"].root == Path("/srv/pkgs")
+
+
+def test_a_failed_build_names_what_dkms_said_is_missing():
+    """dkms 3.0.10's own lines (lab, 2026-11-25): a missing source or missing headers get their own fix, not the
+    headers-and-make.log one (no make.log exists then)."""
+    from gpunode.steps.module_cache import build_fix
+
+    source = "Error! Could not find module source directory.\nDirectory: /usr/src/nosuch-mod-2.0 does not exist."
+    headers = ("Error! Your kernel headers for kernel 6.1.0-99-cloud-amd64 cannot be found at "
+               "/lib/modules/6.1.0-99-cloud-amd64/build or /lib/modules/6.1.0-99-cloud-amd64/source.")
+    assert "source with its dkms.conf in /usr/src/nosuch-mod-2.0 " in build_fix("default", source)
+    assert "install the headers of kernel 6.1.0-99-cloud-amd64 " in build_fix("default", headers)
+    assert build_fix("default", "make: *** [Makefile:5: all] Error 2") == "default"

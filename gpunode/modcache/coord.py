@@ -8,7 +8,7 @@ import threading
 
 _guard = threading.Lock()
 _builders: dict[tuple[str, str], str] = {}
-_failures: dict[tuple[str, str], tuple[str, str]] = {}
+_failures: dict[tuple[str, str], tuple[str, str, str]] = {}
 
 
 def claim(root: str, path: str, host: str) -> str:
@@ -17,12 +17,12 @@ def claim(root: str, path: str, host: str) -> str:
         return _builders.setdefault((root, path), host)
 
 
-def record_failure(root: str, path: str, host: str, error: str) -> None:
+def record_failure(root: str, path: str, host: str, error: str, fix: str = "") -> None:
     with _guard:
-        _failures[(root, path)] = (host, error)
+        _failures[(root, path)] = (host, error, fix)
 
 
-def failure(root: str, path: str) -> tuple[str, str] | None:
-    """(host, error) of this run's failed build of the group, if one failed."""
+def failure(root: str, path: str) -> tuple[str, str, str] | None:
+    """(host, error, fix) of this run's failed build of the group, if one failed."""
     with _guard:
         return _failures.get((root, path))

@@ -7,6 +7,7 @@ gpunode/modcache (key, store, remote commands, coordination) stays below the ste
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -83,7 +84,7 @@ def apply_module(ctx: StepContext, action: ModuleAction) -> str:
     store, key = Store(action.root), action.key
     if (failed := coord.failure(action.root, key.path)) is not None:
         raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
-                         fix=action.fix)
+                         fix=failed[2] or action.fix)
     entry = _entry_or_build(ctx, action, store, key)
     if entry is None:
         return "built+published"
@@ -117,7 +118,7 @@ def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], b
     store, key = Store(action.root), action.key
     if (failed := coord.failure(action.root, key.path)) is not None:
         raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
-                         fix=action.fix)
+                         fix=failed[2] or action.fix)
     take_away = (f"[ -L /var/lib/dkms/{key.module}/{key.version}/source ] || "
                  f"rm -rf /var/lib/dkms/{key.module}/{key.version}")
     with _locked(store, key, action, ctx):
@@ -139,7 +140,7 @@ def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], b
         try:
             _build_and_publish(ctx, action, store, key)
         except StepFailed as exc:
-            coord.record_failure(action.root, key.path, ctx.host.name, str(exc).splitlines()[0])
+            coord.record_failure(action.root, key.path, ctx.host.name, str(exc).splitlines()[0], exc.fix)
             raise
         return "built+published"
 
@@ -175,14 +176,14 @@ def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: C
             return entry
         if (failed := coord.failure(action.root, key.path)) is not None:  # the builder we waited for failed
             raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
-                             fix=action.fix)
+                             fix=failed[2] or action.fix)
         if problem:
             ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
             store.remove(key)
         try:
             _build_and_publish(ctx, action, store, key)
         except StepFailed as exc:
-            coord.record_failure(action.root, key.path, ctx.host.name, str(exc).splitlines()[0])
+            coord.record_failure(action.root, key.path, ctx.host.name, str(exc).splitlines()[0], exc.fix)
             raise
         return None
 
@@ -206,11 +207,28 @@ def _locked(store: Store, key: CacheKey, action: ModuleAction, ctx: StepContext)
         lock.__exit__(None, None, None)
 
 
+_NO_SOURCE = re.compile(r"Directory: (/\S+?)\.? does not exist")
+_NO_HEADERS = re.compile(r"kernel headers for kernel (\S+) cannot be found")
+
+
+def build_fix(default: str, output: str) -> str:
+    """The fix for a failed DKMS build, from dkms's own message where it says what is missing (the module's source,
+    the kernel's headers); else `default` (headers and make.log)."""
+    if source := _NO_SOURCE.search(output):
+        return (f"put the module's source with its dkms.conf in {source.group(1)} (a step before this one: file, "
+                "command, or a package that ships it), or correct the step's name and version")
+    if headers := _NO_HEADERS.search(output):
+        return (f"install the headers of kernel {headers.group(1)} (linux-headers-{headers.group(1)} on Debian/Ubuntu, "
+                "kernel-devel on EL; the kernel_headers step), or name the kernel the headers are for in `kernel`")
+    return default
+
+
 def _build(ctx: StepContext, action: ModuleAction) -> None:
     assert action.command is not None
     result = ctx.run(action.command, timeout=action.timeout, label=action.summary)
     if not result.ok:
-        raise StepFailed(f"{action.summary} failed (exit {result.exit_code}):\n{result.tail()}", fix=action.fix)
+        raise StepFailed(f"{action.summary} failed (exit {result.exit_code}):\n{result.tail()}",
+                         fix=build_fix(action.fix, result.tail()))
 
 
 def _build_and_publish(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> None:
@@ -218,7 +236,7 @@ def _build_and_publish(ctx: StepContext, action: ModuleAction, store: Store, key
     result = ctx.run(build_command(key), timeout=action.timeout, label=f"build {key.label} with DKMS")
     if not result.ok:
         raise StepFailed(f"the DKMS build of {key.label} failed (exit {result.exit_code}):\n{result.tail()}",
-                         fix=action.fix)
+                         fix=build_fix(action.fix, result.tail()))
     sensitive, ctx.conn.sensitive = ctx.conn.sensitive, True  # the package's base64 stays out of the host log
     try:
         packed = ctx.run(pack_command(key, action.form), timeout=600, label=f"pack {key.label} for the module cache")
