@@ -32,3 +32,21 @@ def test_a_list_or_mapping_is_refused_before_any_host(tmp_path, extra):
     result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book), "-e", extra)
     assert result.code == 2, result.output
     assert "package_cache must be off, true or a folder" in result.output and "fix:" in result.output
+
+
+def test_a_damaged_file_in_the_folder_is_removed_and_said(tmp_path):
+    """A file changed in the folder (same size) is not sent, is removed, and the host's notes name it."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from gpunode.parsers.apt_downloads import Download
+    from gpunode.steps.package_share import _send
+
+    store = PackageStore(tmp_path)
+    data = b"genuine package"
+    digest = hashlib.sha256(data).hexdigest()
+    path = store.put(digest, "jq_1.deb", data)
+    path.write_bytes(bytes(len(data)))
+    ctx = SimpleNamespace(notes=[], run=None)
+    assert _send(ctx, [Download("", "jq_1.deb", len(data), digest, "")], store) == []
+    assert not path.exists() and "jq_1.deb" in ctx.notes[0] and "removed from" in ctx.notes[0]

@@ -120,7 +120,16 @@ def _read_back(ctx: StepContext, batch: Sequence[Download], store: PackageStore)
 
 def _send(ctx: StepContext, files: list[Download], store: PackageStore) -> list[Download]:
     """The files the controller's folder holds, sent to the host's archive cache in batches; those that went in."""
-    ready = [f for f in files if store.verified(f.sha256, f.filename, f.size) is not None]
+    ready, damaged = [], []
+    for f in files:
+        present = store.lookup(f.sha256, f.filename, f.size) is not None
+        if store.verified(f.sha256, f.filename, f.size) is not None:
+            ready.append(f)
+        elif present:
+            damaged.append(f.filename)
+    if damaged:
+        ctx.notes.append(f"package share: removed from {store.root} (their sha256 is not the index's; apt fetches "
+                         f"them): {', '.join(damaged)}")
     sent: list[Download] = []
     for batch in _batches(ready):
         data = _tar((f.filename, store.path(f.sha256, f.filename)) for f in batch)
