@@ -50,3 +50,24 @@ def test_a_damaged_file_in_the_folder_is_removed_and_said(tmp_path):
     ctx = SimpleNamespace(notes=[], run=None)
     assert _send(ctx, [Download("", "jq_1.deb", len(data), digest, "")], store) == []
     assert not path.exists() and "jq_1.deb" in ctx.notes[0] and "removed from" in ctx.notes[0]
+
+
+def test_the_lists_are_refreshed_once_not_twice(tmp_path):
+    """The plan command refreshes the lists; an install whose refresh comes first does not refresh them again (one
+    more InRelease round per host); a refresh after another command (a repository added) stays."""
+    from types import SimpleNamespace
+
+    from gpunode.steps.base import Action
+    from gpunode.steps.package_share import prefetch
+    from gpunode.steps.pkgmgr import APT_ENV, AptManager
+
+    ran: list[str] = []
+    ctx = SimpleNamespace(facts=SimpleNamespace(os=SimpleNamespace(package_manager="apt")), notes=[],
+                          run=lambda cmd, **_: ran.append(cmd) or SimpleNamespace(ok=True, stdout="", exit_code=0))
+    update = AptManager.update()
+    install = f"{APT_ENV} {update} && apt-get install -- jq"
+    action = Action("install packages: jq", "", install, installs=("jq",))
+    assert prefetch(ctx, action, PackageStore(tmp_path)) == f"{APT_ENV} apt-get install -- jq"
+    assert update in ran[0]
+    later = f"{APT_ENV} echo repo > /etc/apt/sources.list.d/x.list && {update} && apt-get install -- jq"
+    assert prefetch(ctx, Action("x", "", later, installs=("jq",)), PackageStore(tmp_path)) == later

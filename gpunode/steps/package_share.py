@@ -39,8 +39,9 @@ def share_for(value: object) -> Callable[[StepContext, Action], str] | None:
 
 
 def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
-    """Put the install's files in the host's archive cache where the run has them; the command to run then (the
-    action's own, unchanged: its list refresh stays, since a command may add a repository before it)."""
+    """Put the install's files in the host's archive cache where the run has them; the command to run then: the
+    action's own, less its list refresh when that comes first (the plan command has just done it); a refresh after
+    other commands (one that adds a repository) stays."""
     command = action.command or ""
     if ctx.facts.os.package_manager != "apt":
         return command
@@ -58,6 +59,9 @@ def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
     files = [f for f in parse_apt_downloads(plan.stdout) if f.shareable]
     if files:
         ctx.notes.append(_share(ctx, files, store, action.timeout or 3600))
+    leading = f"{APT_ENV} {AptManager.update()} && "
+    if update and command.startswith(leading):  # the lists were just refreshed, and nothing comes before the refresh
+        return f"{APT_ENV} {command.removeprefix(leading)}"
     return command
 
 
