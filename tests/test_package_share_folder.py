@@ -71,3 +71,11 @@ def test_the_lists_are_refreshed_once_not_twice(tmp_path):
     assert update in ran[0]
     later = f"{APT_ENV} echo repo > /etc/apt/sources.list.d/x.list && {update} && apt-get install -- jq"
     assert prefetch(ctx, Action("x", "", later, installs=("jq",)), PackageStore(tmp_path)) == later
+
+
+def test_a_template_that_reads_an_undefined_variable_is_refused(tmp_path):
+    book = tmp_path / "p.yml"
+    book.write_text('vars:\n  package_cache: "{{ nope_undefined }}"\nsteps:\n  - packages: {names: [jq]}\n')
+    result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book))
+    assert result.code == 2, result.output
+    assert "'nope_undefined' is undefined" in result.output and "fix: give that variable a value" in result.output

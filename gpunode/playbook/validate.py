@@ -117,6 +117,11 @@ def _check_package_cache(host: str, variables: dict[str, Any]) -> None:
     value = variables.get("package_cache")
     if value is None or isinstance(value, str | bool | int | float):
         return
+    hint = getattr(value, "_undefined_hint", None)  # a template that reads a variable set nowhere
+    if hint:
+        raise UsageError(f"{hint} (for host {host})",
+                         fix="give that variable a value (-e, the inventory or the playbook's vars), or set "
+                         "package_cache to a folder, true or off")
     raise UsageError(f"package_cache must be off, true or a folder on the controller, got a {kind_of(value)} "
                      f"({value!r}) for host {host}",
                      fix="set package_cache to a folder (package_cache=/var/cache/gpunode/packages), true (the "
