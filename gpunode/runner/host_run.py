@@ -343,6 +343,8 @@ class HostRun:
             if spec.sensitive:  # its output could hold what the step keeps secret
                 exc.cause = exc.cause.splitlines()[0] + " (output hidden: sensitive step)"
             outcome.message = str(exc.cause)
+            if not spec.sensitive:  # what the step noted before it failed (the package share's account, a refused
+                self.outcome.notes += ctx.notes  # cache entry): the cause may lie there
         return self._settle(item, outcome, ctx.results, error, started, facts)
 
     def _plan_and_apply(self, step: Step, ctx: StepContext, outcome: StepOutcome, facts: Facts) -> Facts:
