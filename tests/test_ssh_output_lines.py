@@ -1,10 +1,13 @@
 """An SSH command's output, as the channel hands it over in chunks: the whole output comes back, and on_output (the
 host log, -v) gets whole lines, however the chunks cut them. A one-line package of tens of MB (the module cache's
-base64) is split once, not once per chunk (that was quadratic: 25 to 45 s of controller CPU per package)."""
+base64) is split once, not once per chunk (that was quadratic: 25 to 45 s of controller CPU per package). Its input
+goes out a packet at a time, each packet's bytes copied once (paramiko's sendall copies all that is left)."""
 
 from __future__ import annotations
 
-from gpunode.connection.ssh import _collect, _Lines
+import pytest
+
+from gpunode.connection.ssh import _collect, _Lines, send_all
 
 
 class Channel:
@@ -73,3 +76,32 @@ def test_lines_keep_only_a_list_of_pieces_while_no_newline_comes():
     lines.feed(b"\nend")
     lines.close()
     assert got == ["x" * 100_000, "end"]
+
+
+class Window:
+    """What send_all uses of a channel: send() takes at most a packet's 32 KiB, or nothing once closed."""
+
+    def __init__(self, closes_after: int | None = None) -> None:
+        self.got: list[bytes] = []
+        self.closes_after = closes_after
+
+    def send(self, data: bytes) -> int:
+        if self.closes_after is not None and sum(map(len, self.got)) >= self.closes_after:
+            return 0
+        self.got.append(bytes(data[:32768]))
+        return len(self.got[-1])
+
+
+def test_input_goes_out_whole_in_order_a_packet_at_a_time():
+    data = bytes(range(256)) * 4000 + b"end"  # 1 MB: 32 packets and a bit
+    channel = Window()
+    send_all(channel, data)
+    assert b"".join(channel.got) == data
+    assert max(map(len, channel.got)) == 32768 and len(channel.got) == len(data) // 32768 + 1
+    send_all(channel, b"")  # nothing to send: no packet
+    assert b"".join(channel.got) == data
+
+
+def test_a_channel_that_closes_mid_input_is_an_error_not_a_spin():
+    with pytest.raises(EOFError, match="closed before its input was sent"):
+        send_all(Window(closes_after=65536), b"x" * 200_000)
