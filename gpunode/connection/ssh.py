@@ -180,7 +180,7 @@ class SshConnection(Connection):
             self._active.add(channel)
         try:
             channel.exec_command(command)
-            out, err = self._handshake(channel, password) if password else (b"", b"")
+            out, err = self._handshake(channel, password) if password else (bytearray(), bytearray())
             if stdin:
                 send_all(channel, stdin)
             # The input stays open until the command ends: its end tells the remote guard the channel closed.
