@@ -4,7 +4,8 @@ CPU time is user + system seconds from wait4()'s rusage: the tool and every desc
 getrusage(RUSAGE_CHILDREN)); a daemonized descendant nobody waits for (ssh's ControlPersist master) is not in it.
 
 Peak memory two ways: the largest single process of the run (max RSS of the tool and its waited-for children),
-and the largest sum of RSS over the whole process tree, sampled every 20 ms from /proc (a tool that forks workers
+and the largest sum of RSS over the whole process tree, sampled from /proc every 20 ms (less often when a scan is
+slow or the run long: SAMPLE_*; a tool that forks workers
 uses their sum, which the max misses). The max comes from GNU time (/usr/bin/time, the `time` package) that starts
 the tool: Linux carries a parent's RSS high-water mark into a child it forks, through the exec, so the tool's own
 ru_maxrss, were it started by the bench (about 50 MiB of Python), would be at least the bench's RSS; started by
@@ -25,6 +26,10 @@ from pathlib import Path
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 GNU_TIME = Path("/usr/bin/time")
 SAMPLE_SECONDS = 0.02
+# A sample reads /proc/<pid>/stat of every process on the machine (about 7 ms of CPU for 250 processes; each lab
+# host adds about 10), on the cores the tools and hosts share: the sampler waits at least 4 times its last scan (at
+# most a fifth of a core, whatever N), and past the first seconds of a run 0.25 s.
+SAMPLE_FAST_FOR, SAMPLE_SLOW_SECONDS, SAMPLE_IDLE_FACTOR = 5.0, 0.25, 4
 
 
 @dataclass
@@ -92,9 +97,13 @@ class _TreeSampler(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self) -> None:
+        started = time.monotonic()
         while not self._stop_event.is_set():
+            before = time.monotonic()
             self.peak_kib = max(self.peak_kib, tree_rss_kib(self.pid, self.skip_root))
-            self._stop_event.wait(SAMPLE_SECONDS)
+            scan = time.monotonic() - before
+            base = SAMPLE_SLOW_SECONDS if before - started > SAMPLE_FAST_FOR else SAMPLE_SECONDS
+            self._stop_event.wait(max(base, SAMPLE_IDLE_FACTOR * scan))
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -109,13 +118,12 @@ def tree_rss_kib(root: int, skip_root: bool = False) -> int:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            statm = Path(f"/proc/{entry}/statm").read_text().split()
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = int(statm[1]) * PAGE_KIB
+        # after the command's name: state, ppid (field 4 of proc(5)), ..., rss in pages (field 24), as statm's
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        rss[int(entry)] = int(fields[21]) * PAGE_KIB
     total, todo = 0, [root]
     if skip_root:
         total -= rss.get(root, 0)

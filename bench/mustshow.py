@@ -36,6 +36,7 @@ def evaluate(summary: list[dict], far_case: str) -> list[dict]:
                       lambda case: case.startswith("converged")),
         _cpu_per_host(summary),
         _first_apply(summary),
+        _floor_at_scale(summary),
         floor_check(summary),
     ]
     return [asdict(c) for c in checks]
@@ -77,15 +78,33 @@ def _one_per_host(item: str, summary: list[dict], tool: str, case_wanted) -> Che
     return Check(item, PASS if ok else FAIL, "; ".join(parts))
 
 
+def _largest(summary: list[dict], tool: str, case: str) -> int | None:
+    """The largest host count past 8 with a `tool` row in `case` (the scaling checks compare it with N=8)."""
+    return max((r["hosts"] for r in summary if r["tool"] == tool and r["case"] == case and r["hosts"] > 8),
+               default=None)
+
+
 def _cpu_per_host(summary: list[dict]) -> Check:
-    item = "(e) gpunode controller CPU per host: N=32 converged no higher than N=8"
-    at8, at32 = _row(summary, 8, "converged", "gpunode"), _row(summary, 32, "converged", "gpunode")
-    if at8 is None or at32 is None or "cpu_s_per_host" not in at8 or "cpu_s_per_host" not in at32:
-        return Check(item, NOT_RUN, "needs gpunode converged rows with CPU at N=8 and N=32")
-    detail = f"N=32 {at32['cpu_s_per_host'] * 1000:.1f} ms/host vs N=8 {at8['cpu_s_per_host'] * 1000:.1f} ms/host"
-    if "cpu_s" in at8 and "cpu_s" in at32:  # per host includes the start-up, spread over N: show the increment too
-        detail += f" (each host past 8: {(at32['cpu_s'] - at8['cpu_s']) / (32 - 8) * 1000:.1f} ms)"
-    return Check(item, PASS if at32["cpu_s_per_host"] <= at8["cpu_s_per_host"] else FAIL, detail)
+    top = _largest(summary, "gpunode", "converged")
+    item = f"(e) gpunode controller CPU per host: N={top or 'largest'} converged no higher than N=8"
+    at8, attop = _row(summary, 8, "converged", "gpunode"), top and _row(summary, top, "converged", "gpunode")
+    if not at8 or not attop or "cpu_s_per_host" not in at8 or "cpu_s_per_host" not in attop:
+        return Check(item, NOT_RUN, "needs gpunode converged rows with CPU at N=8 and a larger N")
+    detail = (f"N={top} {attop['cpu_s_per_host'] * 1000:.1f} ms/host vs N=8 {at8['cpu_s_per_host'] * 1000:.1f} "
+              "ms/host")
+    if "cpu_s" in at8 and "cpu_s" in attop:  # per host includes the start-up, spread over N: show the increment too
+        detail += f" (each host past 8: {(attop['cpu_s'] - at8['cpu_s']) / (top - 8) * 1000:.1f} ms)"
+    return Check(item, PASS if attop["cpu_s_per_host"] <= at8["cpu_s_per_host"] else FAIL, detail)
+
+
+def _floor_at_scale(summary: list[dict]) -> Check:
+    """Issue 30: the N=8 limit over the floor (a) must also hold at the largest N run."""
+    top = _largest(summary, "gpunode", "converged")
+    item = f"(g) N={top or 'largest'} converged: gpunode at most 1.5x the floor"
+    if top is None:
+        return Check(item, NOT_RUN, "no gpunode converged row past N=8")
+    return _ratio(item, summary, top, "converged", "gpunode", "floor", lambda ratio: ratio <= FLOOR_LIMIT,
+                  f"limit {FLOOR_LIMIT:g}x")
 
 
 def _first_apply(summary: list[dict]) -> Check:

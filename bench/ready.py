@@ -7,7 +7,9 @@ installed, module source in /usr/src" to "module installed for the kernel", cach
 `gpu-node` playbook's kernel and driver steps with `module_cache` on (`kernel_policy=upgrade`, `reboot=defer`;
 about 5 minutes per build on 2 cores: the cold case at N hosts costs one build, the warm one none). Each case gets
 fresh hosts; builds are counted on the hosts (hello: its PRE_BUILD counter; nvidia: make.log files under
-/var/lib/dkms), wall time and controller CPU come from bench/measure.py. Results: ready.json and ready.md."""
+/var/lib/dkms that no package installed), and the hosts where `dkms status` says installed for the target kernel and
+the module's vermagic is that kernel's; wall time and controller CPU come from bench/measure.py. Results: ready.json
+and ready.md."""
 
 from __future__ import annotations
 
@@ -35,7 +37,27 @@ SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=nonin
          ">/tmp/setup.log 2>&1 || {{ tail -20 /tmp/setup.log; exit 1; }}; "
          "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")
 COUNT = {"hello": "cat /var/log/gpunode-hello-builds 2>/dev/null | wc -l",
-         "nvidia": "ls /var/lib/dkms/nvidia-current/*/build/make.log 2>/dev/null | wc -l"}
+         "nvidia": "n=0; for f in /var/lib/dkms/nvidia-current/*/*/*/log/make.log; do [ -e \"$f\" ] && "
+                   "! dpkg -S \"$f\" >/dev/null 2>&1 && n=$((n+1)); done; echo $n"}
+# nvidia: dkms 3 removes build/ after a good build and keeps the log as <version>/<kernel>/<arch>/log/make.log; a
+# module cache install unpacks that log too, from its package (dpkg -S owns it): a build is a make.log no package owns.
+MODULE = {"hello": "gpunode-hello", "nvidia": "nvidia-current"}  # the DKMS module and its main .ko's name
+# Is the module ready on the host: the target kernel (newest cloud headers, as SETUP and kernel_policy=upgrade
+# give), its `dkms status` lines saying installed, and the vermagic of the module depmod finds for that kernel.
+READY = """k=$(ls -d /usr/src/linux-headers-*-cloud-amd64 2>/dev/null | sed 's,.*/linux-headers-,,' | sort -V | tail -1)
+echo "KERNEL=$k"
+echo "DKMS=$(dkms status -m {m} -k "$k" 2>/dev/null | grep -c ': installed')"
+echo "VERMAGIC=$(modinfo -k "$k" -F vermagic {m} 2>/dev/null | head -1)"
+"""
+
+
+def readiness(stdout: str) -> dict:
+    """What READY printed: kernel, installed (dkms status says so for that kernel), vermagic_ok (the module's
+    vermagic starts with the kernel release)."""
+    fields = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+    kernel, vermagic = fields.get("KERNEL", ""), fields.get("VERMAGIC", "")
+    return {"kernel": kernel, "installed": bool(kernel) and fields.get("DKMS", "0").strip() not in ("", "0"),
+            "vermagic_ok": bool(kernel) and vermagic.split(" ", 1)[0] == kernel}
 
 
 def prepare_hello(host, headers: str = "linux-headers-cloud-amd64") -> str:  # noqa: ANN001
@@ -74,8 +96,12 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
                                  playbook, "--var", f"module_cache={cache}", "-f", str(count), *args],
                                 cwd=REPO, timeout=3600, log=work / f"run-{index}.log")
         builds = sum(int(h.run_inside(COUNT[module]).stdout.strip() or 0) for h in hosts)
+        ready = [readiness(h.run_inside(READY.format(m=MODULE[module])).stdout) for h in hosts]
     return {"hosts": count, "exit_code": measured.exit_code, "seconds": round(measured.seconds, 2),
-            "cpu_seconds": round(measured.cpu_seconds, 2), "builds": builds}
+            "cpu_seconds": round(measured.cpu_seconds, 2),
+            "cpu_seconds_per_host": round(measured.cpu_seconds / count, 2),
+            "builds": builds, "dkms_installed": sum(r["installed"] for r in ready),
+            "vermagic_ok": sum(r["vermagic_ok"] for r in ready), "kernels": sorted({r["kernel"] for r in ready})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     lab.down()  # leftovers of an interrupted run
     rows, index = [], 40
     work = Path(tempfile.mkdtemp(prefix="gpunode-ready-"))
+    print(f"work dir (run-<index>.log per case): {work}", flush=True)
     try:
         for count in (int(n) for n in args.hosts.split(",")):
             cache = work / f"cache-{count}"
@@ -107,8 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (out / "ready.json").write_text(json.dumps({"measured": stamp, "rows": rows}, indent=2) + "\n")
     lines = [f"# time to ready with the module cache ({args.module}, {stamp})", "",
-             "| hosts | cache | wall s | controller CPU s | DKMS builds | exit |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['hosts']} | {r['case']} | {r['seconds']} | {r['cpu_seconds']} | {r['builds']} | {r['exit_code']} |"
+             "| hosts | cache | wall s | controller CPU s | CPU s per host | DKMS builds | dkms installed | "
+             "vermagic = kernel | exit |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['hosts']} | {r['case']} | {r['seconds']} | {r['cpu_seconds']} | {r['cpu_seconds_per_host']} | "
+              f"{r['builds']} | {r['dkms_installed']}/{r['hosts']} | {r['vermagic_ok']}/{r['hosts']} | "
+              f"{r['exit_code']} |"
               for r in rows]
     (out / "ready.md").write_text("\n".join(lines) + "\n")
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import ipaddress
 import os
 import platform
 import subprocess
@@ -36,11 +37,6 @@ DEFAULT_TAG, DEFAULT_SUBNET = "bench7", "10.231.71.0/24"
 TOOL_NAMES = ("floor", "gpunode", "ansible", "pyinfra")
 DEFAULT_TOOLS = ",".join(TOOL_NAMES)
 DEFAULT_TOOLS_AT = "32=floor,gpunode,pyinfra"  # ansible at 32 hosts: about 10 of the bench's 30 minutes (README)
-# Host indices: each host set gets its own block (addresses subnet+10+index: .11 to .203 on a /24); the floor has
-# a block only when it runs without gpunode (otherwise it runs on gpunode's hosts), the facts host the last one.
-INDEX_BLOCK = 48
-BLOCKS = {"gpunode": 0, "ansible": 1, "pyinfra": 2, "floor": 3, "facts": 4}
-MAX_HOSTS = INDEX_BLOCK - 1
 NOTES = [
     "Every tool runs cold: a new process, new SSH connections (Ansible gets its own ControlPath folder per run "
     "and its master connections are closed after it), hosts in parallel with forks/--parallel = number of hosts.",
@@ -93,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         print("bench: --repeat must be at least 1", file=sys.stderr)
         return 2
+    try:
+        first_index = index_layout(plan, args.subnet)
+    except ValueError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
     for count in counts:
         print(f"N={count}: {', '.join(plan[count])}", flush=True)
     bin_dir = ensure_peers()
@@ -113,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             for host_tool, riders in host_sets(plan[count]):
                 started = time.monotonic()
                 tool, with_tools = _make(host_tool, bin_dir), [_make(name, bin_dir) for name in riders]
-                result["runs"] += _bench_tool(lab, tool, with_tools, count, args, bin_dir, work)
+                result["runs"] += _bench_tool(lab, tool, with_tools, count, first_index[host_tool], args, bin_dir,
+                                              work)
                 label = f"N={count} {'+'.join([host_tool, *riders])}"
                 result["durations_s"][label] = round(time.monotonic() - started, 1)
                 print(f"  ({label}: {result['durations_s'][label]:.0f} s)", flush=True)
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_micro:
             started = time.monotonic()
             result["parse"] = micro.parse_times()
-            result["facts"] = _facts(lab, bin_dir, work)
+            result["facts"] = _facts(lab, first_index["facts"], bin_dir, work)
             result["durations_s"]["micro"] = round(time.monotonic() - started, 1)
     finally:
         lab.down()
@@ -151,8 +153,8 @@ def plan_tools(hosts: str, tools: str, tools_at: str) -> tuple[list[int], dict[i
         counts = [int(n) for n in hosts.split(",") if n.strip()]
     except ValueError:
         raise ValueError(f"--hosts {hosts!r}: give host counts like 1,8,32") from None
-    if not counts or min(counts) < 1 or max(counts) > MAX_HOSTS:
-        raise ValueError(f"--hosts {hosts!r}: host counts from 1 to {MAX_HOSTS}")
+    if not counts or min(counts) < 1:
+        raise ValueError(f"--hosts {hosts!r}: host counts of 1 or more")
     default = _tool_list(tools)
     plan = {count: default for count in counts}
     for part in (p.strip() for p in tools_at.split(";") if p.strip()):
@@ -172,18 +174,36 @@ def host_sets(names: list[str]) -> list[tuple[str, list[str]]]:
             if not (rides and name == "floor")]
 
 
+def index_layout(plan: dict[int, list[str]], subnet: str) -> dict[str, int]:
+    """The first host index of each host set. Every tool that gets hosts of its own at some N (the floor only when
+    it runs without gpunode) has a block as large as the largest N, in TOOL_NAMES order, then the facts host; host
+    sets never share an index (names and addresses stay one host's). Addresses are subnet + 10 + index, below the
+    broadcast address: a layout that does not fit raises ValueError naming the fix."""
+    size = max(plan) + 1
+    owners = [name for name in TOOL_NAMES if any(name == own for tools in plan.values() for own, _ in host_sets(tools))]
+    first = {name: block * size + 1 for block, name in enumerate([*owners, "facts"])}
+    network = ipaddress.ip_network(subnet, strict=False)
+    room = network.num_addresses - 12  # .0, the gateway and .2 to .9 are not hosts' (LabNetwork.address), nor the top
+    if first["facts"] > room:
+        last = network.network_address + 10 + first["facts"]
+        raise ValueError(f"{len(owners)} host sets of up to {max(plan)} hosts ({', '.join(owners)}) and the facts "
+                         f"host reach {last}, past {network}: give a larger --subnet (e.g. a /23) or fewer tools "
+                         "at the largest N (--tools-at)")
+    return first
+
+
 def _make(name: str, bin_dir: Path) -> Tool:
     makers = {"floor": Floor, "gpunode": Gpunode, "ansible": lambda: Ansible(bin_dir),
               "pyinfra": lambda: Pyinfra(bin_dir)}
     return makers[name]()
 
 
-def _bench_tool(lab: Lab, tool: Tool, riders: list[Tool], count: int, args: argparse.Namespace, bin_dir: Path,
-                work: Path) -> list[dict]:
+def _bench_tool(lab: Lab, tool: Tool, riders: list[Tool], count: int, first_index: int, args: argparse.Namespace,
+                bin_dir: Path, work: Path) -> list[dict]:
     """One host set: `tool`'s first apply, converged and far runs; each rider (the floor) runs on the same hosts,
     its first run before the tool's first apply, its other runs right after each of the tool's."""
     runs = []
-    with bench_hosts.fresh_hosts(lab, BLOCKS[tool.name] * INDEX_BLOCK + 1, count) as hosts:
+    with bench_hosts.fresh_hosts(lab, first_index, count) as hosts:
         folder = work / f"{tool.name}-{count}"
         folder.mkdir(parents=True, exist_ok=True)
         targets = bench_hosts.bench_hosts(hosts)
@@ -247,8 +267,8 @@ def _measure(tool: Tool, folder: Path, hosts: list, count: int, case: str, run_i
     return row
 
 
-def _facts(lab: Lab, bin_dir: Path, work: Path) -> dict:
-    with bench_hosts.fresh_hosts(lab, BLOCKS["facts"] * INDEX_BLOCK + 1, 1) as hosts:
+def _facts(lab: Lab, first_index: int, bin_dir: Path, work: Path) -> dict:
+    with bench_hosts.fresh_hosts(lab, first_index, 1) as hosts:
         folder = work / "facts"
         folder.mkdir(parents=True, exist_ok=True)
         target = bench_hosts.bench_hosts(hosts)[0]

@@ -14,7 +14,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # bench/ is part of the checkout, not of the installed package
 
 from bench import mustshow, report  # noqa: E402
-from bench.run import MAX_HOSTS, host_sets, plan_tools  # noqa: E402
+from bench.run import host_sets, index_layout, plan_tools  # noqa: E402
 
 FAR = report.far_case(50)
 
@@ -59,12 +59,25 @@ def test_summary_has_cpu_per_host_and_ratio_to_the_floor():
 
 def test_all_must_show_items_pass_on_good_rows():
     checks = by_item(mustshow.evaluate(report.summarize(good_runs()), FAR))
-    assert set(checks) == {"(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(floor)"}
+    assert set(checks) == {"(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)", "(floor)"}
     assert {item: c["status"] for item, c in checks.items()} == dict.fromkeys(checks, mustshow.PASS)
     assert checks["(a)"]["detail"] == "gpunode 0.50 s / floor 0.40 s = 1.25x (limit 1.5x)"
     assert checks["(b)"]["detail"] == "ansible 9.00 s / gpunode 0.50 s = 18.00x (needs 15x)"
     assert checks["(c)"]["detail"] == "pyinfra 2.50 s / gpunode 0.70 s = 3.57x (needs 2x)"
     assert checks["(e)"]["detail"] == "N=32 70.0 ms/host vs N=8 80.0 ms/host (each host past 8: 66.7 ms)"
+    assert checks["(g)"]["item"] == "(g) N=32 converged: gpunode at most 1.5x the floor"
+    assert checks["(g)"]["detail"] == "gpunode 0.50 s / floor 0.40 s = 1.25x (limit 1.5x)"
+
+
+def test_scaling_checks_compare_the_largest_n_with_8():
+    runs = good_runs() + [run("floor", 64, "converged", 0.5, 64, 0.2),
+                          run("gpunode", 64, "converged", 0.9, 64, 0.085 * 64)]
+    checks = by_item(mustshow.evaluate(report.summarize(runs), FAR))
+    assert checks["(e)"]["item"] == "(e) gpunode controller CPU per host: N=64 converged no higher than N=8"
+    assert checks["(e)"]["status"] == mustshow.FAIL
+    assert checks["(e)"]["detail"] == "N=64 85.0 ms/host vs N=8 80.0 ms/host (each host past 8: 85.7 ms)"
+    assert checks["(g)"]["status"] == mustshow.FAIL
+    assert checks["(g)"]["detail"] == "gpunode 0.90 s / floor 0.50 s = 1.80x (limit 1.5x)"
 
 
 def test_must_show_fails_name_the_values():
@@ -101,6 +114,8 @@ def test_missing_rows_are_not_run_not_pass():
     assert checks["(b)"] == {"item": checks["(b)"]["item"], "status": mustshow.NOT_RUN,
                              "detail": "no N=8 converged row for ansible"}
     assert checks["(e)"]["status"] == mustshow.NOT_RUN
+    assert checks["(g)"] == {"item": "(g) N=largest converged: gpunode at most 1.5x the floor",
+                             "status": mustshow.NOT_RUN, "detail": "no gpunode converged row past N=8"}
     assert checks["(a)"]["status"] == mustshow.PASS
     assert mustshow.evaluate([], FAR)[0]["status"] == mustshow.NOT_RUN
 
@@ -138,8 +153,7 @@ def test_plan_defaults_subsets_and_floor_rides_on_gpunode_hosts():
 
 @pytest.mark.parametrize(("hosts", "tools", "tools_at", "message"), [
     ("1,x", "gpunode", "", "give host counts like 1,8,32"),
-    ("0", "gpunode", "", f"host counts from 1 to {MAX_HOSTS}"),
-    (str(MAX_HOSTS + 1), "gpunode", "", f"host counts from 1 to {MAX_HOSTS}"),
+    ("0", "gpunode", "", "host counts of 1 or more"),
     ("8", "gpunode,chef", "", "unknown tool chef: choose from floor, gpunode, ansible, pyinfra"),
     ("8", "gpunode", "gpunode", "write N=TOOLS, e.g. 32=floor,gpunode,pyinfra"),
     ("8", "gpunode", "8=", "unknown tool (none given)"),
@@ -147,3 +161,15 @@ def test_plan_defaults_subsets_and_floor_rides_on_gpunode_hosts():
 def test_plan_rejects_bad_options_naming_the_fix(hosts: str, tools: str, tools_at: str, message: str):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         plan_tools(hosts, tools, tools_at)
+
+
+def test_host_sets_get_blocks_as_large_as_the_largest_n_inside_the_subnet():
+    _, plan = plan_tools("1,8,32", "floor,gpunode,ansible,pyinfra", "32=floor,gpunode,pyinfra")
+    assert index_layout(plan, "10.231.71.0/24") == {"gpunode": 1, "ansible": 34, "pyinfra": 67, "facts": 100}
+    _, plan = plan_tools("8,64", "floor,gpunode,pyinfra", "")
+    assert index_layout(plan, "10.231.63.0/24") == {"gpunode": 1, "pyinfra": 66, "facts": 131}
+    assert index_layout(plan_tools("8", "floor", "")[1], "10.0.0.0/24") == {"floor": 1, "facts": 10}
+    _, plan = plan_tools("8,100", "floor,gpunode,ansible,pyinfra", "")  # 3 blocks of 101 and the facts host
+    with pytest.raises(ValueError, match=r"reach 10\.0\.1\.58, past 10\.0\.0\.0/24: give a larger --subnet"):
+        index_layout(plan, "10.0.0.0/24")
+    assert index_layout(plan, "10.0.0.0/23")["facts"] == 304
