@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -80,8 +81,27 @@ def _inventory(lab: Lab, hosts: list, path: Path) -> Path:
     return path
 
 
-def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: Path) -> dict:
-    """Fresh hosts, set up (not timed), then one timed provision; builds counted on the hosts."""
+SHARE_NOTE = re.compile(r"package share: (\d+) of (\d+) files .*?, (\d+) downloaded here and shared, (\d+) left to apt")
+
+
+def package_files(report: Path) -> dict[str, int | None]:
+    """From the run's JSON report: package files the hosts got from the controller's folder, and those fetched from
+    the mirror (by the host that shared them, or by apt); None without the package share."""
+    try:
+        hosts = json.loads(report.read_text())["hosts"]
+    except (OSError, ValueError, KeyError):
+        return {"package_files_shared": None, "package_files_from_mirror": None}
+    counts = [tuple(map(int, m.groups())) for h in hosts for note in h.get("notes") or []
+              if (m := SHARE_NOTE.search(note))]
+    if not counts:
+        return {"package_files_shared": None, "package_files_from_mirror": None}
+    return {"package_files_shared": sum(c[0] for c in counts),
+            "package_files_from_mirror": sum(c[2] + c[3] for c in counts)}
+
+
+def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: Path, packages: Path | None) -> dict:
+    """Fresh hosts, set up (not timed), then one timed provision; builds counted on the hosts. `packages`: the
+    package share's folder (None: off)."""
     with fresh_hosts(lab, index, count) as hosts:
         args = ["--var", "install_docker=false", "--var", "install_container_toolkit=false",
                 "--var", "kernel_policy=upgrade", "--var", "reboot=defer", "--tags", "kernel,driver"]
@@ -92,8 +112,10 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
             (work / "hello.yml").write_text(HELLO_PLAYBOOK)
             playbook, args = str(work / "hello.yml"), ["--var", f"hello_kernel={kernel}"]
         inventory = _inventory(lab, hosts, work / f"inv-{index}.yml")
+        report = work / f"report-{index}.json"
+        share = ["--var", f"package_cache={packages or 'off'}", "--json-report", str(report)]
         measured = run_measured([sys.executable, "-m", "gpunode", "provision", "-i", str(inventory), "--playbook",
-                                 playbook, "--var", f"module_cache={cache}", "-f", str(count), *args],
+                                 playbook, "--var", f"module_cache={cache}", "-f", str(count), *share, *args],
                                 cwd=REPO, timeout=3600, log=work / f"run-{index}.log")
         builds = sum(int(h.run_inside(COUNT[module]).stdout.strip() or 0) for h in hosts)
         ready = [readiness(h.run_inside(READY.format(m=MODULE[module])).stdout) for h in hosts]
@@ -101,7 +123,8 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
             "cpu_seconds": round(measured.cpu_seconds, 2),
             "cpu_seconds_per_host": round(measured.cpu_seconds / count, 2),
             "builds": builds, "dkms_installed": sum(r["installed"] for r in ready),
-            "vermagic_ok": sum(r["vermagic_ok"] for r in ready), "kernels": sorted({r["kernel"] for r in ready})}
+            "vermagic_ok": sum(r["vermagic_ok"] for r in ready), "kernels": sorted({r["kernel"] for r in ready}),
+            **package_files(report)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", default="1,8")
     parser.add_argument("--module", choices=("hello", "nvidia"), default="hello")
     parser.add_argument("--cases", default="off,cold,warm", help="off (no cache), cold, warm (after cold)")
+    parser.add_argument("--no-package-share", action="store_true",
+                        help="cold and warm without package_cache (the module cache only)")
     parser.add_argument("--tag", default="ready")
     parser.add_argument("--subnet", default="10.231.30.0/24")
     parser.add_argument("--output", default=str(REPO / "bench" / "results"))
@@ -123,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             cache = work / f"cache-{count}"
             for case in args.cases.split(","):  # off: every host builds (as before the cache)
                 where = Path("off") if case == "off" else cache
-                row = {"case": case, "module": args.module, **one_case(lab, args.module, count, where, index, work)}
+                packages = None if case == "off" or args.no_package_share else work / f"packages-{count}"
+                row = {"case": case, "module": args.module, "package_share": packages is not None,
+                       **one_case(lab, args.module, count, where, index, work, packages)}
                 index += count
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -134,12 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (out / "ready.json").write_text(json.dumps({"measured": stamp, "rows": rows}, indent=2) + "\n")
     lines = [f"# time to ready with the module cache ({args.module}, {stamp})", "",
-             "| hosts | cache | wall s | controller CPU s | CPU s per host | DKMS builds | dkms installed | "
-             "vermagic = kernel | exit |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['hosts']} | {r['case']} | {r['seconds']} | {r['cpu_seconds']} | {r['cpu_seconds_per_host']} | "
-              f"{r['builds']} | {r['dkms_installed']}/{r['hosts']} | {r['vermagic_ok']}/{r['hosts']} | "
-              f"{r['exit_code']} |"
-              for r in rows]
+             "| hosts | cache | package share | wall s | controller CPU s | CPU s per host | DKMS builds "
+             "| dkms installed | vermagic = kernel | package files shared / from the mirror | exit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['hosts']} | {r['case']} | {'on' if r['package_share'] else 'off'} | {r['seconds']} | "
+              f"{r['cpu_seconds']} | {r['cpu_seconds_per_host']} | {r['builds']} | "
+              f"{r['dkms_installed']}/{r['hosts']} | {r['vermagic_ok']}/{r['hosts']} | "
+              f"{r['package_files_shared']} / {r['package_files_from_mirror']} | {r['exit_code']} |" for r in rows]
     (out / "ready.md").write_text("\n".join(lines) + "\n")
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
 
