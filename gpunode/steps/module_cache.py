@@ -76,15 +76,20 @@ def _bare(module: str, version: str, kernel: str) -> CacheKey:
     return CacheKey(module, version, kernel, "any")
 
 
+def _fail_if_group_failed(action: ModuleAction, key: CacheKey) -> None:
+    """A host of a group whose build failed in this run fails at once with that build's cause and fix."""
+    if (failed := coord.failure(action.root, key.path)) is not None:
+        raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
+                         fix=failed[2] or action.fix)
+
+
 def apply_module(ctx: StepContext, action: ModuleAction) -> str:
     """Carry the action out; returns what happened: "built", "built+published" or "installed from the cache"."""
     if action.key is None:
         _build(ctx, action)
         return "built"
     store, key = Store(action.root), action.key
-    if (failed := coord.failure(action.root, key.path)) is not None:
-        raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
-                         fix=failed[2] or action.fix)
+    _fail_if_group_failed(action, key)
     entry = _entry_or_build(ctx, action, store, key)
     if entry is None:
         return "built+published"
@@ -116,9 +121,7 @@ def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], b
         _build(ctx, action)
         return "built"
     store, key = Store(action.root), action.key
-    if (failed := coord.failure(action.root, key.path)) is not None:
-        raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
-                         fix=failed[2] or action.fix)
+    _fail_if_group_failed(action, key)
     take_away = (f"[ -L /var/lib/dkms/{key.module}/{key.version}/source ] || "
                  f"rm -rf /var/lib/dkms/{key.module}/{key.version}")
     with _locked(store, key, action, ctx):
@@ -174,9 +177,7 @@ def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: C
         problem = entry.problem() if entry is not None else ""
         if entry is not None and not problem:
             return entry
-        if (failed := coord.failure(action.root, key.path)) is not None:  # the builder we waited for failed
-            raise StepFailed(f"{failed[0]}'s DKMS build of {key.label} failed in this run: {failed[1]}",
-                             fix=failed[2] or action.fix)
+        _fail_if_group_failed(action, key)  # the builder we waited for failed
         if problem:
             ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
             store.remove(key)
