@@ -46,6 +46,7 @@ class Action:
     writes: str = ""              # the file this action creates, changes or removes (see StepContext.wrote)
     installs: tuple[str, ...] = ()  # apt package specs this action installs: the package share fetches them first
     recommends: bool = False      # ... with their recommended packages
+    refreshes: bool = False       # the command refreshes the package lists itself (the share refreshes them first)
 
 
 @dataclass
@@ -95,6 +96,12 @@ class StepContext:
     def target_kernel(self) -> str:
         """The kernel that modules must be built for: the next boot's when a new kernel was installed."""
         return self.state.target_kernel or self.facts.kernel.running
+
+    def command_for(self, action: Action) -> str:
+        """The action's command to run now; an install's package files put in place first by the package share."""
+        if action.installs and self.package_share:
+            return self.package_share(self, action)
+        return action.command or ""
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)
@@ -156,8 +163,7 @@ class Step:
         for action in actions:
             if action.command is None or action.reboot:
                 continue
-            command = ctx.package_share(ctx, action) if action.installs and ctx.package_share else action.command
-            result = ctx.run(command, stdin=action.stdin, timeout=action.timeout, label=action.summary)
+            result = ctx.run(ctx.command_for(action), stdin=action.stdin, timeout=action.timeout, label=action.summary)
             if not result.ok:
                 raise StepFailed(
                     f"{action.summary} failed (exit {result.exit_code}):\n{_indent(result.tail())}",

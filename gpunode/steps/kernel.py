@@ -104,8 +104,11 @@ class KernelHeadersStep(Step):
         packages = " ".join(distro.headers_packages(running, facts.kernel.package))
         command = f"sh -c {q(script_text('kernel_headers.sh'))} kernel-headers " + join(
             [self.policy, distro.headers_script_family, packages, *upgrade])
+        # what the host-side script installs after its own `apt-get update`: the headers, or the newest kernel
+        installs = distro.headers_packages(running, facts.kernel.package) if candidate not in ("", "(none)") else \
+            upgrade if self.policy == "upgrade" else []
         install = Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
-                         fix=self._missing_fix(running))
+                         fix=self._missing_fix(running), installs=tuple(installs), refreshes=True)
         # hold: the kernel an apt upgrade installs is known now (the meta package's dependency), so it is held in
         # this run, not by the next one (which would then not be converged); elsewhere the next run holds it
         upgraded = following if self.policy == "upgrade" and candidate == "(none)" else ""
@@ -139,7 +142,7 @@ class KernelHeadersStep(Step):
 
     def apply(self, ctx: StepContext, actions: list[Action]) -> None:
         for action in actions:
-            result = ctx.run(action.command or "true", timeout=action.timeout, label=action.summary)
+            result = ctx.run(ctx.command_for(action) or "true", timeout=action.timeout, label=action.summary)
             if result.exit_code == NO_HEADERS_EXIT:
                 existing = result.stderr.split("exist:", 1)[-1].split()
                 running = ctx.facts.kernel.running

@@ -50,7 +50,8 @@ def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
         ctx.notes.append(f"package share off for this host: {problem}; apt downloads every file itself (fix: set "
                          "package_cache to a folder on the controller that this user can write, or to off)")
         return command
-    update = f"{APT_ENV} {AptManager.update()}" if f"{AptManager.update()} && " in command else ""
+    refreshes = action.refreshes or f"{AptManager.update()} && " in command
+    update = f"{APT_ENV} {AptManager.update()}" if refreshes else ""
     plan = ctx.run(plan_command(update, AptManager().print_uris(list(action.installs), action.recommends)),
                    timeout=action.timeout, label="package share: the files this install fetches")
     if not plan.ok:
