@@ -49,11 +49,10 @@ def build_command(key: CacheKey) -> str:
 FORMS = ("deb", "tar")
 
 
-def _tree_check() -> str:
-    return """tree=/var/lib/dkms/$m/$v/$k/$a
+_TREE_CHECK = """tree=/var/lib/dkms/$m/$v/$k/$a
 ls "$tree"/module/*.ko* >/dev/null 2>&1 || { echo "no built module under $tree" >&2; exit 3; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-"""
+"""  # the built tree of one kernel ($tree) must hold a module; $work is a scratch folder
 
 
 def pack_command(key: CacheKey, form: str = "deb") -> str:
@@ -63,7 +62,7 @@ def pack_command(key: CacheKey, form: str = "deb") -> str:
         return _pack_tar(key)
     name, version = package_name(key), package_version(key)
     return f"""set -e; {_vars(key)}; a=$(uname -m)
-{_tree_check()}mkdir -p "$work/p/DEBIAN" "$work/p$tree"
+{_TREE_CHECK}mkdir -p "$work/p/DEBIAN" "$work/p$tree"
 cp -a "$tree/module" "$work/p$tree/"
 [ ! -d "$tree/log" ] || cp -a "$tree/log" "$work/p$tree/"
 cat > "$work/p/DEBIAN/control" <<CONTROL
@@ -86,7 +85,7 @@ base64 -w0 "$work/x.deb"; echo"""
 def _pack_tar(key: CacheKey) -> str:
     name, version = package_name(key), package_version(key)
     return f"""set -e; {_vars(key)}; a=$(uname -m)
-{_tree_check()}logs=; [ ! -d "$tree/log" ] || logs="${{tree#/}}/log"
+{_TREE_CHECK}logs=; [ ! -d "$tree/log" ] || logs="${{tree#/}}/log"
 tar -C / -czf "$work/x.tar.gz" "${{tree#/}}/module" $logs
 echo "VERMAGIC=$(modinfo -F vermagic "$(ls "$tree"/module/*.ko* | head -1)")"
 echo "FILE={name}_{version}_$a.tar.gz"
@@ -105,22 +104,27 @@ def parse_pack(stdout: str) -> tuple[str, str, bytes]:
     return fields.get("VERMAGIC", ""), fields.get("FILE", "module.deb"), base64.b64decode(body.strip())
 
 
+def _received(key: CacheKey, sha256: str, suffix: str, unpack: str) -> str:
+    """The start of an install: the package on stdin saved as $f and checked by its sha256 (exit 5), unpacked into $x
+    by `unpack`, and the module in it checked against the kernel by its vermagic (exit 4)."""
+    return f"""set -e; {_vars(key)}; a=$(uname -m)
+f=$(mktemp --suffix={suffix}); x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
+cat > "$f"
+echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
+{unpack}
+ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
+[ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
+vm=$(modinfo -F vermagic "$ko")
+case "$vm" in "$k "*) ;; *) echo "vermagic '$vm' is not kernel $k's" >&2; exit 4;; esac"""
+
+
 def install_command(key: CacheKey, sha256: str, form: str = "deb") -> str:
     """Install the package arriving on stdin (form "tar": `_install_tar`): checksum after the transfer, the DKMS
     source added (no build), dpkg, the module's vermagic against the kernel (exit 4 when it differs), `dkms
     install` of the built module."""
     if form == "tar":
         return _install_tar(key, sha256)
-    return f"""set -e; {_vars(key)}; a=$(uname -m)
-f=$(mktemp --suffix=.deb); trap 'rm -f "$f"' EXIT
-cat > "$f"
-echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
-x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
-dpkg-deb -x "$f" "$x"
-ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
-[ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
-vm=$(modinfo -F vermagic "$ko")
-case "$vm" in "$k "*) ;; *) echo "vermagic '$vm' is not kernel $k's" >&2; exit 4;; esac
+    return f"""{_received(key, sha256, ".deb", 'dpkg-deb -x "$f" "$x"')}
 if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v" >/dev/null; fi
 DEBIAN_FRONTEND=noninteractive dpkg -i "$f"
 dkms install -m "$m" -v "$v" -k "$k"
@@ -133,15 +137,7 @@ def _install_tar(key: CacheKey, sha256: str) -> str:
     /var/lib/dkms. With the module's DKMS source in /usr/src (its package installed) it is added when not yet and
     `dkms install`ed (no compile: it is built); without it the tree is only placed, and prints PLACED: the driver
     package installed next adds it, and its %post's `dkms build`/`dkms install` find it built."""
-    return f"""set -e; {_vars(key)}; a=$(uname -m)
-f=$(mktemp --suffix=.tar.gz); x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
-cat > "$f"
-echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
-tar -C "$x" -xzf "$f" --no-same-owner
-ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
-[ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
-vm=$(modinfo -F vermagic "$ko")
-case "$vm" in "$k "*) ;; *) echo "vermagic '$vm' is not kernel $k's" >&2; exit 4;; esac
+    return f"""{_received(key, sha256, ".tar.gz", 'tar -C "$x" -xzf "$f" --no-same-owner')}
 mkdir -p /var/lib/dkms/$m/$v/$k/$a
 rm -rf /var/lib/dkms/$m/$v/$k/$a/module
 cp -a "$x"/var/lib/dkms/$m/$v/$k/$a/. /var/lib/dkms/$m/$v/$k/$a/

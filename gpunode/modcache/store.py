@@ -26,10 +26,15 @@ from gpunode.modcache.key import CacheKey
 MANIFEST = "manifest.json"
 
 
+def cache_home() -> Path:
+    """$XDG_CACHE_HOME/gpunode (~/.cache/gpunode): where the controller keeps built modules and package files."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpunode"
+
+
 def default_root() -> Path:
     """$XDG_CACHE_HOME/gpunode/modules (~/.cache/gpunode/modules)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpunode" / "modules"
+    return cache_home() / "modules"
 
 
 @dataclass

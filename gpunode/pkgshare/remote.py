@@ -34,12 +34,9 @@ def _checks(files: Sequence[Download]) -> str:
 def download_command(files: Sequence[Download]) -> str:
     """Fetch `files` with apt (apt-get download checks them against the index), check their sha256 and place them in
     the archive cache, where the install finds them."""
-    names = join(f.filename for f in files)
-    return (f"set -e; mkdir -p {ARCHIVES}/partial; d=$(mktemp -d {ARCHIVES}/partial/gpunode.XXXXXX); "
-            "trap 'rm -rf \"$d\"' EXIT; cd \"$d\"; chown _apt \"$d\" 2>/dev/null || true; "
-            f"apt-get -qq -o DPkg::Lock::Timeout=600 download -- {join(f.package for f in files)} >&2; "
-            f"printf %s {q(_checks(files))} | sha256sum -c --quiet - >&2 || exit {DAMAGED}; "
-            f"chmod 644 -- {names}; mv -f -- {names} {ARCHIVES}/")
+    return _into_archives(files, "cd \"$d\"; chown _apt \"$d\" 2>/dev/null || true; "
+                                 "apt-get -qq -o DPkg::Lock::Timeout=600 download -- "
+                                 f"{join(f.package for f in files)} >&2")
 
 
 def read_command(files: Sequence[Download]) -> str:
@@ -50,8 +47,14 @@ def read_command(files: Sequence[Download]) -> str:
 def seed_command(files: Sequence[Download]) -> str:
     """Take a tar of `files` on stdin; each one whose sha256 is the index's goes into the archive cache (exit 5 and
     nothing placed when one is not)."""
+    return _into_archives(files, "tar -x --no-same-owner -C \"$d\" -f -; cd \"$d\"")
+
+
+def _into_archives(files: Sequence[Download], fill: str) -> str:
+    """`fill` puts `files` into a fresh folder $d under the archive cache and leaves the shell there; then every file
+    is checked against its index sha256 (exit 5 and nothing placed when one differs) and moved into the cache."""
     names = join(f.filename for f in files)
     return (f"set -e; mkdir -p {ARCHIVES}/partial; d=$(mktemp -d {ARCHIVES}/partial/gpunode.XXXXXX); "
-            "trap 'rm -rf \"$d\"' EXIT; tar -x --no-same-owner -C \"$d\" -f -; cd \"$d\"; "
+            f"trap 'rm -rf \"$d\"' EXIT; {fill}; "
             f"printf %s {q(_checks(files))} | sha256sum -c --quiet - >&2 || exit {DAMAGED}; "
             f"chmod 644 -- {names}; mv -f -- {names} {ARCHIVES}/")

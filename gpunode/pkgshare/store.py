@@ -8,13 +8,12 @@ import os
 import tempfile
 from pathlib import Path
 
-from gpunode.modcache.store import sha256_file
+from gpunode.modcache.store import cache_home, sha256_file
 
 
 def default_root() -> Path:
     """$XDG_CACHE_HOME/gpunode/packages (~/.cache/gpunode/packages)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpunode" / "packages"
+    return cache_home() / "packages"
 
 
 class PackageStore:

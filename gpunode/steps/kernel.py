@@ -101,11 +101,11 @@ class KernelHeadersStep(Step):
         what = (f"install {headers}" if candidate not in ("", "(none)") else
                 f"install {headers} if it exists, else the newest kernel ({', '.join(upgrade)}) and reboot"
                 if self.policy == "upgrade" else f"install {headers}")
-        packages = " ".join(distro.headers_packages(running, facts.kernel.package))
+        headers_packages = distro.headers_packages(running, facts.kernel.package)
         command = f"sh -c {q(script_text('kernel_headers.sh'))} kernel-headers " + join(
-            [self.policy, distro.headers_script_family, packages, *upgrade])
+            [self.policy, distro.headers_script_family, " ".join(headers_packages), *upgrade])
         # what the host-side script installs after its own `apt-get update`: the headers, or the newest kernel
-        installs = distro.headers_packages(running, facts.kernel.package) if candidate not in ("", "(none)") else \
+        installs = headers_packages if candidate not in ("", "(none)") else \
             upgrade if self.policy == "upgrade" else []
         install = Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
                          fix=self._missing_fix(running), installs=tuple(installs), refreshes=True)

@@ -93,14 +93,8 @@ def apply_module(ctx: StepContext, action: ModuleAction) -> str:
     entry = _entry_or_build(ctx, action, store, key)
     if entry is None:
         return "built+published"
-    result = ctx.run(install_command(key, entry.sha256, action.form), stdin=entry.package.read_bytes(),
-                     timeout=action.timeout, label=f"install {key.label} from the module cache")
-    if result.ok:
+    if _send_entry(ctx, action, key, entry, "install", "installing"):
         return "installed from the cache"
-    if result.exit_code not in HOST_SIDE_REFUSAL:
-        raise StepFailed(f"installing {key.label} from the module cache failed (exit {result.exit_code}):\n"
-                         f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")
-    ctx.notes.append(f"refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; rebuilt it here")
     with _locked(store, key, action, ctx):
         current = store.lookup(key)
         if current is not None and current.sha256 == entry.sha256:
@@ -155,19 +149,32 @@ def _place(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) 
     problem = entry.problem() if entry is not None else ""
     if entry is None or problem:
         if problem:
-            ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
-            store.remove(key)
+            _drop_refused(ctx, store, key, problem)
         return False
+    if _send_entry(ctx, action, key, entry, "place", "placing"):
+        return True
+    store.remove(key)
+    return False
+
+
+def _send_entry(ctx: StepContext, action: ModuleAction, key: CacheKey, entry: Entry, verb: str, doing: str) -> bool:
+    """The entry's package sent to the host and installed (or placed); False when the host refused it (a vermagic
+    not its kernel's, damaged in transit: noted, the caller rebuilds), any other failure raised."""
     result = ctx.run(install_command(key, entry.sha256, action.form), stdin=entry.package.read_bytes(),
-                     timeout=action.timeout, label=f"place {key.label} from the module cache")
+                     timeout=action.timeout, label=f"{verb} {key.label} from the module cache")
     if result.ok:
         return True
     if result.exit_code not in HOST_SIDE_REFUSAL:
-        raise StepFailed(f"placing {key.label} from the module cache failed (exit {result.exit_code}):\n"
+        raise StepFailed(f"{doing} {key.label} from the module cache failed (exit {result.exit_code}):\n"
                          f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")
     ctx.notes.append(f"refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; rebuilt it here")
-    store.remove(key)
     return False
+
+
+def _drop_refused(ctx: StepContext, store: Store, key: CacheKey, problem: str) -> None:
+    """An entry the controller refuses (checksum, vermagic) is removed; the note says why (the host rebuilds it)."""
+    ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
+    store.remove(key)
 
 
 def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> Entry | None:
@@ -179,8 +186,7 @@ def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: C
             return entry
         _fail_if_group_failed(action, key)  # the builder we waited for failed
         if problem:
-            ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
-            store.remove(key)
+            _drop_refused(ctx, store, key, problem)
         try:
             _build_and_publish(ctx, action, store, key)
         except StepFailed as exc:

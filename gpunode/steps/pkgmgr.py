@@ -126,7 +126,7 @@ class AptManager(PackageManager):
     def print_uris(self, specs: list[str], recommends: bool) -> str:
         """What `install` of `specs` would download, one `'URI' FILE SIZE HASH` line per file, changing nothing."""
         extra = [] if recommends else ["--no-install-recommends"]
-        return f"apt-get -qq -y --print-uris {join(extra)} install -- {join(specs)}".replace("  ", " ")
+        return f"apt-get {join(['-qq', '-y', '--print-uris', *extra])} install -- {join(specs)}"
 
     def remove(self, names: list[str]) -> str:
         return f"{APT_ENV} apt-get {join(APT_OPTS)} remove -- {join(names)}"
