@@ -14,8 +14,8 @@ pytestmark = pytest.mark.lab
 
 def test_a_second_lab_on_a_used_subnet_is_refused(lab):
     other = LAB_TAG[:5] + "z"
-    if (lab_root() / other).exists():
-        pytest.skip(f"a lab named {other} exists here; not touching it")
+    if (lab_root() / other / "state.json").exists():  # a lab's down() keeps its folder (lock, key); state is a live lab
+        pytest.skip(f"a lab named {other} runs here; not touching it")
     try:
         result = run_cli("lab-up", "--tag", other, "--subnet", LAB_SUBNET, "--hosts", "1")
         assert result.code == 2, result.output
