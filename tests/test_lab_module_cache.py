@@ -17,6 +17,7 @@ import pytest
 from bench.ready import HELLO_PLAYBOOK, prepare_hello  # one setup for the bench and this test
 from gpunode.modcache.key import CacheKey
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
+from gpunode.modcache.store import Store
 from tests.conftest import host_inventory, run_cli
 
 pytestmark = pytest.mark.lab
@@ -157,6 +158,54 @@ def test_a_host_with_another_kernel_builds_its_own_in_the_same_run(lab, new_host
         _installed(host, kernel)
     listed = json.loads(run_cli("cache", "list", "--dir", str(cache), "--json").stdout)["entries"]
     assert sorted(e["kernel"] for e in listed) == sorted({kernels[0], kernels[2]})
+
+
+def _driver_line(output: str, host: str) -> str:
+    """The host's live line of the driver step in a check run's output."""
+    lines = [line for line in output.splitlines() if f"[{host}] NVIDIA driver: would-change" in line]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+def test_check_mode_names_the_host_that_builds_the_nvidia_module(lab, new_host, tmp_path):
+    """Issue 30: `--check` on two fresh hosts whose package lists offer Debian's nvidia-kernel-dkms: one builds the
+    group's module, the other waits for it; with the group's entry in the cache both install from it. The group's
+    version is the one the host's own apt offers. Nothing is installed."""
+    import re
+
+    hosts = [new_host(), new_host()]
+    for host in hosts:
+        refreshed = host.run_inside("apt-get update -qq -o Acquire::Languages=none", timeout=600)
+        assert refreshed.returncode == 0, refreshed.stderr
+    version = hosts[0].run_inside("apt-cache show --no-all-versions nvidia-kernel-dkms | sed -n 's/^Version: //p'")
+    upstream = version.stdout.strip().split("-")[0]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", upstream), version.stdout
+    inventory = host_inventory(lab, hosts, tmp_path / "inv.yml")
+    cache = tmp_path / "cache"
+    args = ("provision", "-i", str(inventory), "--playbook", "playbooks/gpu-node.yml", "--check", "--tags",
+            "kernel,driver", "--var", "kernel_policy=upgrade", "--var", "reboot=defer", "--var",
+            f"module_cache={cache}")
+
+    cold = run_cli(*args, timeout=600)
+    assert cold.code == 0, cold.output
+    said = {h.name: _driver_line(cold.output, h.name) for h in hosts}
+    built = {n: re.search(rf"kernel module: build nvidia-current/{upstream} for kernel (\S+) with DKMS", line)
+             for n, line in said.items()}
+    (builder,) = [n for n, found in built.items() if found]
+    (waiter,) = [n for n in said if n != builder]
+    kernel = built[builder].group(1)
+    assert f"kernel module: wait for {builder}'s DKMS build of nvidia-current/{upstream} for kernel {kernel}, then " \
+           "install it from the module cache" in said[waiter], said
+
+    key = CacheKey("nvidia-current", upstream, kernel, "x86_64", "proprietary")
+    Store(cache).put(key, "nvidia.deb", b"not installed: check mode", f"{kernel} SMP mod_unload modversions ", "h0")
+    warm = run_cli(*args, timeout=600)
+    assert warm.code == 0, warm.output
+    for host in hosts:
+        assert f"kernel module: install nvidia-current/{upstream} for kernel {kernel} from the module cache (built " \
+               "on h0)" in _driver_line(warm.output, host.name), warm.output
+    for host in hosts:
+        assert host.run_inside("dpkg-query -W nvidia-kernel-dkms").returncode != 0
 
 
 def _script(host, command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:

@@ -15,17 +15,56 @@ from tests.plan_cases import context, find_case, mismatches, run_case
 KERNEL = "6.1.0-27-cloud-amd64"
 
 
-def _plan(case_name: str, host: str, **args):
+def _plan(case_name: str, host: str, check: bool = True, probe: dict | None = None, **args):
     case = find_case("nvidia_driver", case_name)
+    case = {**case, "check": check, "probe": {**(case.get("probe") or {}), **(probe or {})}}
     return build_step("nvidia_driver", {**(case.get("args") or {}), **args}).plan(context(case, host))
 
 
-def test_fresh_debian_host_installs_with_autoinstall_paused(tmp_path):
-    actions = _plan("debian12-fresh", "gpu-1", module_cache=str(tmp_path))
+def _install(actions):
     (install,) = [a for a in actions if a.summary.startswith("install the NVIDIA")]
-    assert "(the kernel module from the module cache)" in install.summary
+    return install
+
+
+def test_fresh_debian_host_installs_with_autoinstall_paused(tmp_path):
+    install = _install(_plan("debian12-fresh", "gpu-1", check=False, module_cache=str(tmp_path)))
+    assert install.summary.endswith("(the kernel module from the module cache)")
     assert install.command.startswith("mine=; [ -e /etc/dkms/no-autoinstall ] ||")
     assert "trap '[ -z \"$mine\" ] || rm -f /etc/dkms/no-autoinstall' EXIT" in install.command
+
+
+def test_check_mode_says_which_host_builds_and_which_installs_from_the_cache(tmp_path):
+    """Issue 30: check mode names the host that builds each group and those that install from the cache. The group
+    key's version is the one the package lists offer (the `candidate` probe: apt's candidate, cut to upstream)."""
+    offered = {"candidate": "535.309.01\n"}
+    first = _install(_plan("debian12-fresh", "gpu-a", probe=offered, module_cache=str(tmp_path)))
+    second = _install(_plan("debian12-fresh", "gpu-b", probe=offered, module_cache=str(tmp_path)))
+    assert first.summary.endswith(f"(kernel module: build nvidia-current/535.309.01 for kernel {KERNEL} with DKMS and "
+                                  "add it to the module cache)"), first.summary
+    assert second.summary.endswith(f"(kernel module: wait for gpu-a's DKMS build of nvidia-current/535.309.01 for "
+                                   f"kernel {KERNEL}, then install it from the module cache)"), second.summary
+    key = CacheKey("nvidia-current", "535.309.01", KERNEL, "x86_64", "proprietary")
+    Store(tmp_path).put(key, "x.deb", b"deb", f"{KERNEL} SMP mod_unload modversions ", "gpu-a")
+    third = _install(_plan("debian12-fresh", "gpu-c", probe=offered, module_cache=str(tmp_path)))
+    assert third.summary.endswith(f"(kernel module: install nvidia-current/535.309.01 for kernel {KERNEL} from the "
+                                  "module cache (built on gpu-a))"), third.summary
+    unknown = _install(_plan("debian12-fresh", "gpu-d", module_cache=str(tmp_path)))
+    assert "else built by the group's first host; its version is not known before the install)" in unknown.summary
+    applying = _install(_plan("debian12-fresh", "gpu-e", check=False, probe=offered, module_cache=str(tmp_path)))
+    assert applying.summary.endswith("(the kernel module from the module cache)") and applying.version == "535.309.01"
+
+
+def test_the_candidate_is_asked_only_where_the_driver_is_not_installed(tmp_path):
+    """The probe asks apt's candidate (cheap, the host's lists) only with the cache on and the driver not installed."""
+    case = find_case("nvidia_driver", "debian12-fresh")
+    on = build_step("nvidia_driver", {**(case.get("args") or {}), "module_cache": str(tmp_path)})
+    off = build_step("nvidia_driver", {**(case.get("args") or {}), "module_cache": "off"})
+    facts = context(case).facts
+    assert on.probe(facts)["candidate"] == ("apt-cache show --no-all-versions -- nvidia-kernel-dkms 2>/dev/null | "
+                                            "sed -n 's/^Version: //p' | head -n 1 | sed 's/^[0-9]*://; s/-[^-]*$//'")
+    assert "candidate" not in off.probe(facts)
+    installed = context({**case, "facts": {**case["facts"], "installed_packages": {"nvidia-kernel-dkms": "535"}}})
+    assert "candidate" not in on.probe(installed.facts)
 
 
 def test_half_converged_hosts_of_one_group_one_builds_the_others_wait(tmp_path):
@@ -55,8 +94,11 @@ def test_rpm_installs_as_before_with_the_cached_build_put_in_place_first(tmp_pat
     off = _plan("rocky9-fresh", "gpu-1", module_cache="off")
     on = _plan("rocky9-fresh", "gpu-1", module_cache=str(tmp_path))
     assert [a.command for a in on] == [a.command for a in off]
-    (install,) = [a for a in on if a.summary.startswith("install the NVIDIA")]
-    assert install.summary.endswith("(the kernel module from the module cache, put in place first)")
+    install = _install(on)
+    assert install.summary.endswith("(kernel module: from the module cache if its group's entry is there, else built "
+                                    "by the group's first host; its version is not known before the install)")
+    assert _install(_plan("rocky9-fresh", "gpu-1", check=False, module_cache=str(tmp_path))).summary.endswith(
+        "(the kernel module from the module cache, put in place first)")
     assert "dkms skips a module already built" in install.reason
     assert "--repofrompath=gpunode-nvidia,https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64 " \
         "--repo=gpunode-nvidia --setopt=*.module_hotfixes=true repoquery --latest-limit=1 --queryformat " \

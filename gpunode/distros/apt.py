@@ -6,6 +6,7 @@ import re
 from collections.abc import Collection
 from typing import ClassVar, Literal
 
+from gpunode.connection import q
 from gpunode.distros.base import Distro, DriverPackages
 from gpunode.distros.repos import CUDA_REPO, TOOLKIT, TOOLKIT_KEYRING
 from gpunode.vendor_facts import value
@@ -23,6 +24,16 @@ class AptDistro(Distro):
     module_cache_before_install: ClassVar[bool] = False  # Debian's dkms postinst honours /etc/dkms/no-autoinstall
     headers_script_family: ClassVar[str] = "apt"
     ca_bundle: ClassVar[str] = "/etc/ssl/certs/ca-certificates.crt"
+
+    def driver_candidate_probe(self, pkgs: DriverPackages, branch: int) -> str:
+        """The version of `version_from` the host's package lists offer now (apt's candidate: `apt-cache show
+        --no-all-versions` prints only the candidate's record, Debian/apt doc/apt-cache.8.xml:314-317 at 6b128124),
+        cut to the upstream version as the installed one is read (pkgmgr version_of). Lists older than the install's
+        refresh may offer an older version: it is a forecast for check mode, the install reads the real one."""
+        if not pkgs.version_from:
+            return ""
+        return (f"apt-cache show --no-all-versions -- {q(pkgs.version_from)} 2>/dev/null | sed -n 's/^Version: //p' "
+                "| head -n 1 | sed 's/^[0-9]*://; s/-[^-]*$//'")
 
     def headers_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
         return [f"linux-headers-{kernel}"]

@@ -221,6 +221,11 @@ class Distro:
         not known before the install; the module cache then places nothing first)."""
         return ""
 
+    def driver_candidate_probe(self, pkgs: DriverPackages, branch: int) -> str:
+        """Shell printing the driver version the install is expected to bring, for check mode's word on the module
+        cache (which host builds, which installs from the cache); "" when it cannot be told beforehand."""
+        return self.driver_version_probe(pkgs, branch)
+
     def cuda_repo_name(self) -> str:
         """NVIDIA's CUDA repository folder for the release (ubuntu2204, rhel9, amzn2023...)."""
         raise UnsupportedDistro(f"no NVIDIA CUDA repository for {self.os.id} {self.os.version_id}")

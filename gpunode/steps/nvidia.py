@@ -124,6 +124,10 @@ class NvidiaDriverStep(Step):
         snippets.update(self._el_precompiled_probe(facts, pkgs, names))
         if self._rpm_dkms(facts):
             snippets["dkms_conf"] = probe_file(DKMS_JOBS_CONF)
+        fresh = pkgs.version_from not in facts.installed_packages  # the version the install brings is not known yet
+        candidate = for_os(facts.os).driver_candidate_probe(pkgs, self.branch) if fresh and pkgs.dkms_module else ""
+        if candidate and self._cache_use(facts):
+            snippets["candidate"] = candidate
         if self.method == "runfile":
             names += RUNFILE_BUILD_TOOLS
             snippets["unit"] = probe_file(PERSISTENCED_UNIT)
@@ -238,9 +242,12 @@ class NvidiaDriverStep(Step):
         missing = self._missing(facts, pkgs, installed, switch)
         if missing:
             install = self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch)
-            actions.append(cached_install(install, self._cache_use(facts) and bool(pkgs.dkms_module),
-                                         pkgs.version_from, flavor, distro.driver_version_probe(pkgs, self.branch)
-                                         if distro.module_cache_before_install else None))
+            use = self._cache_use(facts) and bool(pkgs.dkms_module)
+            version = ctx.probe["candidate"].strip().splitlines()[-1] if ctx.probe["candidate"].strip() else ""
+            actions.append(cached_install(
+                install, use, pkgs.version_from, flavor,
+                distro.driver_version_probe(pkgs, self.branch) if distro.module_cache_before_install else None,
+                version=version, outlook=self._module_outlook(ctx, flavor, version) if use else ""))
         if self.method == "runfile":
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
@@ -306,6 +313,19 @@ class NvidiaDriverStep(Step):
         package's %post builds at once (gpunode/distros/rpm.py, EL `kmod_post`)."""
         return cache_store(self.module_cache) is not None and self.method != "runfile"
 
+    def _module_outlook(self, ctx: StepContext, flavor: str, version: str) -> str:
+        """Check mode with the module cache: what this host does for the kernel module, said in the install's
+        summary: build it for its group (the first host of the group to plan), wait for that host's build, or install
+        the cached entry (the group's key from the version the package lists offer now). "" when applying."""
+        if not ctx.check:
+            return ""
+        if not version:
+            return ("from the module cache if its group's entry is there, else built by the group's first host; its "
+                    "version is not known before the install")
+        module = for_os(ctx.facts.os).dkms_module_name(self.method, flavor, version)
+        return plan_module(ctx, module, version, ctx.target_kernel, cache=self.module_cache, flavour=flavor,
+                           timeout=self.timeout).summary
+
     def _dkms_actions(self, ctx: StepContext, module: str, version: str | None = None,
                       flavor: str = "") -> list[Action]:
         """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it (through the
@@ -341,8 +361,10 @@ class NvidiaDriverStep(Step):
         of that version for the target kernel placed, then the packages (their %post finds the module built); the
         first host of a group lets the %post build, and its build is published. When the version cannot be told
         first, or the install brings another, the module comes afterwards as on apt."""
-        read = ctx.run(action.version_probe, label="the driver version to install") if action.version_probe else None
-        version = read.stdout.strip().splitlines()[-1] if read is not None and read.ok and read.stdout.strip() else ""
+        version = action.version  # asked in the probe (the same query), else now
+        if not version and action.version_probe:
+            read = ctx.run(action.version_probe, label="the driver version to install")
+            version = read.stdout.strip().splitlines()[-1] if read.ok and read.stdout.strip() else ""
         manager = manager_for(ctx.facts.os.package_manager)
 
         def install() -> bool:
@@ -531,32 +553,35 @@ class CachedInstall(Action):
     version_from: str = ""
     flavor: str = ""
     version_probe: str | None = None  # RPM: shell printing the version the install brings; the tree goes in first
+    version: str = ""                 # the version the install is expected to bring, asked in the probe ("": unknown)
 
 
 NO_AUTOINSTALL = "/etc/dkms/no-autoinstall"
 
 
-def cached_install(install: Action, use: bool, version_from: str, flavor: str, version_probe: str | None = None
-                   ) -> Action:
+def cached_install(install: Action, use: bool, version_from: str, flavor: str, version_probe: str | None = None,
+                   version: str = "", outlook: str = "") -> Action:
     """`install` unchanged without the cache; else the same install with DKMS's autoinstall paused around it (a
     no-autoinstall file of the user's own stays), or, where the packages' own scriptlet builds at once
     (`version_probe` not None: NVIDIA's kmod RPM, whose %post no setting pauses), the install as it is, with the
     cached build put in place before it."""
     if not use or install.command is None:
         return install
+    first = ", put in place first" if version_probe is not None else ""
+    said = f" (kernel module: {outlook})" if outlook else f" (the kernel module from the module cache{first})"
     if version_probe is not None:
-        return CachedInstall(install.summary + " (the kernel module from the module cache, put in place first)",
+        return CachedInstall(install.summary + said,
                              install.reason + "; the module is built once per group of hosts (module_cache): the "
                              "kmod package's %post runs dkms build/install at once, and dkms skips a module already "
                              "built, so a cached build of the version the repository installs goes in first",
                              install.command, timeout=install.timeout, fix=install.fix, version_from=version_from,
-                             flavor=flavor, version_probe=version_probe)
+                             flavor=flavor, version_probe=version_probe, version=version)
     command = (f"mine=; [ -e {NO_AUTOINSTALL} ] || {{ mkdir -p /etc/dkms && : > {NO_AUTOINSTALL} && mine=1; }}; "
                f"trap '[ -z \"$mine\" ] || rm -f {NO_AUTOINSTALL}' EXIT; {install.command}")
-    return CachedInstall(install.summary + " (the kernel module from the module cache)",
+    return CachedInstall(install.summary + said,
                          install.reason + "; the module is built once per group of hosts (module_cache)", command,
                          timeout=install.timeout, fix=install.fix, installs=install.installs, version_from=version_from,
-                         flavor=flavor)
+                         flavor=flavor, version=version)
 
 
 def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:
