@@ -94,6 +94,8 @@ def test_upgrade_defer_builds_the_driver_for_the_next_kernel(lab, fresh_host, tm
     assert kernel.startswith("6.1.0-") and kernel.endswith("-cloud-amd64")
     dkms = fresh_host.run_inside("dkms status").stdout
     assert "nvidia-current/535" in dkms and f"{kernel}, x86_64: installed" in dkms, dkms
+    image = fresh_host.run_inside(f"lsinitramfs /boot/initrd.img-{kernel}").stdout.split()
+    assert "etc/modprobe.d/blacklist-nouveau.conf" in image  # the driver install's own generation carried it in
     held = fresh_host.run_inside("apt-mark showhold").stdout.split()
     assert "nvidia-kernel-dkms" in held and "libnvidia-ml1" in held
     assert json.loads((fresh_host.root / "etc/docker/daemon.json").read_text())["runtimes"]["nvidia"]

@@ -25,8 +25,20 @@ from gpunode.vendor_facts import value
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
 NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nouveau holds the GPU.\n" \
                   "blacklist nouveau\noptions nouveau modeset=0\n"
-REBUILD_INITRAMFS = ("if command -v update-initramfs >/dev/null; then update-initramfs -u -k all; "
-                     "elif command -v dracut >/dev/null; then dracut -f --regenerate-all; fi")
+# The kernels whose initramfs image is not newer than the nouveau blacklist (it was made before the blacklist, so it
+# lacks it): those of /lib/modules with an image (initramfs-tools: /boot/initrd.img-K; dracut: /boot/initramfs-K.img,
+# which also leaves out the EL rescue and kdump images). The probe lists them; the rebuild, run after the packages,
+# rebuilds only those still stale then: the driver's own install regenerates the newest kernel's image on Debian
+# (initramfs-tools' trigger), so the blacklist costs no generation of its own there.
+STALE_INITRAMFS = (f"c={NOUVEAU_CONF}; if [ -e \"$c\" ]; then for m in /lib/modules/*; do k=${{m##*/}}; "
+                   "for f in \"/boot/initrd.img-$k\" \"/boot/initramfs-$k.img\"; do "
+                   "if [ -e \"$f\" ] && [ ! \"$f\" -nt \"$c\" ]; then echo \"$k\"; fi; done; done; fi")
+# update-initramfs {-c|-d|-u} [-k version] (update-initramfs(8), initramfs-tools 0.142, Debian 12's:
+# https://manpages.ubuntu.com/manpages/mantic/man8/update-initramfs.8.html); dracut [OPTION...] [<image> [<kernel
+# version>]] (dracut(8), dracut 059: https://manpages.ubuntu.com/manpages/lunar/man8/dracut.8.html).
+REBUILD_STALE_INITRAMFS = (f"for k in $({STALE_INITRAMFS}); do if command -v update-initramfs >/dev/null; then "
+                           "update-initramfs -u -k \"$k\" || exit; elif command -v dracut >/dev/null; then "
+                           "dracut -f \"/boot/initramfs-$k.img\" \"$k\" || exit; fi; done")
 # The runfile installs nvidia-persistenced but no unit for it (NVIDIA ships only a sample in the docs).
 PERSISTENCED_UNIT = "/etc/systemd/system/nvidia-persistenced.service"
 PERSISTENCED_CONTENT = """# Written by gpunode: nvidia-persistenced for a runfile-installed driver.
@@ -116,8 +128,8 @@ class NvidiaDriverStep(Step):
     def probe(self, facts: Facts) -> Snippets:
         pkgs, _, _ = self._packages(facts)
         manager = manager_for(facts.os.package_manager)
-        snippets = {"nouveau": probe_file(NOUVEAU_CONF), "dkms": "dkms status 2>/dev/null",
-                    "held": manager.held_probe(),
+        snippets = {"nouveau": probe_file(NOUVEAU_CONF), "initramfs": STALE_INITRAMFS,
+                    "dkms": "dkms status 2>/dev/null", "held": manager.held_probe(),
                     "persistenced": "systemctl is-enabled nvidia-persistenced 2>/dev/null"}
         names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
         snippets.update(self._precompiled_probe(facts, manager, names))
@@ -267,7 +279,7 @@ class NvidiaDriverStep(Step):
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))
         installing = bool(missing) or self._runfile_installs(facts)
-        return actions + self._ready_actions(ctx, installing, wants_fm)
+        return actions + self._ready_actions(ctx, installing, wants_fm) + self._initramfs_actions(ctx, actions)
 
     def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
         """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
@@ -407,11 +419,26 @@ class NvidiaDriverStep(Step):
         if nouveau.content == NOUVEAU_CONTENT:
             return []
         write = write_action(NOUVEAU_CONF, nouveau, NOUVEAU_CONTENT, reason="nouveau must not claim the GPU")
-        write.summary = f"blacklist nouveau ({NOUVEAU_CONF}) and rebuild the initramfs"
-        write.command = f"{write.command} && {{ {REBUILD_INITRAMFS}; }}"
+        write.summary = f"blacklist nouveau ({NOUVEAU_CONF})"
         if ctx.facts.nvidia.nouveau_loaded:
             ctx.require_reboot("nouveau is loaded and now blacklisted")
         return [write]
+
+    @staticmethod
+    def _initramfs_actions(ctx: StepContext, actions: list[Action]) -> list[Action]:
+        """The initramfs images made before the nouveau blacklist rebuilt, after the packages (whose own install
+        usually regenerates the newest kernel's image with the blacklist in it): when the blacklist is written now,
+        or the probe found images older than it (a run stopped between the two)."""
+        stale = ctx.probe["initramfs"].split()
+        writing = any(a.summary.startswith(f"blacklist nouveau ({NOUVEAU_CONF})") for a in actions)
+        if not writing and not stale:
+            return []
+        which = f" (kernels {', '.join(sorted(set(stale)))})" if stale else ""
+        return [Action(f"rebuild the initramfs images older than the nouveau blacklist{which}",
+                       "the initramfs loads modules before the root file system: nouveau must be blacklisted in it "
+                       "too; an image the package install regenerated already has it", REBUILD_STALE_INITRAMFS,
+                       timeout=900,
+                       fix="see the update-initramfs / dracut output above; /boot must have room for the new images")]
 
     def _rpm_switch(self, pkgs: DriverPackages, installed: dict[str, str]) -> str:
         """Why NVIDIA's dnf module must switch streams ("" when it need not): the installed driver is of another
