@@ -99,3 +99,11 @@ def test_remote_lock_refuses_a_second_concurrent_run(lab, tmp_path):
         conn.close()
     again = run_cli("provision", "-i", str(inventory), "--playbook", "playbooks/base.yml")
     assert again.code == 0, again.output
+
+
+def test_lab_hosts_apt_sends_no_pipelined_requests(lab):
+    """A lab host's apt asks one request at a time (gpunode/lab/apt_sources.py NO_PIPELINING): pipelined through this
+    machine's proxy, `apt-get update` once waited forever for an answer that never came."""
+    host = next(iter(lab.hosts.values()))
+    dumped = host.run_inside("apt-config dump Acquire::http::Pipeline-Depth")
+    assert dumped.stdout.strip() == 'Acquire::http::Pipeline-Depth "0";', dumped.stdout + dumped.stderr

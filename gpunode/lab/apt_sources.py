@@ -72,6 +72,18 @@ def host_mirrors(apt_dir: Path = Path("/etc/apt"), override: str | None = None) 
     return AptMirrors(archive=archive.rstrip("/"), security=security.rstrip("/") if security else None)
 
 
+# Lab hosts send no pipelined HTTP requests: through this machine's HTTP proxy a pipelined `apt-get update` on a lab
+# host waited forever for the third of three InRelease answers (measured 2026-11-25: 2 of 3 received, the connection
+# idle for 11 minutes, the CI suite stalled on it). apt's documented remedy for proxies that do not follow HTTP/1.1
+# pipelining (Debian/apt doc/apt-transport-http.1.xml:93-98 at 6b128124).
+NO_PIPELINING = 'Acquire::http::Pipeline-Depth "0";'
+
+
+def lab_apt_options() -> list[str]:
+    """The apt options a lab host's rootfs gets: this machine's Acquire::Check-* options and no pipelining."""
+    return [*host_apt_options(), NO_PIPELINING]
+
+
 def host_apt_options(apt_dir: Path = Path("/etc/apt")) -> list[str]:
     """This machine's Acquire::Check-* options (needed when its mirror is a dated snapshot)."""
     conf_dir = apt_dir / "apt.conf.d"

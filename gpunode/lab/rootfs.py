@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from gpunode.distros import LAB
-from gpunode.lab.apt_sources import LAB_COMPONENTS, host_apt_options, host_mirrors
+from gpunode.lab.apt_sources import LAB_COMPONENTS, host_mirrors, lab_apt_options
 
 SUITE = LAB.LAB_SUITE  # the default suite of lab hosts
 # Suites a lab host can boot, by the names users give them: codename, version or alias.
@@ -48,7 +48,7 @@ def suite_name(suite: str) -> str:
 def _recipe(mirror: str | None, suite: str) -> tuple[list[str], str]:
     mirrors = host_mirrors(override=mirror)
     sources = mirrors.sources_list(suite)
-    apt_options = host_apt_options()
+    apt_options = lab_apt_options()
     args = [
         "mmdebstrap", "--variant=important", "--mode=root", f"--components={','.join(LAB_COMPONENTS)}",
         f"--include={','.join(PACKAGES)}",
