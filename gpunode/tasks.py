@@ -608,8 +608,9 @@ ns.add_task(image_provision)
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
     "format": "shell (a bash script, default) or cloud-init",
     "output": "write the user data here (default: print it)",
-    "module_cache": "a folder on the node (a mounted share) holding the module cache: the node installs its DKMS "
-                    "module from it when its group is there, else builds it and adds it (sets module_cache)",
+    "module_cache": "the module cache: a folder on the node (a mounted share: the node installs its DKMS module from "
+                    "it when its group is there, else builds it and adds it) or an https URL (a bucket: read-only, the "
+                    "node builds when its group is missing) (sets module_cache)",
     "bundle_url": "fetch the gpunode bundle from this http(s) URL at boot instead of embedding it (needed for EC2, "
                   "ACK, TKE: their user data is limited to 16-32 KB)",
     "bundle_out": "with --bundle-url: write the bundle here, to upload to that URL",
@@ -621,14 +622,15 @@ def user_data(c, playbook="base", var=None, format="shell", output=None, bundle_
 
     from gpunode.image.userdata import CLOUD_LIMIT
     from gpunode.image.userdata import user_data as make
+    from gpunode.modcache.url_source import url_problem
 
     with cli_errors():
         variables = _all_vars(var, extra_vars)
         if module_cache is not None:
-            if "://" in str(module_cache):
-                raise UsageError("a URL is not supported yet, only a folder on the node (a mounted share)",
-                                 source="--module-cache", fix="mount the share at first boot (e.g. with the nfs "
-                                 "playbook or fstab) and give its path: --module-cache /mnt/share/modules")
+            if "://" in str(module_cache) and (problem := url_problem(str(module_cache))):
+                raise UsageError(problem, source="--module-cache", fix="give the bucket's https URL, or mount the "
+                                 "share at first boot (e.g. with the nfs playbook or fstab) and give its path: "
+                                 "--module-cache /mnt/share/modules")
             variables = [*variables, f"module_cache={module_cache}"]
         text, bundle = make(playbook, variables, format, bundle_url, bundle_out)
         if output:

@@ -19,6 +19,7 @@ from gpunode.modcache.key import CacheKey
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Store
 from tests.conftest import host_inventory, run_cli
+from tests.https_folder import https_folder
 
 pytestmark = pytest.mark.lab
 MODULE, VERSION = "gpunode-hello", "1.0"
@@ -29,10 +30,10 @@ def _builds(host) -> int:
     return len(log.read_text().split()) if log.exists() else 0
 
 
-def _provision(inventory, playbook, kernel, cache, *args, report=None):
+def _provision(inventory, playbook, kernel, cache, *args, report=None, env=None):
     extra = ("--json-report", str(report)) if report else ()
     return run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--var", f"hello_kernel={kernel}",
-                   "--var", f"module_cache={cache}", *args, *extra, timeout=900)
+                   "--var", f"module_cache={cache}", *args, *extra, timeout=900, env=env)
 
 
 def _installed(host, kernel: str) -> None:
@@ -108,6 +109,33 @@ def test_one_build_for_three_hosts_then_installs_from_the_cache(lab, fresh_trio,
     assert "not for this kernel (vermagic)" in " ".join(host_report["notes"]), host_report["notes"]
     assert _builds(other) == 2
     _installed(other, kernel)
+
+    # The same folder served over https as a bucket serves it: the host installs the entry read from the URL (no
+    # build); with the URL's entry gone it builds, keeps the build in the controller's mirror and says where to copy it.
+    other.run_inside(f"dkms remove {MODULE}/{VERSION} -k {kernel}; dpkg -r gpunode-dkms-{MODULE}-{kernel}")
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "modules").symlink_to(cache)
+    (tmp_path / "certs").mkdir()
+    with https_folder(tmp_path / "www", tmp_path / "certs") as served:
+        env = {"XDG_CACHE_HOME": str(tmp_path / "home"), "SSL_CERT_FILE": str(served.ca_file)}
+        fifth = _provision(only, playbook, kernel, served.url, report=tmp_path / "r5.json", env=env)
+        assert fifth.code == 0, fifth.output
+        (host_report,) = json.loads((tmp_path / "r5.json").read_text())["hosts"]
+        assert "installed from the cache" in " ".join(host_report["notes"]), host_report["notes"]
+        assert _builds(other) == 2 and any(p.endswith(".deb") for p in served.requests), served.requests
+        _installed(other, kernel)
+
+        other.run_inside(f"dkms remove {MODULE}/{VERSION} -k {kernel}; dpkg -r gpunode-dkms-{MODULE}-{kernel}")
+        shutil.rmtree(cache / CacheKey(MODULE, VERSION, kernel, "x86_64").path)
+        shutil.rmtree(tmp_path / "home")
+        sixth = _provision(only, playbook, kernel, served.url, report=tmp_path / "r6.json", env=env)
+        assert sixth.code == 0, sixth.output
+    (host_report,) = json.loads((tmp_path / "r6.json").read_text())["hosts"]
+    assert "is read-only to gpunode" in " ".join(host_report["notes"]), host_report["notes"]
+    assert _builds(other) == 3
+    _installed(other, kernel)
+    (mirrored,) = (tmp_path / "home" / "gpunode" / "modules-from").glob(f"*/{kernel}/x86_64/*/manifest.json")
+    assert json.loads(mirrored.read_text())["built_on"] == other.name
 
 
 def _wrong_kernel_entry(folder: Path, kernel: str) -> None:

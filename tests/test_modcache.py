@@ -91,13 +91,6 @@ def test_package_name_and_version_are_debian_ones():
     assert parse_pack(out) == (VERMAGIC, "a.deb", b"abc")
 
 
-def test_user_data_refuses_a_module_cache_url():
-    from tests.conftest import run_cli
-
-    result = run_cli("user-data", "--module-cache", "https://example.com/modules")
-    assert result.code == 2 and "--module-cache" in result.stderr and "mounted share" in result.stderr
-
-
 @pytest.mark.extended  # builds a whole bundle (15-45 s)
 def test_user_data_module_cache_becomes_the_playbook_variable(tmp_path):
     from tests.conftest import run_cli

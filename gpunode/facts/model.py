@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpunode.distros.versions import version_key
 from gpunode.errors import GpunodeError
 from gpunode.facts.sections import ALL, FIELD_SECTIONS
 from gpunode.parsers.dkms import DkmsEntry
@@ -41,6 +42,14 @@ class KernelInfo:
     running_headers_present: bool = False
     module_dirs: tuple[str, ...] = ()
     package: str = ""   # the RPM owning /lib/modules/$(uname -r), e.g. kernel6.12 on AL2023 ("" on dpkg hosts)
+
+    @property
+    def pending(self) -> str | None:
+        """The newest installed kernel with headers other than the running one: a reboot into it is pending (an
+        earlier run upgraded). Not compared with the running kernel: a vendor or custom kernel may carry a higher
+        version number."""
+        ready = [k for k in self.installed if k in self.headers and k != self.running]
+        return max(ready, key=version_key) if ready else None
 
 
 @dataclass(frozen=True)

@@ -121,12 +121,15 @@ class Store:
         return sorted((e for e in found if e), key=lambda e: (e.key.kernel, e.key.module, e.key.version))
 
     @contextlib.contextmanager
-    def group_lock(self, key: CacheKey, timeout: float, cancel: threading.Event | None = None) -> Iterator[None]:
+    def group_lock(self, key: CacheKey, timeout: float, cancel: threading.Event | None = None,
+                   purpose: str = "build") -> Iterator[None]:
         """Hold the group's lock: the first host of a group builds while the others (threads of this run, or other
-        gpunode processes on this controller or sharing the folder) wait here, then find its entry."""
+        gpunode processes on this controller or sharing the folder) wait here, then find its entry. Another
+        `purpose` (a URL cache's "fetch") is a lock of its own."""
         locks = self.root / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(key.path.encode()).hexdigest()[:32]
+        name = name if purpose == "build" else f"{name}.{purpose}"
         with (locks / f"{name}.lock").open("a") as handle:
             deadline = time.monotonic() + timeout
             while True:
@@ -135,7 +138,7 @@ class Store:
                     break
                 except BlockingIOError:
                     if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
-                        raise TimeoutError(f"waited {timeout:.0f} s for the build of {key.label}") from None
+                        raise TimeoutError(f"waited {timeout:.0f} s for the {purpose} of {key.label}") from None
                     time.sleep(0.3)
             try:
                 yield

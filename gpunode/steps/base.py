@@ -94,8 +94,14 @@ class StepContext:
 
     @property
     def target_kernel(self) -> str:
-        """The kernel that modules must be built for: the next boot's when a new kernel was installed."""
-        return self.state.target_kernel or self.facts.kernel.running
+        """The kernel that modules must be built for: the one a kernel step of this run chose (the next boot's when
+        it installed one); without one (`--tags driver`), the running kernel when its headers are there, else the
+        newest installed kernel with headers, whose boot is pending (Debian's dkms postinst builds for that one too:
+        dell/dkms dkms_common.postinst, get_newest_kernel; Debian 12's /usr/lib/dkms/common.postinst)."""
+        kernel = self.facts.kernel
+        if self.state.target_kernel or kernel.running_headers_present:
+            return self.state.target_kernel or kernel.running
+        return kernel.pending or kernel.running
 
     def command_for(self, action: Action) -> str:
         """The action's command to run now; an install's package files put in place first by the package share."""

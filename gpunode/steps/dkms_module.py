@@ -9,7 +9,7 @@ from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.steps.base import Action, Step, StepContext, arg, register
-from gpunode.steps.module_cache import ModuleAction, apply_module, plan_module
+from gpunode.steps.module_cache import ModuleAction, apply_module, check_cache_setting, plan_module
 from gpunode.steps.probe import Snippets
 
 
@@ -27,13 +27,15 @@ class DkmsModuleStep(Step):
                                 "step installed)")
     flavour: str = arg("", "part of the cache key where a module comes in flavours (open/proprietary)")
     cache: str | bool = arg("", "the module cache: a folder on the controller, \"\" the default "
-                                   "($XDG_CACHE_HOME/gpunode/modules), off: build on every host")
+                                   "($XDG_CACHE_HOME/gpunode/modules), an https URL (read-only), off: build on every "
+                                   "host")
     signer: str = arg("", "with Secure Boot on: the signing key's fingerprint (else the host builds its own)")
     timeout: int = arg(3600, "seconds for the build")
 
     def __post_init__(self) -> None:
         if not self.name or not self.version:
             raise ValueError("dkms_module needs name and version (the source is /usr/src/<name>-<version>)")
+        check_cache_setting(self.cache)
 
     def probe(self, facts: Facts) -> Snippets:
         return {"dkms": f"dkms status -m {q(self.name)} -v {q(self.version)} 2>/dev/null"}

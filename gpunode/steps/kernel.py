@@ -7,7 +7,6 @@ from typing import Literal
 
 from gpunode.connection import ExecResult, join, q
 from gpunode.distros import UnsupportedDistro, for_os
-from gpunode.distros.versions import version_key
 from gpunode.facts import Facts
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
@@ -37,7 +36,7 @@ class KernelHeadersStep(Step):
         distro = for_os(facts.os)
         apt = distro.package_format == "deb"
         if apt and (facts.kernel.running_headers_present or
-                    (self.policy == "upgrade" and self._pending_kernel(facts))):
+                    (self.policy == "upgrade" and facts.kernel.pending)):
             return held  # nothing to look up: plan() needs no candidate
         if apt:
             pkg = q(distro.headers_package(facts.kernel.running))
@@ -64,14 +63,6 @@ class KernelHeadersStep(Step):
                     "grep -v -- -common | sort -V | tail -n 12; [ -n \"$t\" ] && rm -rf \"$t\""}
         return held
 
-    def _pending_kernel(self, facts: Facts) -> str | None:
-        """The newest installed distro kernel with headers: a previous run upgraded and the reboot is pending.
-
-        Not compared with the running kernel: a vendor or custom kernel may carry a higher version number.
-        """
-        ready = [k for k in facts.kernel.installed if k in facts.kernel.headers and k != facts.kernel.running]
-        return max(ready, key=version_key) if ready else None
-
     def plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
         distro = for_os(facts.os)
@@ -86,7 +77,7 @@ class KernelHeadersStep(Step):
         if facts.kernel.running_headers_present:
             ctx.state.target_kernel = running
             return self._hold_actions(facts, running, held)
-        pending = self._pending_kernel(facts)
+        pending = facts.kernel.pending
         if pending and self.policy == "upgrade":
             ctx.state.target_kernel = pending
             ctx.require_reboot(f"kernel {pending} is installed, {running} is running")

@@ -15,7 +15,8 @@ from gpunode.distros import for_os
 from gpunode.modcache import coord
 from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
-from gpunode.modcache.store import Entry, Store
+from gpunode.modcache.store import Entry, Store, cache_home
+from gpunode.modcache.url_source import SourceError, fetch, mirror_store, source_of, url_problem
 from gpunode.steps.base import Action, StepContext, StepFailed
 from gpunode.values import cache_folder
 
@@ -35,9 +36,47 @@ class ModuleAction(Action):
 
 def cache_store(cache: str | bool) -> Store | None:
     """The store a `module_cache` value names: "" or true the controller's default folder, off/false/no/none (YAML
-    reads an unquoted `off` as false) no cache, else that folder."""
+    reads an unquoted `off` as false) no cache, an https URL its mirror folder on the controller, else that folder."""
     folder = cache_folder(cache)
-    return None if folder is None else Store(folder or None)
+    if folder is None:
+        return None
+    if "://" in folder:
+        if problem := url_problem(folder):
+            raise StepFailed(problem, fix=URL_FIX)
+        return mirror_store(folder, cache_home())
+    return Store(folder or None)
+
+
+def check_cache_setting(cache: str | bool) -> None:
+    """A step's `module_cache` checked when the playbook is read: a URL that is not https is refused there (exit 2,
+    file:line), before any host."""
+    folder = cache_folder(cache)
+    if folder and "://" in folder and (problem := url_problem(folder)):
+        raise ValueError(f"{problem}; {URL_FIX}")
+
+
+# Bucket URLs: S3 virtual-hosted style https://BUCKET.s3.REGION.amazonaws.com/KEY
+# (https://docs.aws.amazon.com/AmazonS3/latest/userguide/VirtualHosting.html); OSS https://BucketName.Endpoint/object,
+# e.g. examplebucket.oss-cn-hangzhou.aliyuncs.com (https://help.aliyun.com/en/oss/developer-reference/overview-24).
+URL_FIX = ("give the bucket's https URL (https://BUCKET.s3.REGION.amazonaws.com/PREFIX, "
+           "https://BUCKET.oss-REGION.aliyuncs.com/PREFIX), a folder on a mounted share, or module_cache: off")
+
+
+def _lookup(ctx: StepContext, store: Store, key: CacheKey, timeout: float) -> Entry | None:
+    """The group's entry in the store; for a URL cache without it in the mirror yet, read from the URL (once per
+    group at a time: the others wait for that download). A URL that cannot be read is noted, and the host builds."""
+    entry = store.lookup(key)
+    url = source_of(store.root)
+    if entry is not None or not url:
+        return entry
+    with _locked(store, key, timeout, ctx, purpose="fetch"):
+        if (entry := store.lookup(key)) is not None:
+            return entry
+        try:
+            return fetch(url, key, store)
+        except SourceError as exc:
+            ctx.notes.append(f"the module cache at {url} could not be used for {key.label}: {exc}")
+            return None
 
 
 def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cache: str | bool = "", flavour: str = "",
@@ -55,7 +94,7 @@ def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cac
         return ModuleAction(f"build {what} with DKMS (not cached)", why, build_command(_bare(module, version, kernel)),
                             timeout=timeout, fix=fix)
     root, form = str(store.root), for_os(ctx.facts.os).module_cache_form
-    entry = store.lookup(key)
+    entry = _lookup(ctx, store, key, timeout)
     if entry is not None and not entry.problem():
         return ModuleAction(f"install {what} from the module cache (built on {entry.built_on or 'another host'})",
                             f"cache entry {store.folder(key)}: no compiler run",
@@ -95,7 +134,7 @@ def apply_module(ctx: StepContext, action: ModuleAction) -> str:
         return "built+published"
     if _send_entry(ctx, action, key, entry, "install", "installing"):
         return "installed from the cache"
-    with _locked(store, key, action, ctx):
+    with _locked(store, key, action.timeout, ctx):
         current = store.lookup(key)
         if current is not None and current.sha256 == entry.sha256:
             store.remove(key)
@@ -118,7 +157,7 @@ def apply_around(ctx: StepContext, action: ModuleAction, install: Callable[[], b
     _fail_if_group_failed(action, key)
     take_away = (f"[ -L /var/lib/dkms/{key.module}/{key.version}/source ] || "
                  f"rm -rf /var/lib/dkms/{key.module}/{key.version}")
-    with _locked(store, key, action, ctx):
+    with _locked(store, key, action.timeout, ctx):
         placed = _place(ctx, action, store, key)
         try:
             same = install()
@@ -179,7 +218,7 @@ def _drop_refused(ctx: StepContext, store: Store, key: CacheKey, problem: str) -
 
 def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: CacheKey) -> Entry | None:
     """Under the group's lock: the valid entry (None after building and publishing one here)."""
-    with _locked(store, key, action, ctx):
+    with _locked(store, key, action.timeout, ctx):
         entry = store.lookup(key)
         problem = entry.problem() if entry is not None else ""
         if entry is not None and not problem:
@@ -196,10 +235,11 @@ def _entry_or_build(ctx: StepContext, action: ModuleAction, store: Store, key: C
 
 
 @contextlib.contextmanager
-def _locked(store: Store, key: CacheKey, action: ModuleAction, ctx: StepContext) -> Iterator[None]:
-    """The group's lock, with errors said as a step's (a wait too long, a folder that cannot be written)."""
+def _locked(store: Store, key: CacheKey, timeout: float, ctx: StepContext, purpose: str = "build") -> Iterator[None]:
+    """The group's lock for a build (or a download), with errors said as a step's (a wait too long, a folder that
+    cannot be written)."""
     try:
-        lock = store.group_lock(key, timeout=action.timeout or 3600)
+        lock = store.group_lock(key, timeout=timeout or 3600, purpose=purpose)
         lock.__enter__()
     except TimeoutError as exc:
         raise StepFailed(f"{exc}: the host building it is still at it or hung",
@@ -263,3 +303,7 @@ def _build_and_publish(ctx: StepContext, action: ModuleAction, store: Store, key
         raise StepFailed(f"the module was built, but the module cache {store.root} cannot be written: {exc}",
                          fix="make the folder writable, name another with module_cache: PATH, or module_cache: off"
                          ) from None
+    if url := source_of(store.root):
+        ctx.notes.append(f"{key.label} was built here: {url} is read-only to gpunode, so the build is in "
+                         f"{store.folder(key)}; copy that folder to {url.rstrip('/')}/{key.path}/ (e.g. aws s3 sync, "
+                         "ossutil cp -r) for the next nodes of the group")

@@ -16,7 +16,14 @@ from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
-from gpunode.steps.module_cache import ModuleAction, apply_around, apply_module, cache_store, plan_module
+from gpunode.steps.module_cache import (
+    ModuleAction,
+    apply_around,
+    apply_module,
+    cache_store,
+    check_cache_setting,
+    plan_module,
+)
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
@@ -94,13 +101,14 @@ class NvidiaDriverStep(Step):
     persistenced: bool = arg(True, "enable nvidia-persistenced")
     allow_secure_boot: bool = arg(False, "build with Secure Boot on (the modules must be signed with an enrolled "
                                          "key)")
-    module_cache: str | bool = arg("off", "a controller folder (\"\" the default one): the module built once per "
-                                          "kernel group, off: built on every host")
+    module_cache: str | bool = arg("off", "a controller folder (\"\" the default one) or an https URL (read-only): "
+                                          "the module built once per kernel group, off: built on every host")
     timeout: int = arg(3600, "seconds for the install")
 
     def __post_init__(self) -> None:
         if self.method == "runfile" and not self.runfile:
             raise ValueError("nvidia_driver.runfile (a URL or a path on the host) is required with method: runfile")
+        check_cache_setting(self.module_cache)
 
     def _packages(self, facts: Facts) -> tuple[DriverPackages, str, str]:
         distro = for_os(facts.os)
@@ -245,6 +253,10 @@ class NvidiaDriverStep(Step):
         self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
         target = ctx.target_kernel
+        if target != facts.kernel.running and not ctx.state.target_kernel:  # no kernel step ran (--tags driver)
+            ctx.state.target_kernel = target  # a reboot step then checks that the host booted it
+            ctx.require_reboot(f"the driver is built for kernel {target} (installed with its headers); "
+                               f"{facts.kernel.running} runs without headers")
         distro = for_os(facts.os)
         actions: list[Action] = sources_actions(sections["apt_sources"], distro.driver_components(self.method),
                                                 distro.is_archive_entry, distro.driver_components_reason)
