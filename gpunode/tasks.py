@@ -435,7 +435,8 @@ def init(c, directory, force=False):
 
 @gtask(positional=["action"], help={
     "action": "list (every entry with its key, size, builder and whether it is intact) or prune",
-    "dir": "the cache folder (default $XDG_CACHE_HOME/gpunode/modules, what provision uses)",
+    "dir": "the cache folder (default $XDG_CACHE_HOME/gpunode/modules, what provision uses), or the https URL of a "
+           "module_cache (its entries read so far, kept on this controller)",
     "kernel": "only entries for this kernel release", "older_than": "prune: entries older than this many days",
     "invalid": "prune: entries whose package or vermagic fails the check", "json": "print JSON",
 })

@@ -109,3 +109,14 @@ def test_a_bad_url_is_exit_2_before_any_host(tmp_path):
     assert "is not https" in result.output and "https://BUCKET.s3.REGION.amazonaws.com" in result.output
     data = run_cli("user-data", "--module-cache", "http://cache.example/modules", "--playbook", "gpu-node")
     assert data.code == 2 and "is not https" in data.output and "--module-cache" in data.output, data.output
+
+
+def test_cache_list_of_a_url_shows_its_mirror(bucket, tmp_path):
+    served, _ = bucket
+    fetch(served.url, KEY, mirror_store(served.url, tmp_path / "xdg" / "gpunode"))
+    listed = run_cli("cache", "list", "--dir", served.url, "--json", env={"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert listed.code == 0, listed.output
+    (entry,) = json.loads(listed.stdout)["entries"]
+    assert entry["kernel"] == KERNEL and entry["problem"] == "" and served.url in entry["built_on"]
+    bad = run_cli("cache", "list", "--dir", "http://cache.example/modules")
+    assert bad.code == 2 and "is not https" in bad.output, bad.output

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpunode.errors import GpunodeError, UsageError
-from gpunode.modcache.store import Entry, Store
+from gpunode.modcache.store import Entry, Store, cache_home
+from gpunode.modcache.url_source import mirror_folder, url_problem
 
 
 def cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
@@ -21,6 +22,12 @@ def cache_command(action: str, directory: str | None, kernel: str | None, older_
     if action == "prune" and not (kernel or older_than is not None or invalid):
         raise UsageError("prune needs a filter: --kernel K, --older-than DAYS or --invalid",
                          fix="say which entries to remove (`--older-than 0` removes all)")
+    if directory and "://" in directory:  # a URL cache: its mirror on this controller
+        if problem := url_problem(directory):
+            raise UsageError(problem, fix="name the https URL given as module_cache, or a folder")
+        directory = str(mirror_folder(directory, cache_home()))
+        if not Path(directory).is_dir():
+            return f"nothing read from that URL on this controller yet (its mirror would be {directory})\n"
     if directory and not Path(directory).expanduser().is_dir():
         raise UsageError(f"--dir {directory}: no such folder",
                          fix="name the folder the cache was written to (module_cache in the playbook, or "
