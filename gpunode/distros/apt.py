@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Collection
 from typing import ClassVar, Literal
 
-from gpunode.connection import q
 from gpunode.distros.base import Distro, DriverPackages
 from gpunode.distros.repos import CUDA_REPO, TOOLKIT, TOOLKIT_KEYRING
 from gpunode.vendor_facts import value
@@ -32,8 +32,8 @@ class AptDistro(Distro):
         refresh may offer an older version: it is a forecast for check mode, the install reads the real one."""
         if not pkgs.version_from:
             return ""
-        return (f"apt-cache show --no-all-versions -- {q(pkgs.version_from)} 2>/dev/null | sed -n 's/^Version: //p' "
-                "| head -n 1 | sed 's/^[0-9]*://; s/-[^-]*$//'")
+        return (f"apt-cache show --no-all-versions -- {shlex.quote(pkgs.version_from)} 2>/dev/null | "
+                "sed -n 's/^Version: //p' | head -n 1 | sed 's/^[0-9]*://; s/-[^-]*$//'")
 
     def headers_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
         return [f"linux-headers-{kernel}"]
