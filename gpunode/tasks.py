@@ -619,6 +619,7 @@ ns.add_task(image_provision)
 def user_data(c, playbook="base", var=None, format="shell", output=None, bundle_url=None,  # noqa: A002
               bundle_out=None, extra_vars=None, module_cache=None):
     """User data that provisions a new node at first boot: the playbook on the node itself, verify-gpu, a marker."""
+    import json
     from pathlib import Path
 
     from gpunode.image.userdata import CLOUD_LIMIT
@@ -628,11 +629,18 @@ def user_data(c, playbook="base", var=None, format="shell", output=None, bundle_
     with cli_errors():
         variables = _all_vars(var, extra_vars)
         if module_cache is not None:
-            if "://" in str(module_cache) and (problem := url_problem(str(module_cache))):
-                raise UsageError(problem, source="--module-cache", fix="give the bucket's https URL, or mount the "
-                                 "share at first boot (e.g. with the nfs playbook or fstab) and give its path: "
-                                 "--module-cache /mnt/share/modules")
-            variables = [*variables, f"module_cache={module_cache}"]
+            where = str(module_cache).strip()
+            fix = ("give the bucket's https URL, or mount the share at first boot (e.g. with the nfs playbook or "
+                   "fstab) and give its absolute path: --module-cache /mnt/share/modules")
+            if "://" in where and (problem := url_problem(where)):
+                raise UsageError(problem, source="--module-cache", fix=fix)
+            if "://" not in where and not where.startswith("/"):
+                raise UsageError(f"{where!r} is neither an https URL nor an absolute path on the node (the first "
+                                 "boot's working directory is nobody's choice)", source="--module-cache", fix=fix)
+            if any(v.partition("=")[0].strip() == "module_cache" for v in variables):
+                raise UsageError("module_cache is given twice: by --module-cache and by --var/-e",
+                                 source="--module-cache", fix="give it once")
+            variables = [*variables, f"module_cache={json.dumps(where)}"]
         text, bundle = make(playbook, variables, format, bundle_url, bundle_out)
         if output:
             Path(output).write_text(text)

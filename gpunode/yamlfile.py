@@ -27,7 +27,26 @@ class LineList(list):
     item_lines: list[int]
 
 
+class TextFloat(float):
+    """A YAML float that remembers how it was written: `version: 1.10` is 1.1 as a number, but where a string is
+    wanted (a step's str argument, a template) it stays "1.10", as Ansible keeps it; plain YAML would make it "1.1"."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str | None = None) -> TextFloat:
+        number = super().__new__(cls, value)
+        number.text = text if text is not None else float.__repr__(number)
+        return number
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class _LineLoader(yaml.SafeLoader):
+    def construct_text_float(self, node: yaml.ScalarNode) -> Any:
+        number = self.construct_yaml_float(node)
+        return TextFloat(number, node.value) if isinstance(number, float) else number
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # type: ignore[override]
         own = {id(key_node) for key_node, _ in node.value}  # keys written here, not merged in by `<<:`
         self.flatten_mapping(node)
@@ -62,6 +81,13 @@ class _LineLoader(yaml.SafeLoader):
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _LineLoader.construct_sequence)
+_LineLoader.add_constructor("tag:yaml.org,2002:float", _LineLoader.construct_text_float)
+
+
+def load_scalar(text: str) -> Any:
+    """A command-line value read as YAML (true, 3, [a, b]), floats keeping their text (TextFloat); raises
+    yaml.YAMLError."""
+    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
 
 
 def load_yaml_text(text: str, source: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import threading
 import time
@@ -98,7 +100,7 @@ def test_user_data_module_cache_becomes_the_playbook_variable(tmp_path):
     result = run_cli("user-data", "--playbook", "gpu-node", "--module-cache", "/mnt/share/modules", "--bundle-url",
                      "https://example.com/b.tar.xz", "--bundle-out", str(tmp_path / "b.tar.xz"))
     assert result.code == 0, result.output
-    assert "module_cache=/mnt/share/modules" in result.stdout
+    assert "--var 'module_cache=\"/mnt/share/modules\"'" in result.stdout  # a JSON string: read back as a string
 
 
 def test_cache_bad_action_or_prune_without_filter_is_exit_2(tmp_path):
@@ -172,3 +174,70 @@ def test_rpm_install_of_another_version_takes_the_placed_tree_away(tmp_path):
     ctx = _Ctx({})
     assert apply_around(ctx, action, lambda: False) == ""
     assert ctx.ran == [f"place {key.label} from the module cache", "take the placed tree away"]
+
+
+def test_cache_list_and_prune_see_an_entry_whose_manifest_is_unreadable(tmp_path):
+    """A hand-edited manifest (its key a list, or not JSON) is never used; list shows it, prune --invalid removes it
+    (before, list said "no entries" and a key that was a list crashed gpunode)."""
+    from tests.conftest import run_cli
+
+    store = Store(tmp_path)
+    key = CacheKey("m", "1.0", "6.1.0-56-cloud-amd64", "x86_64")
+    entry = store.put(key, "m.deb", b"x", "6.1.0-56-cloud-amd64 SMP", "h1")
+    manifest = entry.folder / "manifest.json"
+    for broken in ('{"key": ["x"], "file": "m.deb", "sha256": "0", "vermagic": "v"}', "not json"):
+        manifest.write_text(broken)
+        assert store.lookup(key) is None
+        listed = run_cli("cache", "list", "--dir", str(tmp_path), "--json")
+        assert listed.code == 0, listed.output
+        assert [u["folder"] for u in json.loads(listed.stdout)["unreadable"]] == [str(entry.folder)]
+    pruned = run_cli("cache", "prune", "--dir", str(tmp_path), "--invalid")
+    assert pruned.code == 0 and "unreadable manifest" in pruned.stdout and not entry.folder.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+def test_a_read_only_cache_folder_is_read_with_its_lock_elsewhere(tmp_path, monkeypatch):
+    """A share mounted read-only to hand built modules out: the group lock lives in the controller's cache home, the
+    entry is read; a folder that cannot be written is refused only where something must be written."""
+    source, mounted = tmp_path / "cache", tmp_path / "ro"
+    key = CacheKey("m", "1.0", "6.1.0-56-cloud-amd64", "x86_64")
+    Store(source).put(key, "m.deb", b"x", "6.1.0-56-cloud-amd64 SMP", "h1")
+    mounted.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
+    subprocess.run(["mount", "--bind", str(source), str(mounted)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(mounted)], check=True)
+        store = Store(mounted)
+        with store.group_lock(key, timeout=5):
+            assert store.lookup(key) is not None and store.lookup(key).problem() == ""
+        assert list((tmp_path / "home" / "gpunode" / "locks").glob("*/*.lock"))
+        assert not (source / ".locks").exists()
+        with pytest.raises(OSError):
+            store.put(key, "m.deb", b"y", "6.1.0-56-cloud-amd64 SMP", "h2")
+    finally:
+        subprocess.run(["umount", str(mounted)], check=True)
+
+
+@pytest.mark.parametrize("args", ['name: "../../etc", version: "1"', 'name: m, version: "1", kernel: "6.1; reboot"',
+                                  'name: m, version: "1", flavour: a/b', 'name: m, version: "1", cache: /etc/passwd'])
+def test_a_dkms_module_whose_names_cannot_be_a_cache_key_is_exit_2(tmp_path, args):
+    """Names that become paths and commands on the host, and a cache "folder" that is a file, are refused when the
+    playbook is read (exit 2, file:line), not as an internal error on each host; 192.0.2.1 answers nothing."""
+    from tests.conftest import run_cli
+
+    book = tmp_path / "p.yml"
+    book.write_text(f"steps:\n  - dkms_module: {{{args}}}\n")
+    result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book))
+    assert result.code == 2 and f"{book}:2:" in result.output and "internal error" not in result.output, result.output
+
+
+def test_a_version_written_1_10_stays_1_10(tmp_path):
+    """YAML reads `version: 1.10` as the number 1.1; a step's string argument gets the text as written (as Ansible
+    keeps it), from the playbook and from --var alike."""
+    from gpunode.app.variables import parse_vars
+    from gpunode.steps.base import build_step
+    from gpunode.yamlfile import load_yaml_text
+
+    args = load_yaml_text("name: m\nversion: 1.10\n", "p.yml")
+    assert build_step("dkms_module", dict(args)).version == "1.10"
+    assert str(parse_vars(["v=1.10"])["v"]) == "1.10" and parse_vars(["v=1.10"])["v"] == 1.1

@@ -84,11 +84,12 @@ def test_an_untrusted_certificate_is_refused(bucket, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("url", ["http://cache.example/modules", "s3://bucket/modules", "oss://bucket/m",
-                                 "https://cache.example/m?x=1", "https:///nohost"])
+                                 "https://cache.example/m?x=1", "https:///nohost", "https://a b/m",
+                                 "https://user:secret@cache.example/m", "https://cache.example:port/m"])
 def test_only_plain_https_urls_are_caches(url):
-    assert url_problem(url)
+    assert url_problem(url) and "secret" not in url_problem(url)
     with pytest.raises(ValueError, match="module cache URL"):
-        check_cache_setting(url)
+        check_cache_setting(url, "module_cache")
 
 
 def test_an_https_setting_is_its_mirror_folder(tmp_path, monkeypatch):
@@ -107,6 +108,7 @@ def test_a_bad_url_is_exit_2_before_any_host(tmp_path):
     result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book), "-e", "module_cache=s3://b/modules")
     assert result.code == 2, result.output
     assert "is not https" in result.output and "https://BUCKET.s3.REGION.amazonaws.com" in result.output
+    assert "the value comes from the variable module_cache" in " ".join(result.output.split())  # wrapped text
     data = run_cli("user-data", "--module-cache", "http://cache.example/modules", "--playbook", "gpu-node")
     assert data.code == 2 and "is not https" in data.output and "--module-cache" in data.output, data.output
 
@@ -120,3 +122,27 @@ def test_cache_list_of_a_url_shows_its_mirror(bucket, tmp_path):
     assert entry["kernel"] == KERNEL and entry["problem"] == "" and served.url in entry["built_on"]
     bad = run_cli("cache", "list", "--dir", "http://cache.example/modules")
     assert bad.code == 2 and "is not https" in bad.output, bad.output
+
+
+def test_one_url_written_several_ways_is_one_mirror(tmp_path):
+    """A trailing or doubled slash and the scheme's and host's case do not make another mirror (and build lock)."""
+    ways = ["https://Cache.Example/gpunode/modules", "https://cache.example/gpunode/modules/",
+            "HTTPS://cache.example//gpunode//modules", " https://cache.example/gpunode/modules"]
+    assert len({mirror_store(url, tmp_path).root for url in ways}) == 1
+    assert source_of(mirror_store(ways[0], tmp_path).root) == "https://cache.example/gpunode/modules"
+
+
+def test_prune_of_a_url_says_the_bucket_is_unchanged(bucket, tmp_path):
+    served, _ = bucket
+    fetch(served.url, KEY, mirror_store(served.url, tmp_path / "xdg" / "gpunode"))
+    pruned = run_cli("cache", "prune", "--dir", served.url, "--older-than", "0",
+                     env={"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert pruned.code == 0 and f"this controller's copy of {served.url}; the URL is unchanged" in pruned.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["--module-cache", "relcache"], ["--module-cache", "[a,b]"],
+    ["--module-cache", "https://cache.example/m", "-e", "module_cache=off"]])
+def test_user_data_refuses_a_relative_folder_or_a_second_setting(args):
+    result = run_cli("user-data", "--playbook", "gpu-node", *args)
+    assert result.code == 2 and "--module-cache" in result.output and "fix:" in result.output, result.output

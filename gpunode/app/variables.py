@@ -36,8 +36,10 @@ def as_var_pairs(variables: dict[str, Any]) -> list[str]:
 
 
 def parse_vars(pairs: list[str]) -> dict[str, Any]:
-    """`--var k=v` pairs; values parsed as YAML scalars (true, 3, [a, b])."""
+    """`--var k=v` pairs; values parsed as YAML scalars (true, 3, [a, b]; 1.10 stays "1.10" as a string)."""
     import yaml
+
+    from gpunode.yamlfile import load_scalar
 
     result: dict[str, Any] = {}
     for pair in pairs:
@@ -45,7 +47,7 @@ def parse_vars(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key.isidentifier():
             raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=580")
         try:
-            result[key] = yaml.safe_load(value) if value else ""
+            result[key] = load_scalar(value) if value else ""
         except yaml.YAMLError:
             result[key] = value
     return result

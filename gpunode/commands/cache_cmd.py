@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.modcache.store import Entry, Store, cache_home
-from gpunode.modcache.url_source import mirror_folder, url_problem
+from gpunode.modcache.url_source import mirror_folder, source_of, url_problem
 
 
 def cache_command(action: str, directory: str | None, kernel: str | None, older_than: float | None,
@@ -44,14 +44,23 @@ def _cache_command(action: str, directory: str | None, kernel: str | None, older
                    invalid: bool, as_json: bool) -> str:
     store = Store(directory or None)
     entries = [e for e in store.entries() if not kernel or e.key.kernel == kernel]
+    broken = [f for f in store.unreadable() if not kernel or f.relative_to(store.root).parts[0] == kernel]
     if action == "list":
-        return _listing(store, entries, as_json)
+        return _listing(store, entries, broken, as_json)
+    return _prune(store, entries, broken if invalid else [], older_than, invalid)
+
+
+def _prune(store: Store, entries: list[Entry], broken: list[Path], older_than: float | None, invalid: bool) -> str:
+    """Remove the entries older than `older_than` days and/or refused (`invalid`), and the unreadable folders."""
     cutoff = time.time() - (older_than or 0) * 86400
     doomed = [e for e in entries if (older_than is None or _created(e) <= cutoff) and (not invalid or e.problem())]
     for entry in doomed:
         store.remove(entry.key)
-    lines = [f"removed {e.key.label}" for e in doomed] or ["nothing to remove"]
-    return "\n".join(lines) + "\n"
+    for folder in broken:
+        store.remove_folder(folder)
+    where = f" (this controller's copy of {url}; the URL is unchanged)" if (url := source_of(store.root)) else ""
+    lines = [f"removed {e.key.label}{where}" for e in doomed] + [f"removed {f} (unreadable manifest)" for f in broken]
+    return "\n".join(lines or ["nothing to remove"]) + "\n"
 
 
 def _created(entry: Entry) -> float:
@@ -61,16 +70,19 @@ def _created(entry: Entry) -> float:
         return 0.0
 
 
-def _listing(store: Store, entries: list[Entry], as_json: bool) -> str:
+def _listing(store: Store, entries: list[Entry], broken: list[Path], as_json: bool) -> str:
     rows = [{**e.key.as_dict(), "folder": str(e.folder), "file": e.file, "sha256": e.sha256, "vermagic": e.vermagic,
              "built_on": e.built_on, "created": e.created, "size": e.size, "problem": e.problem()} for e in entries]
+    unreadable = [{"folder": str(f), "problem": "its manifest.json cannot be read"} for f in broken]
     if as_json:
-        return json.dumps({"root": str(store.root), "entries": rows}, indent=2) + "\n"
-    if not rows:
+        return json.dumps({"root": str(store.root), "entries": rows, "unreadable": unreadable}, indent=2) + "\n"
+    if not rows and not unreadable:
         return f"no entries in {store.root}\n"
     lines = [f"module cache {store.root}:"]
     for row, entry in zip(rows, entries, strict=True):
         state = f"REFUSED: {row['problem']}" if row["problem"] else "ok"
         lines.append(f"  {entry.key.label}  {row['size'] // 1024} KiB  built on {row['built_on'] or '?'} "
                      f"{row['created']}  {state}")
+    lines += [f"  {row['folder']}  REFUSED: {row['problem']} (never used; `cache prune --invalid` removes it)"
+              for row in unreadable]
     return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]*$")
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]*$")  # what a key's parts may hold
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,11 @@ class CacheKey:
     def __post_init__(self) -> None:
         for name in ("module", "version", "kernel", "arch"):
             value = getattr(self, name)
-            if not _SAFE.match(value):
+            if not PLAIN_NAME.match(value):
                 raise ValueError(f"module cache key: {name} {value!r} is not a plain name")
         for name in ("flavour", "signer"):
             value = getattr(self, name)
-            if value and not _SAFE.match(value):
+            if value and not PLAIN_NAME.match(value):
                 raise ValueError(f"module cache key: {name} {value!r} is not a plain name")
 
     @property
@@ -50,6 +50,9 @@ class CacheKey:
 
     @classmethod
     def from_dict(cls, data: dict[str, str]) -> CacheKey:
+        """The key a manifest holds; ValueError when it is not a mapping of plain names."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a cache key is a mapping, not {type(data).__name__}")
         return cls(**{k: str(data.get(k, "")) for k in ("module", "version", "kernel", "arch", "flavour", "signer")})
 
 

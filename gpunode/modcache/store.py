@@ -9,6 +9,7 @@ package is sent to a host, and the host checks it again after the transfer."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -17,6 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,11 +111,20 @@ class Store:
 
     def remove(self, key: CacheKey) -> None:
         """Drop a group's entry (moved aside first, so no reader sees half of it)."""
-        target = self.folder(key)
+        self.remove_folder(self.folder(key))
+
+    def remove_folder(self, target: Path) -> None:
+        """Drop an entry's folder, moved aside first."""
         if target.exists():
             trash = Path(tempfile.mkdtemp(prefix=".old-", dir=target.parent))
             os.rename(target, trash / "entry")
             shutil.rmtree(trash, ignore_errors=True)
+
+    def unreadable(self) -> list[Path]:
+        """Entry folders whose manifest cannot be read (hand-edited, cut short): never used, shown and pruned."""
+        if not self.root.is_dir():
+            return []
+        return sorted(m.parent for m in self.root.glob(f"*/*/*/{MANIFEST}") if _read_entry(m.parent) is None)
 
     def entries(self) -> list[Entry]:
         """Every entry, sorted by kernel, module and version."""
@@ -125,12 +136,11 @@ class Store:
                    purpose: str = "build") -> Iterator[None]:
         """Hold the group's lock: the first host of a group builds while the others (threads of this run, or other
         gpunode processes on this controller or sharing the folder) wait here, then find its entry. Another
-        `purpose` (a URL cache's "fetch") is a lock of its own."""
-        locks = self.root / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
+        `purpose` (a URL cache's "fetch") is a lock of its own. A folder this controller may only read (a share
+        mounted read-only, to hand out built modules) keeps its locks in the controller's cache home instead."""
         name = hashlib.sha256(key.path.encode()).hexdigest()[:32]
         name = name if purpose == "build" else f"{name}.{purpose}"
-        with (locks / f"{name}.lock").open("a") as handle:
+        with self._lock_file(name) as handle:
             deadline = time.monotonic() + timeout
             while True:
                 try:
@@ -144,6 +154,19 @@ class Store:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+    def _lock_file(self, name: str) -> typing.IO[str]:
+        try:
+            locks = self.root / ".locks"
+            locks.mkdir(parents=True, exist_ok=True)
+            return (locks / f"{name}.lock").open("a")
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not self.root.is_dir():
+                raise
+        locks = cache_home() / "locks" / hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+        locks.mkdir(parents=True, exist_ok=True)
+        return (locks / f"{name}.lock").open("a")
 
 
 def _read_entry(folder: Path) -> Entry | None:

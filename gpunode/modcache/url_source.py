@@ -25,6 +25,8 @@ TIMEOUT = 30.0
 MAX_MANIFEST = 1 << 16
 MAX_PACKAGE = 4 << 30
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]*$")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_HOST = re.compile(rf"^(?:{_LABEL}\.)*{_LABEL}$|^[0-9a-fA-F:.]+$")  # a DNS name, an IPv4 or an IPv6 address
 
 
 class SourceError(Exception):
@@ -33,23 +35,42 @@ class SourceError(Exception):
 
 def url_problem(value: str) -> str:
     """Why `value` (a cache setting with `://`) cannot be a module cache URL; "" when it can."""
-    parts = urlsplit(value)
-    if parts.scheme != "https":
+    parts = urlsplit(value.strip())
+    if parts.scheme.lower() != "https":
         return (f"the module cache URL {value} is not https: only an https URL (a verified certificate) may deliver "
                 "kernel modules; s3://, oss:// and cos:// buckets are read through their https endpoint")
-    if not parts.netloc or parts.query or parts.fragment:
-        return f"the module cache URL {value} needs a host and no query or fragment"
+    if parts.username is not None or parts.password is not None:
+        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        return (f"the module cache URL {shown} carries a user name or password, which would end up in logs and the "
+                "mirror folder: give the nodes read access another way (a public-read prefix, a bucket policy for "
+                "your VPC endpoint, a CDN) and no credentials in the URL")
+    try:
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        return f"the module cache URL {value} has a port that is not a number"
+    if not _HOST.match(parts.hostname or "") or parts.query or parts.fragment or re.search(r"\s", value.strip()):
+        return f"the module cache URL {value} needs a host name, no spaces, and no query or fragment"
     return ""
+
+
+def normalize_url(url: str) -> str:
+    """One spelling per URL (scheme and host in lower case, no doubled or trailing slashes), so that two runs that
+    write it differently share one mirror and one build lock."""
+    parts = urlsplit(url.strip())
+    path = re.sub(r"/{2,}", "/", parts.path).rstrip("/")
+    return parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower(), path=path).geturl()
 
 
 def mirror_folder(url: str, home: Path) -> Path:
     """The local folder that mirrors `url`: <home>/modules-from/<host>-<hash of the URL>."""
+    url = normalize_url(url)
     host = re.sub(r"[^A-Za-z0-9.-]", "_", urlsplit(url).hostname or "url")
     return home / "modules-from" / f"{host}-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
 
 
 def mirror_store(url: str, home: Path) -> Store:
     """The store of a URL cache: its mirror folder, which records the URL (so that `Store(folder)` reads it too)."""
+    url = normalize_url(url)
     folder = mirror_folder(url, home)
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / SOURCE_FILE

@@ -59,7 +59,8 @@ def _table(result: RunResult) -> Table:
 
 
 NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on",
-                 "package share off for this host")  # a problem of the run's own making, with its fix
+                 "package share off for this host",  # a problem of the run's own making, with its fix
+                 "module cache: ")  # a cache entry refused, a URL not read, a build not added
 
 
 def _print_problems(console: Console, host: HostOutcome) -> None:

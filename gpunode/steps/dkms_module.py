@@ -9,7 +9,13 @@ from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.steps.base import Action, Step, StepContext, arg, register
-from gpunode.steps.module_cache import ModuleAction, apply_module, check_cache_setting, plan_module
+from gpunode.steps.module_cache import (
+    ModuleAction,
+    apply_module,
+    check_cache_setting,
+    check_key_names,
+    plan_module,
+)
 from gpunode.steps.probe import Snippets
 
 
@@ -35,7 +41,9 @@ class DkmsModuleStep(Step):
     def __post_init__(self) -> None:
         if not self.name or not self.version:
             raise ValueError("dkms_module needs name and version (the source is /usr/src/<name>-<version>)")
-        check_cache_setting(self.cache)
+        check_key_names({"name": self.name, "version": self.version, "kernel": self.kernel, "flavour": self.flavour,
+                         "signer": self.signer})
+        check_cache_setting(self.cache, "cache")
 
     def probe(self, facts: Facts) -> Snippets:
         return {"dkms": f"dkms status -m {q(self.name)} -v {q(self.version)} 2>/dev/null"}

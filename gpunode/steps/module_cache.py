@@ -7,17 +7,19 @@ gpunode/modcache (key, store, remote commands, coordination) stays below the ste
 from __future__ import annotations
 
 import contextlib
+import errno
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpunode.distros import for_os
 from gpunode.modcache import coord
-from gpunode.modcache.key import CacheKey, key_for
+from gpunode.modcache.key import PLAIN_NAME, CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Entry, Store, cache_home
 from gpunode.modcache.url_source import SourceError, fetch, mirror_store, source_of, url_problem
-from gpunode.steps.base import Action, StepContext, StepFailed
+from gpunode.steps.base import Action, ArgumentError, StepContext, StepFailed
 from gpunode.values import cache_folder
 
 HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
@@ -47,12 +49,27 @@ def cache_store(cache: str | bool) -> Store | None:
     return Store(folder or None)
 
 
-def check_cache_setting(cache: str | bool) -> None:
-    """A step's `module_cache` checked when the playbook is read: a URL that is not https is refused there (exit 2,
-    file:line), before any host."""
+def check_cache_setting(cache: str | bool, arg: str) -> None:
+    """A step's module cache argument `arg` checked when the playbook is read (exit 2 with file:line and the variable
+    that set it, before any host): a URL must be plain https, a folder must not be an existing file."""
     folder = cache_folder(cache)
-    if folder and "://" in folder and (problem := url_problem(folder)):
-        raise ValueError(f"{problem}; {URL_FIX}")
+    if not folder:
+        return
+    if "://" in folder:
+        if problem := url_problem(folder):
+            raise ArgumentError(f"{problem}; {URL_FIX}", arg)
+    elif (path := Path(folder).expanduser()).exists() and not path.is_dir():
+        raise ArgumentError(f"the module cache {folder} is a file, not a folder; name a folder on the controller (it "
+                            "is made when missing), an https URL, or off", arg)
+
+
+def check_key_names(arg_values: dict[str, str]) -> None:
+    """Names that become part of a module cache key and of paths and commands on the host (`name`, `version`,
+    `kernel`, `flavour`, `signer` of a dkms_module step) must be plain: refused when the playbook is read."""
+    for arg, value in arg_values.items():
+        if value and not PLAIN_NAME.match(value):
+            raise ArgumentError(f"dkms_module.{arg} {value!r} is not a plain name (letters, digits and . _ + ~ -, "
+                                "starting with a letter or digit)", arg)
 
 
 # Bucket URLs: S3 virtual-hosted style https://BUCKET.s3.REGION.amazonaws.com/KEY
@@ -75,7 +92,10 @@ def _lookup(ctx: StepContext, store: Store, key: CacheKey, timeout: float) -> En
         try:
             return fetch(url, key, store)
         except SourceError as exc:
-            ctx.notes.append(f"the module cache at {url} could not be used for {key.label}: {exc}")
+            trust = (" (a private CA: point SSL_CERT_FILE at its certificate for the gpunode command)"
+                     if "CERTIFICATE_VERIFY_FAILED" in str(exc) else "")
+            ctx.notes.append(f"module cache: {url} could not be read for {key.label}, so it is built here: {exc}"
+                             f"{trust}")
             return None
 
 
@@ -89,7 +109,12 @@ def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cac
     if store is None:
         return ModuleAction(f"build {what} with DKMS", "dkms status shows no build for it; module cache off",
                             build_command(_bare(module, version, kernel)), timeout=timeout, fix=fix)
-    key, why = key_for(module, version, kernel, ctx.facts.os.arch or "x86_64", flavour, ctx.facts.secure_boot, signer)
+    try:
+        key, why = key_for(module, version, kernel, ctx.facts.os.arch or "x86_64", flavour, ctx.facts.secure_boot,
+                           signer)
+    except ValueError as exc:  # a name read on the host (a kernel release, a package's version) that is not plain
+        raise StepFailed(f"{exc}: it cannot be part of a module cache entry",
+                         fix="set module_cache: off for this host (it builds its own)") from None
     if key is None:
         return ModuleAction(f"build {what} with DKMS (not cached)", why, build_command(_bare(module, version, kernel)),
                             timeout=timeout, fix=fix)
@@ -106,8 +131,11 @@ def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cac
         return ModuleAction(f"wait for {builder}'s DKMS build of {what}, then install it from the module cache",
                             f"same group as {builder}{stale}", install_command(key, "SHA256", form),
                             timeout=timeout, fix=fix, key=key, root=root, mode="wait", form=form)
-    return ModuleAction(f"build {what} with DKMS and add it to the module cache",
-                        f"no cache entry for its group in {store.root}{stale}", build_command(key), timeout=timeout,
+    url = source_of(store.root)
+    keep = f"keep it in this controller's copy of {url}" if url else "add it to the module cache"
+    return ModuleAction(f"build {what} with DKMS and {keep}",
+                        f"no cache entry for its group in {url or store.root}{stale}", build_command(key),
+                        timeout=timeout,
                         fix=fix, key=key, root=root, mode="build", form=form)
 
 
@@ -206,13 +234,14 @@ def _send_entry(ctx: StepContext, action: ModuleAction, key: CacheKey, entry: En
     if result.exit_code not in HOST_SIDE_REFUSAL:
         raise StepFailed(f"{doing} {key.label} from the module cache failed (exit {result.exit_code}):\n"
                          f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")
-    ctx.notes.append(f"refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; rebuilt it here")
+    ctx.notes.append(f"module cache: refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; "
+                     "rebuilt it here")
     return False
 
 
 def _drop_refused(ctx: StepContext, store: Store, key: CacheKey, problem: str) -> None:
     """An entry the controller refuses (checksum, vermagic) is removed; the note says why (the host rebuilds it)."""
-    ctx.notes.append(f"refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
+    ctx.notes.append(f"module cache: refused the cached {key.label} ({store.folder(key)}): {problem}; rebuilt it")
     store.remove(key)
 
 
@@ -300,10 +329,14 @@ def _build_and_publish(ctx: StepContext, action: ModuleAction, store: Store, key
     try:
         store.put(key, filename, data, vermagic, ctx.host.name)
     except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # a share handed out read-only: still installed
+            ctx.notes.append(f"module cache: {key.label} was built here and installed; {store.root} is read-only "
+                             f"to this controller ({exc.strerror}), so the build was not added to it")
+            return
         raise StepFailed(f"the module was built, but the module cache {store.root} cannot be written: {exc}",
                          fix="make the folder writable, name another with module_cache: PATH, or module_cache: off"
                          ) from None
     if url := source_of(store.root):
-        ctx.notes.append(f"{key.label} was built here: {url} is read-only to gpunode, so the build is in "
+        ctx.notes.append(f"module cache: {key.label} was built here: {url} is read-only to gpunode, so the build is in "
                          f"{store.folder(key)}; copy that folder to {url.rstrip('/')}/{key.path}/ (e.g. aws s3 sync, "
                          "ossutil cp -r) for the next nodes of the group")

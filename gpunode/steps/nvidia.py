@@ -40,9 +40,8 @@ NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nou
 STALE_INITRAMFS = (f"c={NOUVEAU_CONF}; if [ -e \"$c\" ]; then for m in /lib/modules/*; do k=${{m##*/}}; "
                    "for f in \"/boot/initrd.img-$k\" \"/boot/initramfs-$k.img\"; do "
                    "if [ -e \"$f\" ] && [ ! \"$f\" -nt \"$c\" ]; then echo \"$k\"; fi; done; done; fi")
-# update-initramfs {-c|-d|-u} [-k version] (update-initramfs(8), initramfs-tools 0.142, Debian 12's:
-# https://manpages.ubuntu.com/manpages/mantic/man8/update-initramfs.8.html); dracut [OPTION...] [<image> [<kernel
-# version>]] (dracut(8), dracut 059: https://manpages.ubuntu.com/manpages/lunar/man8/dracut.8.html).
+# update-initramfs {-c|-d|-u} [-k version] (update-initramfs(8) of initramfs-tools 0.142, its usage() read on a lab
+# host); dracut [OPTION...] [<image> [<kernel version>]] (dracut(8): dracutdevs/dracut man/dracut.8.asc).
 REBUILD_STALE_INITRAMFS = (f"for k in $({STALE_INITRAMFS}); do if command -v update-initramfs >/dev/null; then "
                            "update-initramfs -u -k \"$k\" || exit; elif command -v dracut >/dev/null; then "
                            "dracut -f \"/boot/initramfs-$k.img\" \"$k\" || exit; fi; done")
@@ -108,7 +107,7 @@ class NvidiaDriverStep(Step):
     def __post_init__(self) -> None:
         if self.method == "runfile" and not self.runfile:
             raise ValueError("nvidia_driver.runfile (a URL or a path on the host) is required with method: runfile")
-        check_cache_setting(self.module_cache)
+        check_cache_setting(self.module_cache, "module_cache")
 
     def _packages(self, facts: Facts) -> tuple[DriverPackages, str, str]:
         distro = for_os(facts.os)
@@ -252,11 +251,7 @@ class NvidiaDriverStep(Step):
         wants_fm = self._wants_fabricmanager(facts)
         self._refuse_early(facts, pkgs, wants_fm)
         sections = ctx.probe
-        target = ctx.target_kernel
-        if target != facts.kernel.running and not ctx.state.target_kernel:  # no kernel step ran (--tags driver)
-            ctx.state.target_kernel = target  # a reboot step then checks that the host booted it
-            ctx.require_reboot(f"the driver is built for kernel {target} (installed with its headers); "
-                               f"{facts.kernel.running} runs without headers")
+        target = self._target(ctx)
         distro = for_os(facts.os)
         actions: list[Action] = sources_actions(sections["apt_sources"], distro.driver_components(self.method),
                                                 distro.is_archive_entry, distro.driver_components_reason)
@@ -265,13 +260,7 @@ class NvidiaDriverStep(Step):
         switch = self._rpm_switch(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
         if missing:
-            install = self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch)
-            use = self._cache_use(facts) and bool(pkgs.dkms_module)
-            version = ctx.probe["candidate"].strip().splitlines()[-1] if ctx.probe["candidate"].strip() else ""
-            actions.append(cached_install(
-                install, use, pkgs.version_from, flavor,
-                distro.driver_version_probe(pkgs, self.branch) if distro.module_cache_before_install else None,
-                version=version, outlook=self._module_outlook(ctx, flavor, version) if use else ""))
+            actions.append(self._cached_install(ctx, manager, pkgs, flavor, why, missing, held, switch))
         if self.method == "runfile":
             actions += self._runfile_actions(facts, manager, installed, flavor, target, sections["unit"])
         driver_version = upstream_version(installed[pkgs.version_from]) \
@@ -281,17 +270,48 @@ class NvidiaDriverStep(Step):
                                           driver_version, flavor)
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
-        unheld = [p for p in (*pkgs.pinned, *fm) if p not in held or switch] if self.hold else []
+        actions += self._keep_actions(manager, [*pkgs.pinned, *fm], held, bool(switch), sections["persistenced"])
+        installing = bool(missing) or self._runfile_installs(facts)
+        return actions + self._ready_actions(ctx, installing, wants_fm) + self._initramfs_actions(ctx, actions)
+
+    @staticmethod
+    def _target(ctx: StepContext) -> str:
+        """The kernel to build for; one that does not run yet, chosen here because no kernel step ran (`--tags
+        driver`), becomes the run's target and asks for the reboot into it."""
+        target, running = ctx.target_kernel, ctx.facts.kernel.running
+        if target != running and not ctx.state.target_kernel:
+            ctx.state.target_kernel = target  # a reboot step then checks that the host booted it
+            ctx.require_reboot(f"the driver is built for kernel {target} (installed with its headers); {running} "
+                               "runs without headers")
+        return target
+
+    def _cached_install(self, ctx: StepContext, manager: PackageManager, pkgs: DriverPackages, flavor: str, why: str,
+                        missing: list[Wanted], held: set[str], switch: str) -> Action:
+        """The driver packages' install, through the module cache where it is on and the module is DKMS-built."""
+        distro = for_os(ctx.facts.os)
+        install = self._install_action(ctx, manager, pkgs, flavor, why, missing, held, switch)
+        use = self._cache_use(ctx.facts) and bool(pkgs.dkms_module)
+        candidate = ctx.probe["candidate"].strip()
+        version = candidate.splitlines()[-1] if candidate else ""
+        return cached_install(install, use, pkgs.version_from, flavor,
+                              distro.driver_version_probe(pkgs, self.branch) if distro.module_cache_before_install
+                              else None, version=version,
+                              outlook=self._module_outlook(ctx, flavor, version) if use else "")
+
+    def _keep_actions(self, manager: PackageManager, pinned: list[str], held: set[str], switch: bool,
+                      persistenced: str) -> list[Action]:
+        """The driver packages held (unattended upgrades cause version mismatches) and nvidia-persistenced enabled."""
+        actions = []
+        unheld = [p for p in pinned if p not in held or switch] if self.hold else []
         if unheld:
             actions.append(Action(f"hold {', '.join(unheld)}",
                                   "unattended upgrades must not cause a driver/library version mismatch",
                                   manager.hold(unheld)))
-        if self.persistenced and parse_is_enabled(sections["persistenced"]) not in ("enabled", "static"):
+        if self.persistenced and parse_is_enabled(persistenced) not in ("enabled", "static"):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))
-        installing = bool(missing) or self._runfile_installs(facts)
-        return actions + self._ready_actions(ctx, installing, wants_fm) + self._initramfs_actions(ctx, actions)
+        return actions
 
     def _refuse_early(self, facts: Facts, pkgs: DriverPackages, wants_fm: bool) -> None:
         """Secure Boot without a key, or NVSwitches without a fabric manager package: fail before any change."""
