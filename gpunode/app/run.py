@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gpunode.app.exitcodes import EXIT_FAILED, EXIT_OK
 from gpunode.connection import ConnectOptions
 from gpunode.errors import UsageError
-from gpunode.playbook.validate import check_arguments
+from gpunode.playbook.validate import check_arguments, misspelt_variables
 from gpunode.report.text import say
 from gpunode.runner.early import EarlyConnections
 
@@ -29,6 +29,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     The connections start opening first: the code for the run, the live display and the summary imports while the
     hosts answer."""
     check_arguments(book, selected, extra_vars)  # a wrong value is refused before any host is contacted
+    for warning in misspelt_variables(book, selected, extra_vars):
+        say(f"warning: {warning}", stream=sys.stderr)
     logs = Path(log_dir) if log_dir else default_log_path()
     try:
         logs.mkdir(parents=True, exist_ok=True)

@@ -111,6 +111,50 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
                 raise _refusal(spec, exc, host.name, {**book.vars, **spec.vars}) from None
 
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# variables the runner and verify read themselves (not through a template): never a misspelling of another
+_READ_BY_GPUNODE = {"package_cache", "known_hosts", "expect_gpus", "expect_model", "expected_mounts",
+                    "verify_container_image"}
+
+
+def _words(value: Any) -> set[str]:
+    """Every identifier in the strings of a value (templates, conditions, nested mappings and lists)."""
+    if isinstance(value, str):
+        return set(_WORD.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(_words(v) for v in value.values())) if value else set()
+    if isinstance(value, list | tuple):
+        return set().union(*(_words(v) for v in value)) if value else set()
+    return set()
+
+
+def misspelt_variables(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> list[str]:
+    """Warnings for variables set by -e/--var or the inventory that the playbook never reads but whose name is
+    close to one it does (`kernel_polcy` for `kernel_policy`): Ansible ignores them silently, and the playbook's
+    default then applies. Only near misses are named; an inventory holds variables of other playbooks too."""
+    import difflib
+
+    specs = [*book.steps, *book.handlers.values()]
+    read = set(book.vars) | _READ_BY_GPUNODE
+    for spec in specs:
+        read |= _words(spec.args) | _words(spec.when) | _words(spec.failed_when) | _words(spec.changed_when)
+        read |= set(spec.vars) | _words(list(spec.vars.values()))
+    read |= _words(list(book.vars.values()))
+    given = {name: "-e/--var" for name in extra_vars}
+    for host in hosts:
+        for name in host.vars:
+            given.setdefault(name, f"the inventory (host {host.name})")
+    warnings = []
+    for name, where in sorted(given.items()):
+        if name in read or name.startswith(("ansible_", "gpunode_")):
+            continue
+        near = difflib.get_close_matches(name, sorted(n for n in read if len(n) > 3), 1, 0.85)
+        if near:
+            warnings.append(f"variable {name} (from {where}) is not read by playbook {book.name}; did you mean "
+                            f"{near[0]}?")
+    return warnings
+
+
 def _check_package_cache(host: str, variables: dict[str, Any]) -> None:
     """`package_cache` (the package share, read by the runner rather than a step) is off, on or a folder: a list or a
     mapping would become a folder named after its Python text, so it is refused before any host is contacted."""
