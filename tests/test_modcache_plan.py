@@ -117,7 +117,7 @@ def test_precompiled_installs_plan_as_before_with_the_cache_on(tmp_path):
 
 def test_an_unquoted_off_is_off(tmp_path):
     """`--var module_cache=off` reaches the step as YAML's false: no cache; true is the default folder."""
-    from gpunode.steps.module_cache import cache_store
+    from gpunode.steps.cache_setting import cache_store
 
     case = find_case("nvidia_driver", "debian12-half-converged")
     off = {**case, "args": {**(case.get("args") or {}), "module_cache": False}}
@@ -130,7 +130,7 @@ def test_cache_words_from_an_ini_inventory_are_switches_not_folders():
     """An INI inventory gives `package_cache=true` / `module_cache=yes` as strings: they mean the default folder, not
     a folder called `true` in the current directory; "0"/"none" mean off; anything else is a folder."""
     from gpunode.pkgshare.store import default_root
-    from gpunode.steps.module_cache import cache_store
+    from gpunode.steps.cache_setting import cache_store
     from gpunode.steps.package_share import share_for
 
     for word in ("true", "True", "yes", "on", "1", 1, "", "  "):

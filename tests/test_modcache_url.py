@@ -12,7 +12,7 @@ import pytest
 from gpunode.modcache.key import CacheKey
 from gpunode.modcache.store import Store
 from gpunode.modcache.url_source import SourceError, fetch, mirror_store, source_of, url_problem
-from gpunode.steps.module_cache import cache_store, check_cache_setting
+from gpunode.steps.cache_setting import cache_store, check_cache_setting
 from tests.conftest import run_cli
 from tests.https_folder import https_folder
 

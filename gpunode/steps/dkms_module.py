@@ -9,13 +9,8 @@ from gpunode.connection import q
 from gpunode.facts import Facts
 from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.steps.base import Action, Step, StepContext, arg, register
-from gpunode.steps.module_cache import (
-    ModuleAction,
-    apply_module,
-    check_cache_setting,
-    check_key_names,
-    plan_module,
-)
+from gpunode.steps.cache_setting import check_cache_setting, check_key_names
+from gpunode.steps.module_cache import ModuleAction, apply_module, plan_module
 from gpunode.steps.probe import Snippets
 
 

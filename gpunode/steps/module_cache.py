@@ -11,16 +11,15 @@ import errno
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from gpunode.distros import for_os
 from gpunode.modcache import coord
-from gpunode.modcache.key import PLAIN_NAME, CacheKey, key_for
+from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
-from gpunode.modcache.store import Entry, Store, cache_home
-from gpunode.modcache.url_source import SourceError, fetch, mirror_store, source_of, url_problem
-from gpunode.steps.base import Action, ArgumentError, StepContext, StepFailed
-from gpunode.values import cache_folder
+from gpunode.modcache.store import Entry, Store
+from gpunode.modcache.url_source import SourceError, fetch, source_of
+from gpunode.steps.base import Action, StepContext, StepFailed
+from gpunode.steps.cache_setting import cache_store
 
 HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
                      5: "the package arrived damaged (sha256)"}
@@ -34,49 +33,6 @@ class ModuleAction(Action):
     root: str = ""
     mode: str = "build"           # build (and publish), install, wait (another host builds, then install)
     form: str = "deb"             # the package form of the host's distro (gpunode/modcache/remote.py)
-
-
-def cache_store(cache: str | bool) -> Store | None:
-    """The store a `module_cache` value names: "" or true the controller's default folder, off/false/no/none (YAML
-    reads an unquoted `off` as false) no cache, an https URL its mirror folder on the controller, else that folder."""
-    folder = cache_folder(cache)
-    if folder is None:
-        return None
-    if "://" in folder:
-        if problem := url_problem(folder):
-            raise StepFailed(problem, fix=URL_FIX)
-        return mirror_store(folder, cache_home())
-    return Store(folder or None)
-
-
-def check_cache_setting(cache: str | bool, arg: str) -> None:
-    """A step's module cache argument `arg` checked when the playbook is read (exit 2 with file:line and the variable
-    that set it, before any host): a URL must be plain https, a folder must not be an existing file."""
-    folder = cache_folder(cache)
-    if not folder:
-        return
-    if "://" in folder:
-        if problem := url_problem(folder):
-            raise ArgumentError(f"{problem}; {URL_FIX}", arg)
-    elif (path := Path(folder).expanduser()).exists() and not path.is_dir():
-        raise ArgumentError(f"the module cache {folder} is a file, not a folder; name a folder on the controller (it "
-                            "is made when missing), an https URL, or off", arg)
-
-
-def check_key_names(arg_values: dict[str, str]) -> None:
-    """Names that become part of a module cache key and of paths and commands on the host (`name`, `version`,
-    `kernel`, `flavour`, `signer` of a dkms_module step) must be plain: refused when the playbook is read."""
-    for arg, value in arg_values.items():
-        if value and not PLAIN_NAME.match(value):
-            raise ArgumentError(f"dkms_module.{arg} {value!r} is not a plain name (letters, digits and . _ + ~ -, "
-                                "starting with a letter or digit)", arg)
-
-
-# Bucket URLs: S3 virtual-hosted style https://BUCKET.s3.REGION.amazonaws.com/KEY
-# (https://docs.aws.amazon.com/AmazonS3/latest/userguide/VirtualHosting.html); OSS https://BucketName.Endpoint/object,
-# e.g. examplebucket.oss-cn-hangzhou.aliyuncs.com (https://help.aliyun.com/en/oss/developer-reference/overview-24).
-URL_FIX = ("give the bucket's https URL (https://BUCKET.s3.REGION.amazonaws.com/PREFIX, "
-           "https://BUCKET.oss-REGION.aliyuncs.com/PREFIX), a folder on a mounted share, or module_cache: off")
 
 
 def _lookup(ctx: StepContext, store: Store, key: CacheKey, timeout: float) -> Entry | None:
@@ -133,10 +89,9 @@ def plan_module(ctx: StepContext, module: str, version: str, kernel: str, *, cac
                             timeout=timeout, fix=fix, key=key, root=root, mode="wait", form=form)
     url = source_of(store.root)
     keep = f"keep it in this controller's copy of {url}" if url else "add it to the module cache"
-    return ModuleAction(f"build {what} with DKMS and {keep}",
-                        f"no cache entry for its group in {url or store.root}{stale}", build_command(key),
-                        timeout=timeout,
-                        fix=fix, key=key, root=root, mode="build", form=form)
+    return ModuleAction(f"build {what} with DKMS and {keep}", f"no cache entry for its group in {url or store.root}"
+                        f"{stale}", build_command(key), timeout=timeout, fix=fix, key=key, root=root, mode="build",
+                        form=form)
 
 
 def _bare(module: str, version: str, kernel: str) -> CacheKey:

@@ -16,14 +16,8 @@ from gpunode.parsers.dkms import dkms_installed, parse_dkms
 from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
-from gpunode.steps.module_cache import (
-    ModuleAction,
-    apply_around,
-    apply_module,
-    cache_store,
-    check_cache_setting,
-    plan_module,
-)
+from gpunode.steps.cache_setting import cache_store, check_cache_setting
+from gpunode.steps.module_cache import ModuleAction, apply_around, apply_module, plan_module
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
