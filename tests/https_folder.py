@@ -1,6 +1,6 @@
 """A folder served over real https on 127.0.0.1 (Python's http.server behind TLS), with a certificate made for the
 test: what a bucket's https endpoint is to the module cache. Requests are recorded; `status` forces an answer per
-path suffix (403 as S3 gives for a missing object to a reader without list permission)."""
+path suffix (403 as S3 gives for a missing object to a reader without list permission), `redirect` a 302."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class Served:
     ca_file: Path
     requests: list[str] = field(default_factory=list)
     status: dict[str, int] = field(default_factory=dict)
+    redirect: dict[str, str] = field(default_factory=dict)  # path suffix -> Location of a 302
 
 
 @contextmanager
@@ -56,6 +57,12 @@ def https_folder(root: Path, certs: Path) -> Iterator[Served]:
     class Handler(http.server.SimpleHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             served.requests.append(self.path)
+            moved = next((to for suffix, to in served.redirect.items() if self.path.endswith(suffix)), None)
+            if moved:
+                self.send_response(302)
+                self.send_header("Location", moved)
+                self.end_headers()
+                return
             forced = next((code for suffix, code in served.status.items() if self.path.endswith(suffix)), None)
             if forced:
                 self.send_error(forced)

@@ -146,3 +146,15 @@ def test_prune_of_a_url_says_the_bucket_is_unchanged(bucket, tmp_path):
 def test_user_data_refuses_a_relative_folder_or_a_second_setting(args):
     result = run_cli("user-data", "--playbook", "gpu-node", *args)
     assert result.code == 2 and "--module-cache" in result.output and "fix:" in result.output, result.output
+
+
+def test_a_redirect_is_followed_only_to_https(bucket, tmp_path):
+    """urllib alone would follow a 302 to http://, undoing the https-only rule."""
+    served, folder = bucket
+    package = Store(folder).lookup(KEY).file
+    served.redirect[package] = f"http://127.0.0.1:9/{package}"
+    with pytest.raises(SourceError, match="not https"):
+        fetch(served.url, KEY, mirror_store(served.url, tmp_path / "a"))
+    (folder / "moved.bin").write_bytes(Store(folder).lookup(KEY).package.read_bytes())
+    served.redirect[package] = f"{served.url}/moved.bin"  # an https redirect (as a CDN gives) is followed
+    assert fetch(served.url, KEY, mirror_store(served.url, tmp_path / "b")).problem() == ""

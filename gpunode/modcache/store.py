@@ -155,8 +155,9 @@ class Store:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-
     def _lock_file(self, name: str) -> typing.IO[str]:
+        """The lock file `name`, opened: in the cache folder's `.locks`, or, where this controller may not write the
+        folder, in <cache home>/locks/<hash of the folder>."""
         try:
             locks = self.root / ".locks"
             locks.mkdir(parents=True, exist_ok=True)

@@ -111,13 +111,22 @@ def fetch(url: str, key: CacheKey, store: Store) -> Entry | None:
     return store.put(key, name, data, vermagic, f"{built_on} (via {url})" if built_on else f"via {url}")
 
 
+class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects are followed only to https (urllib would follow one to http, undoing the https-only rule)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201 (urllib's signature)
+        if urlsplit(newurl).scheme.lower() != "https":
+            raise urllib.error.HTTPError(newurl, code, f"redirect to {newurl} refused: not https", headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 def _get(url: str, limit: int) -> bytes | None:
     """The body of `url` (None on 404/403), at most `limit` bytes. 403 counts as absent: S3 answers a GET of a missing
     object with 403 when the reader lacks s3:ListBucket (Amazon S3 API reference, GetObject, Permissions:
     https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html)."""
     request = urllib.request.Request(url, headers={"User-Agent": "gpunode"})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310 (https only: url_problem)
+        with urllib.request.build_opener(_HttpsOnlyRedirects).open(request, timeout=TIMEOUT) as response:
             data = response.read(limit + 1)
     except urllib.error.HTTPError as exc:
         if exc.code in (403, 404):
