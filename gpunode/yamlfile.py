@@ -84,12 +84,6 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _Li
 _LineLoader.add_constructor("tag:yaml.org,2002:float", _LineLoader.construct_text_float)
 
 
-def load_scalar(text: str) -> Any:
-    """A command-line value read as YAML (true, 3, [a, b]), floats keeping their text (TextFloat); raises
-    yaml.YAMLError."""
-    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-
-
 def load_yaml_text(text: str, source: str) -> Any:
     """Parse YAML text; a syntax error becomes a UsageError naming source:line."""
     try:

@@ -37,9 +37,7 @@ def as_var_pairs(variables: dict[str, Any]) -> list[str]:
 
 def parse_vars(pairs: list[str]) -> dict[str, Any]:
     """`--var k=v` pairs; values parsed as YAML scalars (true, 3, [a, b]; 1.10 stays "1.10" as a string)."""
-    import yaml
-
-    from gpunode.yamlfile import load_scalar
+    from gpunode.yamlfile import load_yaml_text
 
     result: dict[str, Any] = {}
     for pair in pairs:
@@ -47,8 +45,8 @@ def parse_vars(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key.isidentifier():
             raise UsageError(f"--var {pair!r} is not KEY=VALUE", source="--var", fix="e.g. --var driver_branch=580")
         try:
-            result[key] = load_scalar(value) if value else ""
-        except yaml.YAMLError:
+            result[key] = load_yaml_text(value, "--var") if value else ""
+        except UsageError:  # not YAML (a ': ' inside, an unclosed bracket): the text as given
             result[key] = value
     return result
 

@@ -16,16 +16,21 @@ _NAMES = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
 _UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
 
 
-def _templates(value: Any) -> Iterable[str]:
-    """Every templated string inside a value (nested mappings and lists too)."""
-    if isinstance(value, str) and has_template(value):
+def _strings(value: Any) -> Iterable[str]:
+    """Every string inside a value (nested mappings, lists and tuples too)."""
+    if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _templates(item)
-    elif isinstance(value, list):
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
         for item in value:
-            yield from _templates(item)
+            yield from _strings(item)
+
+
+def _templates(value: Any) -> Iterable[str]:
+    """Every templated string inside a value."""
+    return (text for text in _strings(value) if has_template(text))
 
 
 def _syntax_error(text: str, expression: bool) -> str | None:
@@ -119,13 +124,7 @@ _READ_BY_GPUNODE = {"package_cache", "known_hosts", "expect_gpus", "expect_model
 
 def _words(value: Any) -> set[str]:
     """Every identifier in the strings of a value (templates, conditions, nested mappings and lists)."""
-    if isinstance(value, str):
-        return set(_WORD.findall(value))
-    if isinstance(value, dict):
-        return set().union(*(_words(v) for v in value.values())) if value else set()
-    if isinstance(value, list | tuple):
-        return set().union(*(_words(v) for v in value)) if value else set()
-    return set()
+    return {word for text in _strings(value) for word in _WORD.findall(text)}
 
 
 def misspelt_variables(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> list[str]:

@@ -99,8 +99,10 @@ class StepContext:
         newest installed kernel with headers, whose boot is pending (Debian's dkms postinst builds for that one too:
         dell/dkms dkms_common.postinst, get_newest_kernel; Debian 12's /usr/lib/dkms/common.postinst)."""
         kernel = self.facts.kernel
-        if self.state.target_kernel or kernel.running_headers_present:
-            return self.state.target_kernel or kernel.running
+        if self.state.target_kernel:
+            return self.state.target_kernel
+        if kernel.running_headers_present:
+            return kernel.running
         return kernel.pending or kernel.running
 
     def command_for(self, action: Action) -> str:
