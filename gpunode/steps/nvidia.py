@@ -35,7 +35,8 @@ STALE_INITRAMFS = (f"c={NOUVEAU_CONF}; if [ -e \"$c\" ]; then for m in /lib/modu
                    "for f in \"/boot/initrd.img-$k\" \"/boot/initramfs-$k.img\"; do "
                    "if [ -e \"$f\" ] && [ ! \"$f\" -nt \"$c\" ]; then echo \"$k\"; fi; done; done; fi")
 # update-initramfs {-c|-d|-u} [-k version] (update-initramfs(8) of initramfs-tools 0.142, its usage() read on a lab
-# host); dracut [OPTION...] [<image> [<kernel version>]] (dracut(8): dracutdevs/dracut man/dracut.8.asc).
+# host); dracut [OPTION...] [<image> [<kernel version>]], -f overwrites (dracut(8): dracutdevs/dracut
+# man/dracut.8.asc, SYNOPSIS and OPTIONS, at edc88f66aa53be1d6e04de95b17d5fe94a6d40e5).
 REBUILD_STALE_INITRAMFS = (f"for k in $({STALE_INITRAMFS}); do if command -v update-initramfs >/dev/null; then "
                            "update-initramfs -u -k \"$k\" || exit; elif command -v dracut >/dev/null; then "
                            "dracut -f \"/boot/initramfs-$k.img\" \"$k\" || exit; fi; done")
