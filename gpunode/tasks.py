@@ -350,7 +350,7 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
 })
 def verify_gpu(c, target, inventory=None, expect_gpus=None, expect_model=None, min_driver=None,
                container_test=None, no_container_test=None, json=False, junit=None, accept_new_host_keys=False):
-    """Check GPUs, driver, fabric manager, kernel log and container runtime: exit 0 healthy, 1 not, 2 unreachable."""
+    """Check GPUs, driver, fabric manager, kernel log and container runtime: exit 0 healthy, 1 unhealthy/unreachable."""
     from gpunode.app.verify import VerifyOptions
     from gpunode.commands.verify_cmd import verify_gpu as run
     from gpunode.verify import Expectations

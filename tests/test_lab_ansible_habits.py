@@ -425,7 +425,7 @@ def test_verify_gpu_on_an_unreachable_host_says_unreachable(lab, tmp_path):
     host = lab.hosts[sorted(lab.hosts)[0]]
     inventory = host_inventory(lab, [host], tmp_path / "inv.yml", ansible_port=2)
     result = run_cli("verify-gpu", host.name, "-i", str(inventory))
-    assert result.code == 2 and "UNREACHABLE" in result.stdout and "NOT healthy" not in result.stdout
+    assert result.code == 1 and "UNREACHABLE" in result.stdout and "NOT healthy" not in result.stdout
 
 
 def test_strict_host_key_checking_no_is_honoured_on_first_use(lab, tmp_path):

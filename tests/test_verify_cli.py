@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
@@ -41,9 +42,9 @@ def test_verify_gpu_on_a_host_without_gpu_is_honest(lab, tmp_path):
 
 
 @pytest.mark.lab
-def test_verify_gpu_unreachable_exits_2(lab):
+def test_verify_gpu_unreachable_exits_1(lab):
     result = run_cli("verify-gpu", f"gpunode@{lab.network.address(201)}", "--json")
-    assert result.code == 2
+    assert result.code == 1  # a host that could not be checked is a failed host (docs/guide.md, Exit codes)
     report = json.loads(result.stdout)
     jsonschema.validate(report, SCHEMA)
     assert "no route to" in report["error"] and report["healthy"] is None and report["verdict"] == "unreachable"
@@ -111,3 +112,23 @@ def test_verify_gpu_reports_expected_mounts_from_inventory(lab, tmp_path):
     findings = {f["id"]: f for f in json.loads(result.stdout)["findings"]}
     assert findings["nfs-mount-missing"]["severity"] == "critical"
     assert "/mnt/data is not mounted" in findings["nfs-mount-missing"]["summary"]
+
+
+def test_unhealthy_and_unreachable_hosts_both_reported_exit_1(tmp_path):
+    """The exit code rule (docs/guide.md, Exit codes): one unhealthy host (this controller, checked locally: it has
+    no GPU) and one unreachable host (a closed loopback port) give exit 1, and the JSON and JUnit reports keep both,
+    the unreachable one as a JUnit <error> (issue 37: it was left out, and its exit 2 hid the unhealthy host)."""
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("all:\n  hosts:\n    localhost: {ansible_connection: local}\n"
+                         "    dead: {ansible_host: 127.0.0.1, ansible_port: 1}\n")
+    junit = tmp_path / "v.xml"
+    result = run_cli("verify-gpu", "all", "-i", str(inventory), "--json", "--junit", str(junit))
+    assert result.code == 1, result.output
+    reports = {r["host"]: r for r in json.loads(result.stdout)}
+    assert (reports["localhost"]["verdict"], reports["dead"]["verdict"]) == ("unhealthy", "unreachable")
+    assert "refused the connection" in reports["dead"]["error"]
+    suites = {s.get("name"): s for s in ET.fromstring(junit.read_text()).findall("testsuite")}
+    assert suites["localhost"].get("failures") == "1"
+    error = suites["dead"].find("testcase/error")
+    assert error is not None and "refused the connection" in error.get("message")
+    assert suites["dead"].get("errors") == "1"

@@ -21,31 +21,28 @@ from gpunode.verify.report import HostReport
 
 def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_json: bool, junit: str | None,
                accept_new_host_keys: bool) -> int:
-    """Exit 0 when every host is healthy, 1 when one is not, 2 when one is unreachable."""
+    """Exit 0 when every host is healthy, 1 when one is unhealthy or could not be checked (the exit code rule of
+    every command: docs/guide.md, "Exit codes"); 2 only for bad input, before any host is contacted."""
     hosts, limit = (None, target) if inventory else (target, None)
     _, selected = load_hosts(inventory, hosts, limit, HOST_ARGUMENT)
     connect_options = ConnectOptions(accept_new_host_keys=accept_new_host_keys)
-    reports, unreachable = [], False
+    reports: list[HostReport] = []
     for host in selected:
         try:
             reports.append(check_host(host, options, connect_options))
         except GpunodeError as exc:
-            unreachable = True
             reports.append(HostReport(host.name, error=str(exc)))
         except Exception as exc:  # a facts parse error or an odd host is that host's failure, never a traceback
-            unreachable = True
             reports.append(HostReport(host.name, error=(
                 f"could not check this host: {exc!r}; run `gpunode facts {host.name}` to see what it returns and "
                 "report it with that output")))
     if junit:
-        Path(junit).write_text(junit_xml([r.to_dict() for r in reports if r.error is None]))
+        Path(junit).write_text(junit_xml([r.to_dict() for r in reports]))
     data = [report.to_dict() for report in reports]
     if as_json:
         print(json.dumps(data if len(data) > 1 else data[0], indent=2))
     else:
         _print_reports(data)
-    if unreachable:
-        return EXIT_USAGE
     return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 
 

@@ -65,14 +65,25 @@ def junit_xml(reports: list[dict[str, object]]) -> str:
     """One <testsuite> per host, one <testcase> per finding id.
 
     critical -> <failure>; warning and ok pass, with the details in <system-out>. A host without
-    findings gets a single passing "healthy" testcase.
+    findings gets a single passing "healthy" testcase; a host that could not be checked (unreachable) gets one
+    "connect" testcase with an <error> holding the cause, so no host is missing from the report.
     """
     suites = ET.Element("testsuites", name="gpunode verify-gpu")
-    total = failed = 0
+    total = failed = errors = 0
     for report in reports:
         host = str(report.get("host", ""))
         findings = list(report.get("findings") or [])  # type: ignore[call-overload]
         suite = ET.SubElement(suites, "testsuite", name=host)
+        if report.get("error") is not None:
+            case = ET.SubElement(suite, "testcase", classname=f"gpunode.verify.{host}", name="connect")
+            ET.SubElement(case, "error", message=str(report["error"])[:500], type="unreachable").text = str(
+                report["error"])
+            suite.set("tests", "1")
+            suite.set("failures", "0")
+            suite.set("errors", "1")
+            total += 1
+            errors += 1
+            continue
         cases = 0
         failures = 0
         for finding in findings or [{"id": "healthy", "severity": "ok", "summary": "no findings",
@@ -93,6 +104,7 @@ def junit_xml(reports: list[dict[str, object]]) -> str:
         failed += failures
     suites.set("tests", str(total))
     suites.set("failures", str(failed))
+    suites.set("errors", str(errors))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
