@@ -7,7 +7,7 @@ import pytest
 
 from gpunode.pkgshare.store import PackageStore
 from gpunode.steps.package_share import _size
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 
 def test_a_folder_that_is_a_file_or_under_one_is_a_problem(tmp_path):
@@ -32,6 +32,18 @@ def test_a_list_or_mapping_is_refused_before_any_host(tmp_path, extra):
     result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book), "-e", extra)
     assert result.code == 2, result.output
     assert "package_cache must be off, true or a folder" in result.output and "fix:" in result.output
+
+
+@pytest.mark.parametrize("url", ["http://x/pkgs", "https://bucket.s3.us-east-1.amazonaws.com/pkgs"])
+def test_a_url_is_refused_before_any_host_not_made_a_folder(tmp_path, url):
+    """`package_cache=http://x/pkgs` became a folder `./http:/x/pkgs` while `module_cache` refused the same URL
+    (issue 37): it is exit 2 naming the variable, before any host, and no folder is made."""
+    book = tmp_path / "p.yml"
+    book.write_text("steps:\n  - packages: {names: [jq]}\n")
+    result = run_cli("provision", "-H", "192.0.2.1", "--playbook", str(book), "-e", f"package_cache={url}")
+    assert result.code == 2, result.output
+    assert f"package_cache {url}" in result.output and "is a URL" in result.output and "fix:" in result.output
+    assert not (REPO / "http:").exists() and not (REPO / "https:").exists()  # run_cli runs in the checkout
 
 
 def test_a_damaged_file_in_the_folder_is_removed_and_said(tmp_path):

@@ -158,6 +158,11 @@ def _check_package_cache(host: str, variables: dict[str, Any]) -> None:
     """`package_cache` (the package share, read by the runner rather than a step) is off, on or a folder: a list or a
     mapping would become a folder named after its Python text, so it is refused before any host is contacted."""
     value = variables.get("package_cache")
+    if isinstance(value, str) and "://" in value:
+        raise UsageError(f"package_cache {value} for host {host} is a URL, but the package share is a folder on the "
+                         "controller that the run writes (a URL would become a folder named after it)",
+                         fix="set package_cache to a folder on the controller (a mounted share works), true (the "
+                         "default folder) or off; an https URL is read only by module_cache, which only reads")
     if value is None or isinstance(value, str | bool | int | float):
         return
     hint = getattr(value, "_undefined_hint", None)  # a template that reads a variable set nowhere
