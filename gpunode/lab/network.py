@@ -57,10 +57,17 @@ class LabNetwork:
                                   "another lab or network on this machine")
 
     def down(self) -> None:
-        rule = ["-s", str(self.subnet), "!", "-o", self.bridge, "-j", "MASQUERADE"]
-        while sh("iptables", "-w", "-t", "nat", "-D", "POSTROUTING", *rule, check=False).returncode == 0:
-            pass
+        """Remove this lab's NAT rules, whatever subnet they were made for (a lab started with `--subnet` and taken
+        down by tag alone), and its bridge."""
+        for rule in self.nat_rules():
+            sh("iptables", "-w", "-t", "nat", "-D", "POSTROUTING", *rule, check=False)
         sh("ip", "link", "del", self.bridge, check=False)
+
+    def nat_rules(self) -> list[list[str]]:
+        """This lab's MASQUERADE rules in POSTROUTING (`! -o <bridge>`), as arguments for `iptables -D`."""
+        listed = sh("iptables", "-w", "-t", "nat", "-S", "POSTROUTING", check=False).stdout.splitlines()
+        return [line.split()[2:] for line in listed
+                if line.startswith("-A POSTROUTING ") and f"! -o {self.bridge} " in line and "MASQUERADE" in line]
 
     def netns_name(self, name: str) -> str:
         return f"gn-{self.tag}-{name}"
