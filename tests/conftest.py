@@ -17,6 +17,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # A suite started in the background (`nohup bash dev/test &`: a shell starts background jobs with SIGINT ignored)
+    # would pass SIGINT-ignored on to every child through exec, and the tests that press Ctrl-C on a gpunode child
+    # would then see nothing happen. A handler (unlike SIG_IGN) is reset to the default at exec, so each child's
+    # Python installs its own KeyboardInterrupt again.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 LAB_TAG = os.environ.get("GPUNODE_TEST_LAB_TAG", "test")
 LAB_SUBNET = os.environ.get("GPUNODE_TEST_LAB_SUBNET", "10.231.2.0/24")
 REQUIRE_LAB = os.environ.get("GPUNODE_REQUIRE_LAB") == "1"
