@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -83,8 +83,9 @@ class Fact(Generic[T]):
 TABLES: dict[str, Mapping[str, Fact]] = {}
 
 
-def fact_table(name: str, table: Mapping[str, Fact[T]]) -> Mapping[str, Fact[T]]:
-    """Register a table of vendor facts under `name` (one per vendor or distro) and return it."""
+def fact_table(name: str, table: Mapping[str, Fact[Any]]) -> Mapping[str, Fact[Any]]:
+    """Register a table of vendor facts under `name` (one per vendor or distro) and return it. Its facts hold values
+    of several types (a name, a list, a mapping), so the table is typed by entry as `Fact[Any]`."""
     if name in TABLES and TABLES[name] is not table:
         raise ValueError(f"vendor fact table {name!r} is registered twice")
     TABLES[name] = table

@@ -46,10 +46,10 @@ class LocalConnection(Connection):
         stdin = _with_password(stdin, password)
         process = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL)
+        local = _LocalProcess(process)
         if stdin:
-            process.stdin.write(stdin)
-            process.stdin.flush()
-        return _LocalProcess(process)
+            local.send(stdin)
+        return local
 
 
 def _with_password(stdin: bytes, password: str | None) -> bytes:
@@ -58,21 +58,23 @@ def _with_password(stdin: bytes, password: str | None) -> bytes:
 
 
 class _LocalProcess(RemoteProcess):
-    def __init__(self, process: subprocess.Popen) -> None:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None  # both are pipes (_start)
         self.process = process
+        self.stdin, self.stdout = process.stdin, process.stdout
 
     def _recv(self, wait: float) -> bytes | None:
-        fd = self.process.stdout.fileno()
+        fd = self.stdout.fileno()
         ready, _, _ = select.select([fd], [], [], wait)
         return os.read(fd, 65536) if ready else None
 
     def send(self, data: bytes) -> None:
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
+        self.stdin.write(data)
+        self.stdin.flush()
 
     def end_input(self) -> None:
         with contextlib.suppress(OSError):
-            self.process.stdin.close()
+            self.stdin.close()
 
     def close(self, wait: float = 5.0) -> int | None:
         self.end_input()

@@ -126,7 +126,8 @@ class Lab:
         """Hosts that a killed run left running but never recorded: their restart loops would otherwise start them
         again later inside the next run's network namespace of the same name (two hosts on one address)."""
         marker = f"--directory={self.directory / 'hosts'}/"
-        loops, containers = [], []
+        loops: list[int] = []
+        containers: list[int] = []
         for proc in Path("/proc").glob("[0-9]*"):
             try:
                 command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

@@ -41,7 +41,7 @@ def dcgmi_gpus(text: str) -> set[str]:
 
 def _details_joined(text: str) -> str:
     """Result and detail cells with their wrapped continuation rows joined (DCGM wraps at the cell width)."""
-    lines = []
+    lines: list[str] = []
     for line in text.splitlines():
         continued = _CONTINUED.match(line)
         if continued and lines:

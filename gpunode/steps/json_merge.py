@@ -170,7 +170,7 @@ def same(a: Any, b: Any) -> bool:
 def dump(data: dict[str, Any], old_text: str) -> str:
     """The file's new text: the old file's indentation (2 for a new or one-line file), non-ASCII kept as written,
     a final newline; CRLF if the old file used it."""
-    nonce, numbers = f"@@gpunode-number-{secrets.token_hex(6)}-", []
+    nonce, numbers = f"@@gpunode-number-{secrets.token_hex(6)}-", list[str]()
     text = json.dumps(_marked(data, nonce, numbers), indent=indent_of(old_text), ensure_ascii=False) + "\n"
     text = re.sub(f'"{nonce}(\\d+)"', lambda m: numbers[int(m.group(1))], text)
     try:

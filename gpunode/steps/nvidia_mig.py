@@ -299,7 +299,8 @@ def _entries(config: list[dict[str, Any]]) -> list[tuple[list[int] | None, bool,
 
 
 def _checked(config: list[dict[str, Any]]) -> list[tuple[list[int] | None, bool, Counter[str]]]:
-    out, seen = [], set()
+    out: list[tuple[list[int] | None, bool, Counter[str]]] = []
+    seen: set[str | tuple[int, ...]] = set()
     for number, entry in enumerate(config):
         where = f"nvidia_mig.config[{number}]"  # 0-based, as the type check names an item (config[0])
         unknown = set(entry) - {"devices", "mig-enabled", "mig-devices", "mig_enabled", "mig_devices"}

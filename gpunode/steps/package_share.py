@@ -69,7 +69,8 @@ def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
 def _share(ctx: StepContext, files: list[Download], store: PackageStore, timeout: float) -> str:
     """Fetch what this host owns, wait for the rest, send the host what the folder has; a one-line account."""
     root, host = str(store.root), ctx.host.name
-    mine, theirs = [], []
+    mine: list[Download] = []
+    theirs: list[Download] = []
     for f in files:
         if store.lookup(f.sha256, f.filename, f.size) is None:
             (mine if coord.claim(root, f.sha256, host) == host else theirs).append(f)

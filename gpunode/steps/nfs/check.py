@@ -7,6 +7,7 @@ from typing import Any
 from gpunode.facts import Facts
 from gpunode.steps.base import build_step
 from gpunode.steps.nfs.fstab import find
+from gpunode.steps.nfs.mount import NfsMountStep
 from gpunode.steps.nfs.options import live_differences
 
 
@@ -29,6 +30,7 @@ def _check_one(facts: Facts, spec: dict[str, Any]) -> dict[str, Any]:
     except ValueError as exc:
         result["message"] = f"bad expected mount {spec!r}: {exc}"
         return result
+    assert isinstance(step, NfsMountStep)  # the registry's class for kind nfs_mount
     result["path"], result["source"] = step.path, step.source
     found = find(facts.storage.fstab_text or "", step.path)
     result["in_fstab"], result["managed"] = bool(found.entries), found.managed is not None
