@@ -27,11 +27,6 @@ def fingerprint(key: paramiko.PKey) -> str:
     return f"{key.get_name()} {key.fingerprint}"
 
 
-def host_label(hostname: str, port: int) -> str:
-    """known_hosts spelling: bare name for port 22, [name]:port otherwise."""
-    return hostname if port == 22 else f"[{hostname}]:{port}"
-
-
 def load_known_hosts(client: paramiko.SSHClient, extra: list[str | Path]) -> None:
     """Load ~/.ssh/known_hosts, gpunode's own file and per-host files into the client."""
     client.load_system_host_keys()

@@ -38,9 +38,6 @@ class AptDistro(Distro):
     def headers_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
         return [f"linux-headers-{kernel}"]
 
-    def headers_pattern(self) -> str:
-        return "linux-headers-[0-9]*"
-
     def kernel_hold_packages(self, kernel: str, kernel_package: str = "", installed: Collection[str] = ()) -> list[str]:
         """The kernel's own image and headers, and the flavour's metapackages among `installed`: a kernel update is
         a new package (the ABI is in its name) that the metapackage depends on, so holding only the exact packages

@@ -134,10 +134,6 @@ class Distro:
         """The main headers/devel package for exactly this kernel."""
         return self.headers_packages(kernel, kernel_package)[0]
 
-    def headers_pattern(self) -> str:
-        """A name glob for listing the headers packages the distro offers."""
-        raise NotImplementedError
-
     def newest_kernel_packages(self, running: str, kernel_package: str = "") -> list[str]:
         """Packages that install the distro's newest kernel of the running flavour (or line), with headers."""
         raise NotImplementedError

@@ -111,9 +111,6 @@ class RpmDistro(Distro):
     def headers_packages(self, kernel: str, kernel_package: str = "") -> list[str]:
         return [f"{self.kernel_base_package(kernel_package)}-devel-{kernel}"]
 
-    def headers_pattern(self) -> str:
-        return "kernel-devel"
-
     def newest_kernel_packages(self, running: str, kernel_package: str = "") -> list[str]:
         base = self.kernel_base_package(kernel_package)
         return [base, f"{base}-devel"]

@@ -95,16 +95,6 @@ class Lab:
             self._write_known_hosts()
             self._write_inventory()
 
-    def restart_host(self, name: str) -> None:
-        """Stop and boot a host again on its existing disk (for fault tests)."""
-        host = self.hosts[name]
-        host.stop()
-        host.prepare(ensure_rootfs(self.mirror, suite=host.suite), self._client_key())
-        host.netns_path = self.network.attach(host.name, host.index)
-        host.boot(Path(host.directory) / "console.log")
-        self._save_state()
-        host.wait_for_ssh()
-
     def down(self) -> None:
         """Stop every host, remove their disks and the network. Safe to call twice."""
         with self._locked():

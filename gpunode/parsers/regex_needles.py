@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - Python < 3.11
 
 _MIN_LENGTH = 3  # shorter words would let most lines through
 # Non-ASCII characters an IGNORECASE regex takes for an ASCII letter (their simple lowercase is ASCII, or
-# re._casefix pairs them); tests/test_verify_regex_needles.py derives this table again from Unicode.
+# re._casefix pairs them); tests/test_verify_large_log.py derives this table again from Unicode.
 ASCII_TWINS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 _TWINS = str.maketrans(ASCII_TWINS)
 

@@ -51,8 +51,3 @@ def resolve_playbook(ref: str | Path, base: Path | None = None) -> Path:
                          fix=f"a built-in playbook is named without .yml: --playbook {Path(text).stem} "
                          f"(or `- include: {Path(text).stem}`)")
     return path
-
-
-def template_path(file_name: str) -> Path:
-    """A built-in Packer template (aws.pkr.hcl, ...)."""
-    return PACKER_DIR / file_name
