@@ -132,3 +132,11 @@ def test_a_refusal_on_the_command_line_exits_2_with_rule_source_and_fix() -> Non
 
 def test_every_rule_the_writer_applies_is_in_a_registered_fact_table() -> None:
     assert TABLES["alibaba-eci"] is ECI and TABLES["tencent-eks"] is EKS
+
+
+@pytest.mark.parametrize(("page", "table"), [("000-alibaba-eci.md", ECI), ("002-tencent-eks.md", EKS)])
+def test_the_seed_page_lists_every_fact_with_its_source(page: str, table) -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "seeds" / page).read_text()
+    for key, fact in table.items():
+        value = ", ".join(fact.value) if isinstance(fact.value, tuple) else fact.value
+        assert f"| `{key}` | `{value}` | <{fact.source}> |" in text, (page, key)

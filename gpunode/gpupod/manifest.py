@@ -99,7 +99,7 @@ class GpuPod:
         }
         if self.env:
             container["env"] = [{"name": k, "value": v} for k, v in self.env.items()]
-        # limits only: a GPU limit alone is also the request, and a request must equal it (facts: limit_required)
+        # limits only: a GPU limit alone is also the request, and a request must equal it (facts: request_equals_limit)
         container["resources"] = {"limits": {"nvidia.com/gpu": str(self.gpus)}}
         container["volumeMounts"] = [{"name": "data", "mountPath": self.mount_path}]
         return {"containers": [container], "restartPolicy": "OnFailure" if self.kind == "pod" else "Never",
