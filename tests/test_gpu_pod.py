@@ -62,7 +62,7 @@ def test_eci_pod_and_job_carry_the_gpu_spec_and_limit(tmp_path: Path, kind: str)
     assert container["command"] == ["sh", "-c", "python models/tutorials/image/imagenet/classify_image.py"]
     assert container["volumeMounts"] == [{"name": "data", "mountPath": "/tmp/imagenet"}]
     assert template["spec"]["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "nas-train"}}]
-    assert template["spec"]["restartPolicy"] == ("OnFailure" if kind == "pod" else "Never")
+    assert template["spec"]["restartPolicy"] == "OnFailure"
 
 
 def test_eks_gpu_type_alone_by_default_and_the_pinned_spec_with_cpu_and_memory(tmp_path: Path) -> None:

@@ -65,9 +65,7 @@ class GpuPod:
         return {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": self.name, "namespace": self.namespace,
                              "labels": {"app.kubernetes.io/managed-by": "gpunode"}},
-                "spec": {"backoffLimit": 0,
-                         "template": {"metadata": {"labels": labels, "annotations": annotations},
-                                      "spec": pod_spec}}}
+                "spec": {"template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec}}}
 
     def _check_common(self) -> None:
         if self.cloud not in CLOUDS:
@@ -102,7 +100,8 @@ class GpuPod:
         # limits only: a GPU limit alone is also the request, and a request must equal it (facts: request_equals_limit)
         container["resources"] = {"limits": {"nvidia.com/gpu": str(self.gpus)}}
         container["volumeMounts"] = [{"name": "data", "mountPath": self.mount_path}]
-        return {"containers": [container], "restartPolicy": "OnFailure" if self.kind == "pod" else "Never",
+        # OnFailure as in both seed guides (a Job allows it too; its backoffLimit stays Kubernetes' default)
+        return {"containers": [container], "restartPolicy": "OnFailure",
                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": self.pvc}}]}
 
 
