@@ -29,8 +29,7 @@ ECI = fact_table("alibaba-eci", {
                             "GPU (like local-disk and Arm) specifications may only be listed with their own kind: "
                             "mixing them with vCPU-memory or other ECS types is not supported"),
     "eci_label": Fact(("alibabacloud.com/eci", "true"), Source(url=_ECI_SPECS_ZH),
-                      "the GPU example labels the pod template alibabacloud.com/eci: \"true\" (in an ACK cluster "
-                      "with virtual nodes this sends the pod to ECI)"),
+                      "the page's GPU example labels the pod template alibabacloud.com/eci: \"true\""),
     "gpu_limit_required": Fact("nvidia.com/gpu", Source(url=_ECI_KNATIVE),
                                "the nvidia.com/gpu limit is required beside the GPU instance type in "
                                "eci-use-specs; without it the pod fails to start"),
