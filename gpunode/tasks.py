@@ -313,6 +313,42 @@ def nfs_volume(c, server=None, export=None, name=None, vendor="generic", nfs_ver
 
 
 
+@gtask(iterable=["env"], help={
+    "cloud": "eci (Alibaba Cloud ECI: ACK Serverless / virtual nodes) or tke-eks (Tencent EKS / TKE super nodes)",
+    "image": "the training image", "command": "the training command (run as sh -c COMMAND)",
+    "gpus": "GPUs for the container (its nvidia.com/gpu limit; default 1)",
+    "gpu_type": "eci: ECS GPU instance types for eci-use-specs, in priority order (e.g. ecs.gn6i-c4g1.xlarge); "
+                "tke-eks: GPU models for the gpu-type annotation (V100, T4, 1/2*T4, 1/4*T4; e.g. T4,V100)",
+    "pvc": "the claim to mount (the --name given to `gpunode nfs-volume`)",
+    "mount_path": "where the claim is mounted in the container", "name": "the Pod or Job name (default train)",
+    "namespace": "namespace (the claim's; default default)", "kind": "pod (default) or job (batch/v1)",
+    "env": "NAME=VALUE for the container's environment; repeatable",
+    "cpu": "tke-eks: the pod's cores (cpu annotation; with --memory, and gpu-count is then written too)",
+    "memory": "tke-eks: the pod's memory in Gi, e.g. 32Gi (mem annotation; with --cpu)",
+})
+def gpu_pod(c, cloud=None, image=None, command=None, gpus="1", gpu_type=None, pvc=None, mount_path=None,
+            name="train", namespace="default", kind="pod", env=None, cpu=None, memory=None):
+    """Print the training Pod or Job for a serverless GPU cloud (Alibaba ECI, Tencent EKS), mounting a claim.
+
+    The cloud's GPU annotations and the nvidia.com/gpu limit are written as the vendors document them (sources in
+    gpunode/gpupod/facts.py); combinations their guides forbid are refused (exit 2) with the rule and its page.
+    """
+    from gpunode.commands.gpu_pod_cmd import gpu_pod_yaml, parse_env
+    from gpunode.gpupod.manifest import GpuPod
+
+    with cli_errors():
+        missing = [f"--{flag}" for flag, value in (("cloud", cloud), ("image", image), ("command", command),
+                                                   ("gpu-type", gpu_type), ("pvc", pvc), ("mount-path", mount_path))
+                   if not value]
+        if missing:
+            raise UsageError(f"gpu-pod needs {', '.join(missing)}",
+                             fix="e.g. gpunode gpu-pod --cloud tke-eks --image IMAGE --command 'python3 train.py' "
+                                 "--gpu-type T4 --pvc datasets --mount-path /data")
+        pod = GpuPod(cloud, image, command, _whole("--gpus", gpus) or 0, gpu_type, pvc, mount_path, name, namespace,
+                     kind, parse_env(env or []), cpu, memory)
+        print(gpu_pod_yaml(pod), end="")
+
+
 @gtask(iterable=["node_selector"], help={
     "name": "RuntimeClass name (default nvidia): pods select it with runtimeClassName",
     "handler": "containerd runtime handler (default nvidia: the runtime container_runtime adds)",
@@ -453,6 +489,7 @@ ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diag
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
+ns.add_task(gpu_pod)
 ns.add_task(lab_base_image)
 ns.add_task(cache)
 

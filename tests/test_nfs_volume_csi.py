@@ -66,8 +66,24 @@ def test_the_csi_sources_carry_each_drivers_documented_attributes(tmp_path: Path
     attributes = pv["spec"]["csi"]["volumeAttributes"]
     assert pv["spec"]["csi"]["driver"] == "com.tencent.cloud.csi.cfs" and pv["spec"]["csi"]["volumeHandle"] == "mnist"
     assert attributes["host"] == "10.0.0.112" and attributes["path"] == "/" and attributes["vers"] == "4"
-    keys = [o.partition("=")[0] for o in attributes["options"].split(",")]
-    assert "soft" in keys and not {"vers", "nfsvers", "minorversion"} & set(keys)  # the version is `vers`
+    options = attributes["options"].split(",")
+    keys = [o.partition("=")[0] for o in options]
+    assert "soft" in keys and not {"vers", "nfsvers"} & set(keys)  # the driver appends vers=<vers> itself
+    # ... but the minor version stays: vers=4 alone lets the client negotiate it, and CFS serves 4.0
+    assert "minorversion=0" in options and "fsid" not in attributes
+
+
+def test_tencent_cfs_over_v3_gives_the_csi_driver_its_fsid(tmp_path: Path) -> None:
+    """Over v3 CFS exports /<fsid>: the driver wants the fsid attribute (it warns "cfs v3 need fsid" without it),
+    mounts /<fsid><path> itself and adds noresvport,nolock,proto=tcp (driver/cfs/node.go 101-103, 138-146)."""
+    for export, path in (("/jryi5l0k", "/"), ("/jryi5l0k/mnist/ckpt", "/mnist/ckpt")):
+        pv, _ = volume(tmp_path, "--server", "10.0.0.112", "--export", export, "--vendor", "tencent-cfs",
+                       "--nfs-version", "3", "--driver", "csi")
+        attributes = pv["spec"]["csi"]["volumeAttributes"]
+        assert attributes["vers"] == "3" and attributes["fsid"] == "jryi5l0k" and attributes["path"] == path
+        keys = {o.partition("=")[0] for o in attributes["options"].split(",")}
+        assert not keys & {"vers", "nfsvers", "noresvport", "nolock", "proto"}  # the driver's own, not twice
+        assert {"hard", "timeo", "retrans"} <= keys
 
 
 def test_the_validator_rejects_a_wrong_csi_field(tmp_path: Path) -> None:

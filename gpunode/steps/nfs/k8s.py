@@ -28,9 +28,16 @@ DRIVERS = ("nfs", "csi")
 #     the file system id (`fs-...`, `fs-...:/path` for a subdirectory), volumeAttributes encryptInTransit (TLS, the
 #     driver's default); the driver's mount helper (efs-utils) chooses the NFS options itself.
 #   Tencent CFS: TencentCloud/kubernetes-csi-tencentcloud docs/README_CFS.md, "PersistentVolume parameters":
-#     host, path, vers (3 or 4), options (mount options); volumeHandle unique (the PV name).
+#     host, path, vers (3 or 4), options (mount options); volumeHandle unique (the PV name). What the driver does
+#     with them: CFS_NODE below.
 CSI_DRIVERS = {"alibaba-nas": "nasplugin.csi.alibabacloud.com", "aws-efs": "efs.csi.aws.com",
                "tencent-cfs": "com.tencent.cloud.csi.cfs"}
+# TencentCloud/kubernetes-csi-tencentcloud driver/cfs/node.go @ defc12d0aa1cd9033474235ef3a670263c8fada4:
+# 64-78 read host/path/vers/options/fsid from volumeAttributes; 101-103 warn "cfs v3 need fsid" when vers is 3 and
+# fsid empty; 105-111 default vers to 4 (3 when fsid is set); 132-135 options split on "," then vers=<vers> appended;
+# 138-140 noresvport added when fsid is set; 141-146 over v3 the path becomes /<fsid><path> and nolock,proto=tcp
+# are added.
+CFS_NODE = "TencentCloud/kubernetes-csi-tencentcloud driver/cfs/node.go@defc12d0aa1cd9033474235ef3a670263c8fada4"
 
 
 def parse_labels(pairs: list[str]) -> dict[str, str]:
@@ -64,12 +71,27 @@ def csi_source(step: NfsMountStep, name: str, options: list[str]) -> tuple[dict[
     if step.vendor == "alibaba-nas":
         return {"driver": driver, "volumeHandle": name,
                 "volumeAttributes": {"server": step.server, "path": step.export}}, options
-    version = "3" if step.nfs_version == "3" else "4"
-    rest = [o for o in options if o.partition("=")[0] not in ("vers", "nfsvers", "minorversion")]
-    attributes = {"host": step.server, "path": step.export, "vers": version}
-    if rest:
-        attributes["options"] = ",".join(rest)
-    return {"driver": driver, "volumeHandle": name, "volumeAttributes": attributes}, []
+    return {"driver": driver, "volumeHandle": name, "volumeAttributes": cfs_attributes(step, options)}, []
+
+
+def cfs_attributes(step: NfsMountStep, options: list[str]) -> dict[str, str]:
+    """Tencent CFS CSI volumeAttributes, as the driver's NodePublishVolume reads them (CFS_NODE above).
+
+    The driver appends `vers=<vers>` to `options` itself, so `vers` leaves them but `minorversion=0` stays: `vers=4`
+    alone lets the client negotiate the minor version, and CFS serves NFS 4.0. Over v3 CFS exports /<fsid>: the
+    fsid goes in its own attribute (without it the driver warns "cfs v3 need fsid") and `path` is what follows it;
+    the driver then mounts /<fsid><path> and adds noresvport, nolock and proto=tcp itself, so they leave `options`.
+    """
+    attributes = {"host": step.server, "path": step.export, "vers": "3" if step.nfs_version == "3" else "4"}
+    dropped = {"vers", "nfsvers"}
+    if attributes["vers"] == "3":
+        fsid, _, rest = step.export.strip("/").partition("/")
+        attributes.update(path=f"/{rest}", fsid=fsid)
+        dropped |= {"noresvport", "nolock", "proto"}
+    kept = [o for o in options if o.partition("=")[0] not in dropped]
+    if kept:
+        attributes["options"] = ",".join(kept)
+    return attributes
 
 
 def volume_manifests(step: NfsMountStep, name: str, size: str = "1Ti", namespace: str = "default",
