@@ -9,7 +9,7 @@ from typing import Literal
 from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, arg, register
-from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
+from gpunode.steps.pkgmgr import AptManager, PackageManager, PackageState, Wanted, manager_for
 from gpunode.steps.probe import Snippets
 
 # A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
@@ -68,6 +68,10 @@ class PackagesStep(Step):
         swaps = manager.swaps(missing, state)
         if swaps:
             return self._swap(ctx, manager, swaps, [w for w in missing if w.name not in {f for _, f in swaps}])
+        return self._install(ctx, manager, state, missing)
+
+    def _install(self, ctx: StepContext, manager: PackageManager, state: PackageState,
+                 missing: list[Wanted]) -> list[Action]:
         sources_changed = ctx.state.package_sources_changed  # a repository added earlier in this run
         stale = sources_changed or state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
         reasons = [
