@@ -158,7 +158,8 @@ def _format(fmt: str, package: ImagePackage) -> str:
     tags = {"NAME": package.name, "VERSION": version, "RELEASE": release, "ARCH": "x86_64", "EPOCH": "(none)"}
 
     def array(match: re.Match[str]) -> str:
-        return "".join(match.group(1).replace("%{PROVIDENAME}", p) for p in (package.name, *package.provides))
+        # rpm keeps a package's provides (its own name among them) as a sorted set
+        return "".join(match.group(1).replace("%{PROVIDENAME}", p) for p in sorted({package.name, *package.provides}))
 
     text = _QF_ARRAY.sub(array, fmt)
     text = _QF_TAG.sub(lambda m: tags.get(m.group(1), "(none)"), text)
