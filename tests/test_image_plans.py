@@ -20,6 +20,7 @@ from gpunode.image.image_state import STATES_DIR, bases, load_state
 from gpunode.image.offline_plan import plan_image
 
 MUST_HAVE = ("al2023", "al2023-ecs-gpu", "rocky-9")
+PINNED = (*MUST_HAVE, "al2023-ecs", "alma-9")
 
 
 def _plan_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -73,7 +74,7 @@ def test_cli_al2023_base_does_not_install_curl_or_gnupg():
     assert names == ["ca-certificates", "jq", "pciutils"]
 
 
-@pytest.mark.parametrize("base", MUST_HAVE)
+@pytest.mark.parametrize("base", PINNED)
 def test_gpu_node_plan_from_each_pinned_state(base):
     plan = plan_image(base, "gpu-node")
     assert [s.kind for s in plan.steps][:3] == ["wait_for_package_manager", "kernel_headers", "nvidia_driver"]
@@ -110,8 +111,8 @@ def test_every_pinned_fact_has_its_source():
 
 
 def test_pinned_bases_are_offered_bases_or_documented_distros():
-    offered = set(IMAGE_BASES) | {"al2023", "al2023-ecs", "al2023-ecs-gpu", "rocky-9"}
-    assert set(MUST_HAVE) <= set(bases()) <= offered
+    offered = set(IMAGE_BASES) | {"al2023", "al2023-ecs", "al2023-ecs-gpu", "rocky-9", "alma-9"}
+    assert set(PINNED) == set(bases()) and set(bases()) <= offered
 
 
 def test_the_conflict_check_catches_an_install_over_a_twin():

@@ -19,7 +19,9 @@ PACKAGE_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:~-]*(=[A-Za-z0-9._+:~*?\[\]
 @register
 @dataclass
 class PackagesStep(Step):
-    """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`."""
+    """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`. On RPM a name is
+    satisfied by whatever provides it (`rpm -q --whatprovides`: curl-minimal provides curl); naming the full build
+    where its `-minimal` twin is installed (`curl-full`, `gnupg2-full`) swaps it in one transaction (`dnf swap`)."""
 
     kind = "packages"
     facts_sections = frozenset()  # facts.pkg (an interrupted transaction) is read only when something must change
