@@ -456,6 +456,20 @@ def playbooks(c, json=False, show=None):
         print(list_playbooks(json, show), end="")
 
 
+@gtask(iterable=["var"], help={
+    "image": "the base image whose pinned state is planned from (gpunode/image/states/: al2023, al2023-ecs, "
+             "al2023-ecs-gpu, rocky-9, alma-9)",
+    "playbook": f"{PLAYBOOK_HELP}; default base", "json": "print JSON",
+    "var": "extra variable KEY=VALUE; repeatable",
+})
+def plan(c, image=None, playbook="base", json=False, var=None):
+    """What a bake would do to a base image: the playbook planned on the image's pinned state, offline."""
+    from gpunode.commands.plan_cmd import plan_text
+
+    with cli_errors():
+        print(plan_text(image, playbook, json, var or []), end="")
+
+
 @gtask(positional=["directory"], help={
     "directory": "the project folder to create (it may exist, but none of the files gpunode writes may)",
     "force": "overwrite files that exist",
@@ -485,7 +499,8 @@ def cache(c, action, dir=None, kernel=None, older_than=None, invalid=False, json
         print(cache_command(action, dir, kernel, days, invalid, json), end="")
 
 
-ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, steps, init)
+ns = Collection(provision, facts, inventory_, lab_up, lab_down, verify_gpu, diagnose, collect, playbooks, steps, init,
+                plan)
 ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)

@@ -6,6 +6,8 @@ One YAML file per step kind, `tests/plans/<kind>.yaml`, a list of cases:
       says: one sentence: what the vendor file decides here
       source: {repo: owner/name, path: file, ref: <40-hex commit>, line: 12}   # or {url: "https://..."}
       os: debian-12                             # tests/data/os-release/<os>.txt (default debian-12)
+      image: al2023                             # or: start from a base image's pinned state (gpunode/image/states/):
+                                                # its facts, and its answers to the step's probe (no `os`/`probe`)
       facts: {kernel: {...}, pkg: {...}, ...}   # what differs from a bare host (build_facts)
       args: {...}                               # the step's arguments
       shared: {...}                             # HostState from earlier steps
@@ -41,6 +43,7 @@ from gpunode.facts import (
     PciGpu,
     parse_os_release,
 )
+from gpunode.image.image_state import answer, facts_of, load_state
 from gpunode.inventory import Host
 from gpunode.scripts import SCRIPTS_DIR, script_text
 from gpunode.steps import build_step
@@ -54,7 +57,7 @@ OS_RELEASE_DIR = Path(__file__).parent / "data" / "os-release"
 DEFAULT_OS = "debian-12"
 MAX_LINES = 12_000  # the whole tests/plans tree
 
-CASE_KEYS = {"name", "says", "source", "os", "facts", "args", "shared", "probe", "expect", "xfail", "check"}
+CASE_KEYS = {"name", "says", "source", "os", "image", "facts", "args", "shared", "probe", "expect", "xfail", "check"}
 EXPECT_KEYS = {"actions", "error", "reboot_required", "target_kernel", "notes"}
 ACTION_KEYS = {"summary", "command", "contains", "reason", "diff", "stdin", "reboot"}
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -128,11 +131,19 @@ def probe_text(value: str | dict[str, Any] | None) -> str:
 
 
 def context(case: dict[str, Any], host: str = "case") -> StepContext:
-    """The step context a case describes (check mode unless `check: false`)."""
-    facts = build_facts(case.get("os", DEFAULT_OS), case.get("facts") or {})
+    """The step context a case describes (check mode unless `check: false`); a case with `image:` starts from that
+    base's pinned state (its probe is answered once the step says what it asks: `image_probe`)."""
+    facts = facts_of(load_state(case["image"])) if case.get("image") else \
+        build_facts(case.get("os", DEFAULT_OS), case.get("facts") or {})
     probe = ProbeOutput({name: probe_text(v) for name, v in (case.get("probe") or {}).items()})
     return StepContext(Host(name=host, address=host), facts, conn=None,  # type: ignore[arg-type]
                        check=case.get("check", True), probe=probe, state=HostState.of(dict(case.get("shared") or {})))
+
+
+def image_probe(base: str, snippets: dict[str, str]) -> ProbeOutput:
+    """What the base's pinned image prints for these probe snippets (its rpm database, its version locks)."""
+    state = load_state(base)
+    return ProbeOutput({name: answer(state, snippet) for name, snippet in snippets.items()})
 
 
 # ---- planning ------------------------------------------------------------------------------------------------
@@ -151,6 +162,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     try:
         step = build_step(case["kind"], dict(case.get("args") or {}))
         probe = step.probe(ctx.facts)
+        if case.get("image"):
+            ctx.probe = image_probe(case["image"], probe or {})
         result["probe"] = {n: scripts_elided(s) for n, s in probe.items()} if probe else None
         actions = step.plan(ctx)
     except GpunodeError as exc:

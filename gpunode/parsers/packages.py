@@ -30,6 +30,24 @@ def parse_rpm_query(text: str | None) -> dict[str, str]:
     return installed
 
 
+def parse_rpm_provides(text: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """From `rpm -q --whatprovides --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\t[%{PROVIDENAME} ]\\n' -- NAMES`: (name ->
+    VERSION-RELEASE for every installed package and every name it provides, name -> the package providing it).
+    `no package provides X` lines are skipped; a line without the provides column provides its own name only."""
+    installed: dict[str, str] = {}
+    providers: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        parts = line.split("\t")
+        if len(parts) not in (2, 3) or not parts[0] or " " in parts[0]:
+            continue
+        package, version = parts[0], parts[1]
+        for name in [package, *(parts[2].split() if len(parts) == 3 else [])]:
+            if name not in providers or name == package:
+                providers[name] = package
+                installed[name] = version
+    return installed, providers
+
+
 def parse_package_lines(text: str | None, tool: str) -> dict[str, str]:
     """name -> version of installed packages from facts.sh's query: dpkg `Package\\tVersion\\tdb:Status-Abbrev` or
     rpm `NAME\\tVERSION-RELEASE\\tARCH` lines.

@@ -9,7 +9,7 @@ from typing import Literal
 from gpunode.connection import ExecResult
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, Step, StepContext, arg, register
-from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
+from gpunode.steps.pkgmgr import AptManager, PackageManager, PackageState, Wanted, manager_for
 from gpunode.steps.probe import Snippets
 
 # A package name (Debian/RPM characters), optionally =version where the version may hold glob characters.
@@ -19,7 +19,9 @@ PACKAGE_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:~-]*(=[A-Za-z0-9._+:~*?\[\]
 @register
 @dataclass
 class PackagesStep(Step):
-    """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`."""
+    """Ensure packages are installed (or absent). `names` may pin versions: `name=1.2.*`. On RPM a name is
+    satisfied by whatever provides it (`rpm -q --whatprovides`: curl-minimal provides curl); naming the full build
+    where its `-minimal` twin is installed (`curl-full`, `gnupg2-full`) swaps it in one transaction (`dnf swap`)."""
 
     kind = "packages"
     facts_sections = frozenset()  # facts.pkg (an interrupted transaction) is read only when something must change
@@ -61,14 +63,17 @@ class PackagesStep(Step):
         state = manager.parse(ctx.probe)
         wanted = [Wanted.parse(n) for n in self.names]
         if self.state == "absent":
-            present = [w.name for w in wanted if w.name in state.installed]
-            if not present:
-                return []
-            return [Action(f"remove packages: {', '.join(present)}", "installed", manager.remove(present),
-                           timeout=self.timeout)]
+            return self._remove(manager, [w.name for w in wanted if w.name in state.installed])
         missing = [w for w in wanted if not w.satisfied_by(state.installed.get(w.name))]
         if not missing:
             return []
+        swaps = manager.swaps(missing, state)
+        if swaps:
+            return self._swap(ctx, manager, swaps, [w for w in missing if w.name not in {f for _, f in swaps}])
+        return self._install(ctx, manager, state, missing)
+
+    def _install(self, ctx: StepContext, manager: PackageManager, state: PackageState,
+                 missing: list[Wanted]) -> list[Action]:
         sources_changed = ctx.state.package_sources_changed  # a repository added earlier in this run
         stale = sources_changed or state.cache_age_seconds is None or state.cache_age_seconds > self.cache_valid_time
         reasons = [
@@ -89,6 +94,30 @@ class PackagesStep(Step):
             "network access to the mirror",
             installs=tuple(AptManager.specs(missing)), recommends=self.install_recommends,
         )]
+
+    def _remove(self, manager: PackageManager, present: list[str]) -> list[Action]:
+        if not present:
+            return []
+        return [Action(f"remove packages: {', '.join(present)}", "installed", manager.remove(present),
+                       timeout=self.timeout)]
+
+    def _swap(self, ctx: StepContext, manager: PackageManager, pairs: list[tuple[str, str]],
+              rest: list[Wanted]) -> list[Action]:
+        """A full build asked for where its `-minimal` twin is installed: each swapped in one transaction (dnf swap,
+        nothing else erased), then the rest installed as usual."""
+        ctx.will_install(full for _, full in pairs)
+        reasons = [f"{full} is not installed; {minimal} is in its place and conflicts with it (swapped in one "
+                   "transaction)" for minimal, full in pairs]
+        reasons += [f"{w.name} is not installed" for w in rest]
+        command = manager.swap(pairs)
+        if rest:
+            command += " && " + manager.install(rest, refresh=ctx.state.package_sources_changed,
+                                                recommends=self.install_recommends)
+        names = [f"{minimal} -> {full}" for minimal, full in pairs] + [w.name for w in rest]
+        return [Action(f"install packages: {', '.join(names)}", "; ".join(reasons), command, timeout=self.timeout,
+                       fix="check the package names for this distro and the repositories (dnf repolist)",
+                       installs=tuple(AptManager.specs(rest)) + tuple(f for _, f in pairs),
+                       recommends=self.install_recommends)]
 
     def after_action(self, ctx: StepContext, action: Action, result: ExecResult) -> None:
         command = action.command or ""

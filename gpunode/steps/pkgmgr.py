@@ -4,11 +4,12 @@ adds, such as the repositories DKMS needs, is its adapter's: gpunode/distros/)."
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpunode.connection import join, q
+from gpunode.distros.rpm_twins import TWINS, probe_names, twin_of
 from gpunode.parsers.holds import parse_apt_showhold, parse_versionlock_list
-from gpunode.parsers.packages import parse_apt_lists, parse_dpkg_status, parse_rpm_query
+from gpunode.parsers.packages import parse_apt_lists, parse_dpkg_status, parse_rpm_provides
 from gpunode.steps.probe import ProbeOutput, Snippets
 
 APT_ENV = "export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a;"
@@ -38,6 +39,8 @@ class Wanted:
 class PackageState:
     installed: dict[str, str]         # name -> version, only packages that are fully installed
     cache_age_seconds: float | None    # None when the package lists are missing
+    # RPM: a name asked for -> the installed package providing it (curl -> curl-minimal); absent where none does
+    providers: dict[str, str] = field(default_factory=dict)
 
 
 class PackageManager:
@@ -54,6 +57,14 @@ class PackageManager:
         raise NotImplementedError
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
+        raise NotImplementedError
+
+    def swaps(self, wanted: list[Wanted], state: PackageState) -> list[tuple[str, str]]:
+        """(minimal, full) pairs to replace in place for `wanted` (missing packages): none but on RPM."""
+        return []
+
+    def swap(self, pairs: list[tuple[str, str]]) -> str:
+        """Replace each minimal build by its full build, each in one transaction."""
         raise NotImplementedError
 
     def remove(self, names: list[str]) -> str:
@@ -180,10 +191,32 @@ class DnfManager(PackageManager):
         self.name = binary
 
     def probe(self, names: list[str]) -> Snippets:
-        return {"installed": f"rpm -q --qf '%{{NAME}}\\t%{{VERSION}}-%{{RELEASE}}\\n' -- {join(names)} 2>/dev/null"}
+        # By what provides each name (curl-minimal provides curl), with each package's provides listed so the answer
+        # maps back to the names asked; the `-minimal` twins and their full builds are asked in the same query.
+        return {"installed": "rpm -q --whatprovides --qf "
+                             "'%{NAME}\\t%{VERSION}-%{RELEASE}\\t[%{PROVIDENAME} ]\\n' -- "
+                             f"{join(probe_names(names))} 2>/dev/null"}
 
     def parse(self, output: ProbeOutput) -> PackageState:
-        return PackageState(parse_rpm_query(output["installed"]), cache_age_seconds=0.0)  # dnf refreshes itself
+        installed, providers = parse_rpm_provides(output["installed"])
+        for twin in (fact.value for fact in TWINS.values()):  # a plain name is served by either build
+            build = next((b for b in (twin.full, twin.minimal) if providers.get(b) == b), None)
+            for name in twin.names:
+                if build and name not in installed:
+                    installed[name], providers[name] = installed[build], build
+        return PackageState(installed, cache_age_seconds=0.0, providers=providers)  # dnf refreshes itself
+
+    def swaps(self, wanted: list[Wanted], state: PackageState) -> list[tuple[str, str]]:
+        pairs = []
+        for w in wanted:
+            twin = twin_of(w.name)
+            if twin and w.name == twin.full and twin.minimal in state.installed and not w.version:
+                pairs.append((twin.minimal, twin.full))
+        return pairs
+
+    def swap(self, pairs: list[tuple[str, str]]) -> str:
+        # dnf swap removes and installs in one transaction, nothing else erased (AWS's AL2023 docs, the ECS AMI)
+        return " && ".join(f"{self.name} -y swap {q(minimal)} {q(full)}" for minimal, full in pairs)
 
     def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
         specs = [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
