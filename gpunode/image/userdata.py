@@ -3,9 +3,10 @@
 The output is user data (a bash script, #cloud-config that writes and runs it, or the script as the
 `text/x-shellscript` part of a MIME multi-part archive, the form AWS Batch launch templates take) that, on the new
 node, as root: unpacks a self-contained gpunode bundle (gpunode and its dependencies as installed here, plus the
-playbook), runs `gpunode provision --hosts localhost` with that playbook (the local connection, no SSH), runs verify-
-gpu when the node has an NVIDIA GPU, logs to stdout (cloud-init copies it to the console and cloud-init-output.log)
-and to /var/log/gpunode-first-boot.log, and leaves /var/lib/gpunode/first-boot/{status,result.json,report.json}.
+playbook), runs `gpunode provision --hosts localhost` with that playbook (the local connection, no SSH), runs
+verify-gpu when the node has an NVIDIA GPU, logs to stdout (cloud-init copies it to the console and
+cloud-init-output.log) and to /var/log/gpunode-first-boot.log, and leaves
+/var/lib/gpunode/first-boot/{status,result.json,report.json}.
 
 The bundle is embedded (no package index or network needed at boot) or fetched from `bundle_url` and checked against
 its sha256. It holds compiled extensions (cryptography, PyYAML...) built for this machine's Python and architecture:
