@@ -25,7 +25,7 @@ from tests.conftest import REPO
 from tests.image_support import AWS_ENV, moto_server, own_images, require_packer
 from tests.test_image_aws_json import problems
 from tests.test_image_lab import ECS_AGENT
-from tests.test_user_data_mime_lab import SPLIT
+from tests.test_user_data_mime_lab import INSTALL_CLOUD_INIT, SPLIT
 
 pytestmark = pytest.mark.lab
 PAGE = REPO / "docs" / "seeds" / "004-aws-batch.md"
@@ -105,9 +105,8 @@ def test_the_seed_004_page_runs_and_batch_accepts_what_it_wrote(lab, fresh_host,
     assert "a stand-in" in outputs["build-ami"]
 
     # the launch template's user data, as EC2 holds it, split by Debian's cloud-init on the host
-    installed = fresh_host.run_inside("DEBIAN_FRONTEND=noninteractive apt-get install -y -q cloud-init >/dev/null 2>&1",
-                                      timeout=600)
-    assert installed.returncode == 0, installed.stderr
+    installed = fresh_host.run_inside(INSTALL_CLOUD_INIT, timeout=600)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     (fresh_host.root / "root" / "user-data.mime").write_bytes(user_data)
     (fresh_host.root / "root" / "split.py").write_text(SPLIT)
     split = fresh_host.run_inside("python3 /root/split.py /root/user-data.mime")

@@ -18,6 +18,9 @@ from tests.conftest import run_cli
 from tests.test_user_data_lab import PRESENT_PACKAGES, offline, serve
 
 pytestmark = pytest.mark.lab
+# Debian's cloud-init from the mirror the lab uses (the host has no package lists yet)
+INSTALL_CLOUD_INIT = ("apt-get update -q >/tmp/apt.log 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                      "-q --no-install-recommends cloud-init >>/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 1; }")
 
 # Runs inside the host with Debian's cloud-init: split the archive, hand the script part to cloud-init's handler.
 SPLIT = r"""
@@ -41,9 +44,9 @@ print(json.dumps({"parts": [[p.get_content_type(), p.get_filename()] for p in pa
 def test_cloud_init_splits_the_mime_user_data_and_runs_its_script(lab, fresh_host, tmp_path: Path) -> None:
     bundle_dir = tmp_path / "served"
     bundle_dir.mkdir()
-    installed = fresh_host.run_inside("DEBIAN_FRONTEND=noninteractive apt-get install -y -q cloud-init >/dev/null "
-                                      "2>&1 && dpkg-query -W -f '${Version}' cloud-init", timeout=600)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    installed = fresh_host.run_inside(f"{INSTALL_CLOUD_INIT} && dpkg-query -W -f '${{Version}}' cloud-init",
+                                      timeout=600)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     with serve(bundle_dir, str(lab.network.gateway)) as url:
         made = run_cli("user-data", "--playbook", "playbooks/base.yml", "--var", PRESENT_PACKAGES, "--format", "mime",
                        "--bundle-url", f"{url}/bundle.tar.xz", "--bundle-out", str(bundle_dir / "bundle.tar.xz"),

@@ -36,19 +36,12 @@ def version_tags(report: BuildReport) -> dict[str, str]:
     return {k: v[:MAX_VALUE] for k, v in tags.items()}
 
 
-def _base_os_ids() -> dict[str, tuple[str, ...]]:
-    """Each --base name and the os-release IDs an instance of it reports (its distro adapter's `ids`)."""
-    from gpunode.distros import al2023, alinux, debian, tencentos, ubuntu
-
-    adapters = ((ubuntu, ubuntu.Ubuntu), (debian, debian.Debian), (al2023, al2023.Al2023), (alinux, alinux.Alinux),
-                (tencentos, tencentos.TencentOS))
-    return {name: cls.ids for module, cls in adapters for name in module.IMAGE_BASES}
-
-
 def stand_in(base: str, os_id: str) -> bool:
     """True when the provisioned instance is not of the base it was launched from: its os-release (`ID-VERSION_ID`)
     is another distro, or another release of a `<ID>-<VERSION_ID>` base (a lab host standing in for the instance)."""
-    ids = _base_os_ids().get(base)
+    from gpunode.distros import base_os_ids
+
+    ids = base_os_ids(base)
     if not ids or not os_id:
         return False
     distro = os_id.split("-", 1)[0]
@@ -58,8 +51,8 @@ def stand_in(base: str, os_id: str) -> bool:
 
 
 def honest_base(tags: dict[str, str]) -> dict[str, str]:
-    """`gpunode:base` says so when the image holds another system than its base (e.g. the demo: an al2023 source AMI
-    in moto, a Debian 12 lab host provisioned): `al2023 (source AMI; provisioned: debian-12, a stand-in)`."""
+    """`gpunode:base` says so when the image holds another system than its base (e.g. dev/demo: Amazon's source AMI
+    in moto, a lab host provisioned): `<base> (source AMI; provisioned: <os>, a stand-in)`, and gpunode:stand-in."""
     base, os_id = tags.get("gpunode:base", ""), tags.get("gpunode:os", "")
     if not stand_in(base, os_id):
         return tags
