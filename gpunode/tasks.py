@@ -100,7 +100,7 @@ def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=
         raise Exit(code=code)
 
 
-@gtask(positional=["target"], iterable=["inventory", "subnet", "security_group"], help={
+@gtask(positional=["target"], iterable=["inventory"], help={
     "inventory": CONN_HELP["inventory"], **KEYS_HELP, "json": "print JSON",
     "target": "host(s): a pattern of the inventory given with -i, else ad-hoc user@host[:port],...",
 })
@@ -258,7 +258,7 @@ NFS_HELP = {
 }
 
 
-@gtask(positional=["target"], iterable=["inventory", "subnet", "security_group"], help={
+@gtask(positional=["target"], iterable=["inventory"], help={
     "target": "host(s): a pattern of the inventory given with -i, else ad-hoc user@host[:port],...",
     "inventory": CONN_HELP["inventory"], **KEYS_HELP, **NFS_HELP, "check": "show what would change, change nothing",
     "automount": "mount on first access (x-systemd.automount): boots never wait for the NAS",
@@ -337,7 +337,7 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
             raise UsageError(str(exc), fix="see gpunode --help runtime-class") from None
 
 
-@gtask(positional=["target"], iterable=["inventory", "subnet", "security_group"], help={
+@gtask(positional=["target"], iterable=["inventory"], help={
     "target": "host(s): a pattern of the inventory given with -i, else ad-hoc host1,user@host2",
     "inventory": CONN_HELP["inventory"], **KEYS_HELP,
     "expect_gpus": "expected GPU count (default: inventory var expect_gpus)",
@@ -382,7 +382,7 @@ def diagnose(c, file=None, json=False, expect_gpus=None, expect_model=None):
         raise Exit(code=code)
 
 
-@gtask(positional=["target"], iterable=["inventory", "subnet", "security_group"], help={
+@gtask(positional=["target"], iterable=["inventory"], help={
     "target": "host(s): inventory pattern with -i, else ad-hoc hosts", "inventory": CONN_HELP["inventory"],
     "output": "folder for the bundles (default .)", **KEYS_HELP,
 })
