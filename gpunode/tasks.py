@@ -533,8 +533,29 @@ JOB_HELP = {
     "job_command": "the job's command, split like a shell would (default nvidia-smi)",
     "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
     "job_memory": "memory in MiB (default 16384)",
-    "user_data": "embed this user data (from `gpunode user-data --bundle-url`) in the --launch-template output",
+    "user_data": "embed this user data (from `gpunode user-data --bundle-url`; for --batch: `--format mime`) in the "
+                 "--launch-template output",
 }
+BATCH_HELP = {
+    "batch_job_queue": "also write an AWS Batch job queue JSON (sending jobs to the --batch compute environment) here",
+    "batch_job": "also write an AWS Batch submit-job JSON (the job definition on the queue) here",
+    "subnet": "a VPC subnet id of the compute environment (needed with --batch); repeatable",
+    "security_group": "a security group id of the compute environment (needed with --batch); repeatable",
+    "instance_role": "the ECS instance profile (name or ARN) of the compute environment (needed with --batch)",
+    "service_role": "the Batch service role ARN (default: Batch's service-linked role)",
+}
+
+
+def _batch_options(request, batch_job_queue, batch_job, subnet, security_group, instance_role, service_role,
+                   user_data):
+    """The Batch options on a build or bake request (checked before anything starts)."""
+    from gpunode.image.outputs import read_user_data
+
+    request.batch_job_queue, request.batch_job = batch_job_queue, batch_job
+    request.subnets, request.security_groups = list(subnet or []), list(security_group or [])
+    request.instance_role, request.service_role = instance_role, service_role
+    request.user_data = read_user_data(user_data)
+    return request
 
 
 def _all_vars(var: list[str] | None, extra_vars: list[str] | None) -> list[str]:
@@ -559,18 +580,19 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
                         launch_template=launch_template, batch=batch)
 
 
-@gtask(iterable=["var", "packer_var", "extra_vars"], help={
-    **IMAGE_HELP, **JOB_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
+@gtask(iterable=["var", "packer_var", "extra_vars", "subnet", "security_group"], help={
+    **IMAGE_HELP, **JOB_HELP, **BATCH_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base=DEFAULT_BASE, driver_branch=None,
               playbook="", var=None, validate_only=False, name=None, source_ami=None,
               packer_var=None, ssh_key=None, endpoint=None, verify="auto", expect_gpus=None, min_free_gb=None,
               launch_template=None, batch=None, batch_job_definition=None, job_image=None, job_command=None,
-              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None, extra_vars=None):
+              job_gpus=None, job_vcpus=None, job_memory=None, user_data=None, extra_vars=None, batch_job_queue=None,
+              batch_job=None, subnet=None, security_group=None, instance_role=None, service_role=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
-    from gpunode.image.outputs import JobSpec, read_user_data
+    from gpunode.image.outputs import JobSpec
 
     with cli_errors():
         request = _build_request("aws", playbook, _all_vars(var, extra_vars), base, region, instance_type,
@@ -579,8 +601,8 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base=DEFAULT_BASE, driv
         if batch_job_definition:
             request.batch_job_definition = batch_job_definition
             request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
-        request.user_data = read_user_data(user_data)
-        code = build(request)
+        code = build(_batch_options(request, batch_job_queue, batch_job, subnet, security_group, instance_role,
+                                    service_role, user_data))
     if code:
         raise Exit(code=code)
 
@@ -605,17 +627,20 @@ def build_image(c, builder="qemu", region=None, instance_type=None, base=DEFAULT
         raise Exit(code=code)
 
 
-@gtask(positional=["target"], iterable=["inventory"], help={
+@gtask(positional=["target"], iterable=["inventory", "subnet", "security_group"], help={
     "target": "the host: a pattern of the inventory given with -i, else user@host[:port]",
     "inventory": CONN_HELP["inventory"], **KEYS_HELP, "name": "image name (required)",
     "region": "AWS region (default AWS_REGION or us-east-1)", "endpoint": "another EC2 endpoint URL (moto_server)",
     "playbook": "the playbook the host was provisioned with (its sha256 is tagged)",
     "keep_key": "keep the connecting key in authorized_keys (it is removed by default)",
     "verify": IMAGE_HELP["verify"], "min_free_gb": IMAGE_HELP["min_free_gb"],
-    "launch_template": IMAGE_HELP["launch_template"], "batch": IMAGE_HELP["batch"],
+    "launch_template": IMAGE_HELP["launch_template"], "batch": IMAGE_HELP["batch"], **JOB_HELP, **BATCH_HELP,
 })
 def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playbook=None, keep_key=False,
-         verify="auto", min_free_gb=None, accept_new_host_keys=False, launch_template=None, batch=None):
+         verify="auto", min_free_gb=None, accept_new_host_keys=False, launch_template=None, batch=None,
+         batch_job_queue=None, batch_job_definition=None, batch_job=None, job_image=None, job_command=None,
+         job_gpus=None, job_vcpus=None, job_memory=None, user_data=None, subnet=None, security_group=None,
+         instance_role=None, service_role=None):
     """Image an already provisioned EC2 instance: cleanup + validation, stop, create the AMI, wait, tag."""
     import os
 
@@ -627,9 +652,15 @@ def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playb
         if not name:
             raise UsageError("bake needs --name", fix="e.g. --name gpu-node-2024-06")
         region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-        code = bake_host(BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
-                                     _amount("--min-free-gb", min_free_gb, 2.0), accept_new_host_keys,
-                                     launch_template, batch))
+        request = BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
+                              _amount("--min-free-gb", min_free_gb, 2.0), accept_new_host_keys, launch_template,
+                              batch, batch_job_definition=batch_job_definition)
+        if batch_job_definition:
+            from gpunode.image.outputs import JobSpec
+
+            request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
+        code = bake_host(_batch_options(request, batch_job_queue, batch_job, subnet, security_group, instance_role,
+                                        service_role, user_data))
     if code:
         raise Exit(code=code)
 
@@ -659,7 +690,8 @@ ns.add_task(image_provision)
 @gtask(iterable=["var", "extra_vars"], help={
     "playbook": f"the playbook the new node runs on itself at first boot: {PLAYBOOK_HELP}; default base",
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
-    "format": "shell (a bash script, default) or cloud-init",
+    "format": "shell (a bash script, default), cloud-init, or mime (the script in a MIME multi-part archive: what an "
+              "AWS Batch launch template needs)",
     "output": "write the user data here (default: print it)",
     "module_cache": "the module cache: a folder on the node (a mounted share: the node installs its DKMS module from "
                     "it when its group is there, else builds it and adds it) or an https URL (a bucket: read-only, the "

@@ -16,6 +16,8 @@ ECS_AGENT_REF = "8dfceca6cf380a83c3007349317566f2862f0673"
 BOTOCORE = "boto/botocore"
 BOTOCORE_REF = "1.44.8"  # installed with gpunode[aws]; the model ships in it as service-2.json.gz
 BATCH_MODEL = "botocore/data/batch/2016-08-10/service-2.json"
+EC2_MODEL = "botocore/data/ec2/2016-11-15/service-2.json"
+BATCH_LT_DOC = "https://docs.aws.amazon.com/batch/latest/userguide/launch-templates.html"
 RELEASE_NOTES = "https://github.com/aws/amazon-ecs-ami/releases/tag/20261113"
 SSM_DOC = "https://docs.aws.amazon.com/AmazonECS/latest/developerguide/retrieve-ecs-optimized_AMI.html"
 AL2023_NAMING = "https://docs.aws.amazon.com/linux/al2023/ug/naming-and-versioning.html"
@@ -102,6 +104,27 @@ AWS_BATCH = fact_table("aws-batch", {
     "image_type_al2_gpu": Fact("ECS_AL2_NVIDIA", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "2594"),
                                "Amazon Linux 2 (GPU); AWS ended ECS AL2 AMIs on June 30, 2026 and Batch blocks "
                                "new environments on Batch-provided AL2 AMIs from then"),
+    # the compute environment gpunode writes (--batch): what Batch needs of a managed EC2 environment
+    "ce_subnets_required": Fact("subnets", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "1197-1199"),
+                                "ComputeResource.subnets: required for EC2, SPOT, FARGATE and FARGATE_SPOT compute "
+                                "environments (--subnet, exit 2 without)"),
+    "ce_security_groups": Fact("securityGroupIds", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "1201-1203"),
+                               "one or more security groups, in securityGroupIds or in the launch template; gpunode's "
+                               "launch template has none, so --security-group is needed"),
+    "ce_instance_role": Fact("instanceRole", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "1209-1211"),
+                             "the ECS instance profile, required for EC2 instance types: short name (ecsInstanceRole) "
+                             "or ARN (--instance-role)"),
+    "ce_service_role": Fact("serviceRole", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "1726-1728"),
+                            "optional: without it Batch uses (or creates) its service-linked role (--service-role)"),
+    "launch_template_ref": Fact("launchTemplateName", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "4436-4460"),
+                                "LaunchTemplateSpecification: the template's id or its name, not both, and a version"),
+    "launch_template_version": Fact("$Default", Source(BOTOCORE, BATCH_MODEL, BOTOCORE_REF, "4447-4449"),
+                                    "version: a number, $Default or $Latest; $Default is the template's default "
+                                    "version (the first one, as gpunode's file creates it)"),
+    "launch_template_mime": Fact("multipart/mixed", Source(BOTOCORE, EC2_MODEL, BOTOCORE_REF, "69730",
+                                                           url=BATCH_LT_DOC),
+                                 "RequestLaunchTemplateData.UserData: base64, at most 16 KB; for Batch it must be a "
+                                 "MIME multi-part archive (Batch's page: 'Amazon EC2 user data in launch templates')"),
 })
 
 

@@ -75,6 +75,7 @@ def test_bake_by_instance_id_keeping_the_key_and_refusing_unknown_hosts(lab, fre
 
 def test_bake_for_aws_batch_checks_the_ecs_agent_and_writes_a_valid_environment(lab, fresh_host, moto,
                                                                                tmp_path) -> None:
+    from tests.batch_support import CALLS, listed_jobs, network_options, submit_all, user_network
     from tests.test_image_aws_json import problems
     from tests.test_image_lab import ECS_AGENT
 
@@ -82,8 +83,13 @@ def test_bake_for_aws_batch_checks_the_ecs_agent_and_writes_a_valid_environment(
     launch(ec2, fresh_host.address)
     assert fresh_host.run_inside(ECS_AGENT).returncode == 0
     inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
-    batch = tmp_path / "batch.json"
-    result = bake(moto, tmp_path, inventory, fresh_host.name, "--name", "batch-node", "--batch", str(batch))
+    files = {command: tmp_path / f"{command}.json" for _, command in CALLS}
+    batch = files["create-compute-environment"]
+    result = bake(moto, tmp_path, inventory, fresh_host.name, "--name", "batch-node", "--batch", str(batch),
+                  "--launch-template", str(files["create-launch-template"]),
+                  "--batch-job-queue", str(files["create-job-queue"]),
+                  "--batch-job-definition", str(files["register-job-definition"]), "--job-image", "nvidia/cuda:12.4.1-"
+                  "base-ubuntu22.04", "--batch-job", str(files["submit-job"]), *network_options(user_network(moto)))
     assert result.code == 0, result.output
     (build_dir,) = (tmp_path / "builds").iterdir()
     finalize = json.dumps(json.loads((build_dir / "report.json").read_text())["runs"]["finalize"])
@@ -95,3 +101,8 @@ def test_bake_for_aws_batch_checks_the_ecs_agent_and_writes_a_valid_environment(
     assert environment["computeResources"]["ec2Configuration"] == [
         {"imageType": "ECS_AL2023_NVIDIA", "imageIdOverride": image["ImageId"]}]  # all but AL2 (vendor_aws.AWS_BATCH)
     assert fresh_host.run_inside("ls -A /var/lib/ecs/data").stdout.strip() == ""  # the agent's state not baked
+    # the five files as bake wrote them, submitted to moto unmodified: the job is listed on the queue
+    submit_all(moto, files)
+    assert [job["jobName"] for job in listed_jobs(moto, "batch-node")] == ["batch-node"]
+    assert environment["computeResources"]["launchTemplate"] == {"launchTemplateName": "batch-node",
+                                                                 "version": "$Default"}

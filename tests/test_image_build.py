@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from gpunode.image.mime import mime_archive
 from gpunode.image.outputs import batch_compute_environment
 from gpunode.playbook import load_playbook
+from tests.batch_support import cli_input_json, network_options, user_network
 from tests.conftest import REPO, run_cli
 from tests.image_support import (
     AWS_ENV,
@@ -53,13 +55,14 @@ def build_ami(endpoint: str, host, key: Path, user: str, playbook: str, builds: 
 def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, tmp_path: Path) -> None:
     template, batch, job = tmp_path / "launch-template.json", tmp_path / "batch.json", tmp_path / "job.json"
     assert fresh_host.run_inside(ECS_AGENT).returncode == 0  # the ECS-optimized AMI's agent (base al2023-ecs)
-    first_boot = tmp_path / "user-data.sh"
-    first_boot.write_text("#!/bin/bash\necho 'first boot'\n")
+    first_boot = tmp_path / "user-data.mime"  # Batch takes a launch template's user data only as MIME multi-part
+    first_boot.write_text(mime_archive([("shell", "#!/bin/bash\necho 'first boot'\n")]))
+    network = user_network(moto)
     result = build_ami(moto, fresh_host, lab.key_path, "gpunode", "playbooks/base.yml", tmp_path / "builds",
                        "--launch-template", str(template), "--user-data", str(first_boot),
                        "--batch", str(batch), "--name", "gpunode-test-image",
                        "--batch-job-definition", str(job), "--job-image", "nvidia/cuda:12.4.1-base-ubuntu22.04",
-                       "--job-command", "nvidia-smi -L", base="al2023-ecs")
+                       "--job-command", "nvidia-smi -L", *network_options(network), base="al2023-ecs")
     assert result.code == 0, result.output
     # Packer's output streamed through, gpunode's own lines inside it
     assert "amazon-ebs.gpu-node: gpunode: provision:" in result.output
@@ -68,7 +71,9 @@ def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, t
     ec2 = ec2_client(moto)
     (image,) = own_images(ec2)
     tags = {t["Key"]: t["Value"] for t in image["Tags"]}
-    assert tags["Name"] == "gpunode-test-image" and tags["gpunode:base"] == "al2023-ecs"
+    assert tags["Name"] == "gpunode-test-image"  # a Debian lab host stood in for the al2023-ecs instance: said so
+    assert tags["gpunode:base"] == "al2023-ecs (source AMI; provisioned: debian-12, a stand-in)"
+    assert tags["gpunode:stand-in"] == "true" and "a stand-in" in result.output
     assert tags["gpunode:playbook-sha256"] == load_playbook(REPO / "playbooks" / "base.yml").sha256
     assert tags["gpunode:driver"] == "none" and tags["gpunode:os"] == "debian-12"
     assert tags["gpunode:verify"] == "not run: no NVIDIA GPU on the instance"
@@ -98,15 +103,22 @@ def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, t
     assert data["LaunchTemplateVersions"][0]["LaunchTemplateData"]["ImageId"] == image["ImageId"]
     user_data = data["LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]
     assert base64.b64decode(user_data).decode() == first_boot.read_text()
-    _validate_batch_requests(json.loads(batch.read_text()), json.loads(job.read_text()), image["ImageId"])
+    _validate_batch_requests(json.loads(batch.read_text()), json.loads(job.read_text()), image["ImageId"], network)
+    # moto's Batch accepts the compute environment and the job definition as written
+    cli_input_json(moto, "batch", "create-compute-environment", batch)
+    cli_input_json(moto, "batch", "register-job-definition", job)
 
 
-def _validate_batch_requests(environment: dict, job: dict, image_id: str) -> None:
+def _validate_batch_requests(environment: dict, job: dict, image_id: str, network: dict) -> None:
     assert problems("batch", "CreateComputeEnvironment", environment) == ""
     assert environment["computeResources"]["ec2Configuration"] == [
         {"imageType": "ECS_AL2023_NVIDIA", "imageIdOverride": image_id}]
-    assert environment == batch_compute_environment(image_id, "gpunode-test-image", ["g5.xlarge"],
-                                                    image_type="ECS_AL2023_NVIDIA")
+    expected = batch_compute_environment(image_id, "gpunode-test-image", ["g5.xlarge"], subnets=[network["subnet"]],
+                                         security_groups=[network["security_group"]],
+                                         instance_role=network["instance_role"], image_type="ECS_AL2023_NVIDIA")
+    expected["computeResources"]["launchTemplate"] = {"launchTemplateName": "gpunode-test-image",
+                                                      "version": "$Default"}
+    assert environment == {**expected, "serviceRole": network["service_role"]}
     assert problems("batch", "RegisterJobDefinition", job) == ""
     assert job["containerProperties"]["command"] == ["nvidia-smi", "-L"]
     assert job["tags"] == {"gpunode:image": image_id}

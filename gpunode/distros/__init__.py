@@ -13,7 +13,7 @@ from typing import Any
 _WHERE = {
     **dict.fromkeys(("for_os", "example_login_user", "test_container_image",
                      "LAB", "DEFAULT_BASE", "QEMU_EXAMPLE_IMAGE", "AL2_IMAGE_IDS", "IMAGE_BASES", "AWS_IMAGE_BASES",
-                     "AMI_FACTS", "bases_help"), "registry"),
+                     "AMI_FACTS", "bases_help", "base_os_ids"), "registry"),
     **dict.fromkeys(("Distro", "DriverPackages", "UnsupportedDistro", "kernel_flavour", "el_kernel_stem"), "base"),
     **dict.fromkeys(("AwsBase", "ImageBase"), "image_base"),
 }

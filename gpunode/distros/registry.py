@@ -42,6 +42,19 @@ AWS_IMAGE_BASES: dict[str, ImageBase] = {**ubuntu.IMAGE_BASES, **al2023.IMAGE_BA
 AMI_FACTS = {**ubuntu.UBUNTU_AMIS, **debian.DEBIAN_AMIS}
 
 
+# Each --base name and the adapter of the system an instance of it runs.
+_BASE_ADAPTER: dict[str, type[Distro]] = {
+    **dict.fromkeys(ubuntu.IMAGE_BASES, ubuntu.Ubuntu), **dict.fromkeys(debian.IMAGE_BASES, debian.Debian),
+    **dict.fromkeys(al2023.IMAGE_BASES, al2023.Al2023), **dict.fromkeys(alinux.IMAGE_BASES, alinux.Alinux),
+    **dict.fromkeys(tencentos.IMAGE_BASES, tencentos.TencentOS)}
+
+
+def base_os_ids(base: str) -> tuple[str, ...]:
+    """The os-release IDs an instance of a `--base` reports (its adapter's `ids`); () for a name that is no base."""
+    adapter = _BASE_ADAPTER.get(base)
+    return adapter.ids if adapter else ()
+
+
 def _and(names: list[str]) -> str:
     return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else "".join(names)
 

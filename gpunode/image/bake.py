@@ -20,10 +20,11 @@ from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import UsageError
 from gpunode.image import aws
 from gpunode.image.bases import batch_image_type
-from gpunode.image.build import BuildResult
+from gpunode.image.batch import write_batch_files
+from gpunode.image.build import BuildResult, batch_request
 from gpunode.image.inspect import inspect_host
 from gpunode.image.keys import public_key_line
-from gpunode.image.outputs import batch_compute_environment, launch_template, write_json
+from gpunode.image.outputs import JobSpec, launch_template
 from gpunode.image.provision import FINALIZE, finalize_vars, run_phase, verify_phase
 from gpunode.image.report import BuildReport
 from gpunode.image.tags import static_tags, version_tags
@@ -44,12 +45,23 @@ class BakeRequest:
     accept_new_host_keys: bool = False
     launch_template: str | None = None
     batch: str | None = None
+    batch_job_queue: str | None = None
+    batch_job_definition: str | None = None
+    batch_job: str | None = None
+    job: JobSpec | None = None
+    subnets: list[str] = field(default_factory=list)
+    security_groups: list[str] = field(default_factory=list)
+    instance_role: str | None = None
+    service_role: str | None = None
+    user_data: str = ""
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
 def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResult:
     """Returns the AMI id and its tags; raises GpunodeError naming the failed step."""
     aws.require_boto3()
+    batch = batch_request(request)
+    batch.check(request.user_data)
     hosts, limit = (None, request.target) if request.inventory else (request.target, None)
     _, selected = load_hosts(request.inventory, hosts, limit)
     if len(selected) != 1:
@@ -81,14 +93,10 @@ def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResul
                                 f"{instance_id}", tags)
     result = BuildResult(build_id, directory, image_id, request.region, tags, report)
     instance_type = instance.get("InstanceType", "g5.xlarge")
-    if request.launch_template:
-        result.outputs.append(write_json(launch_template(image_id, request.name, instance_type, tags,
-                                                         root_device=instance.get("RootDeviceName", "/dev/sda1")),
-                                         request.launch_template))
-    if request.batch:
-        image_type = batch_image_type(str((report.image or {}).get("os_id", "")))
-        result.outputs.append(write_json(batch_compute_environment(image_id, request.name, [instance_type],
-                                                                   image_type=image_type), request.batch))
+    template = launch_template(image_id, request.name, instance_type, tags, user_data=request.user_data,
+                               root_device=instance.get("RootDeviceName", "/dev/sda1"))
+    image_type = batch_image_type(str((report.image or {}).get("os_id", "")))
+    result.outputs.extend(write_batch_files(batch, image_id, request.name, instance_type, image_type, template))
     (directory / "image.json").write_text(json.dumps({"build_id": build_id, "image_id": image_id,
                                                       "region": request.region, "tags": tags}, indent=2) + "\n")
     out(f"AMI {image_id} ({request.region}) from {instance_id}: driver {tags['gpunode:driver']}, "
@@ -108,7 +116,7 @@ def _prepare_instance(request: BakeRequest, host, options: ConnectOptions, repor
     key = None if request.keep_key or not host.key_file else public_key_line(host.key_file)
     report.phase = "finalize"
     if not run_phase(load_playbook(FINALIZE), host, finalize_vars(key, None, request.min_free_gb, False,
-                                                                  ecs_agent=bool(request.batch)), options,
+                                                                  ecs_agent=batch_request(request).wanted), options,
                      report, "finalize"):
         return
     report.phase, report.ok = "done", True

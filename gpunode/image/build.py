@@ -25,13 +25,14 @@ from gpunode.image.bases import (
     other_base,
     tencent_image_name,
 )
+from gpunode.image.batch import BatchRequest
 from gpunode.image.keys import generate_key, key_user_data, public_key_line
 from gpunode.image.machine import MachineLine
 from gpunode.image.names import check_network_vars, cloud_image_name
 from gpunode.image.outputs import JobSpec
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
-from gpunode.image.tags import static_tags, version_tags
+from gpunode.image.tags import honest_base, static_tags, version_tags
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, load_playbook
 from gpunode.playbook.validate import check_arguments
@@ -66,6 +67,12 @@ class BuildRequest:
     batch_job_definition: str | None = None                 # also write a Batch job definition (needs `job`)
     job: JobSpec | None = None
     user_data: str = ""                                     # embedded in the launch template (--user-data FILE)
+    batch_job_queue: str | None = None                      # also write a Batch job queue (needs `batch`)
+    batch_job: str | None = None                            # also write a Batch job (needs the queue, the definition)
+    subnets: list[str] = field(default_factory=list)        # the compute environment's network and roles (the user's)
+    security_groups: list[str] = field(default_factory=list)
+    instance_role: str | None = None
+    service_role: str | None = None
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
@@ -131,8 +138,8 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
 
         require_boto3()
     check_network_vars(request.builder, {"region": request.region, **parse_vars(request.packer_vars)})
-    if request.batch_job_definition and request.job is None:
-        raise UsageError("--batch-job-definition needs the job's container image", fix="add --job-image")
+    if request.builder == "aws":
+        batch_request(request).check(request.user_data)
     if request.builder == "tencent" and not request.validate_only:
         from gpunode.image import tencent
 
@@ -162,7 +169,7 @@ def build_image(request: BuildRequest, out: Callable[[str], None] = print) -> Bu
     run = packer_cli.build(build.packer, staged, var_file, _printer(out))
     result.report = _check(build, run)
     result.image_id = _artifact(build, run)
-    result.tags = {**build.static_tags(), **version_tags(result.report)}
+    result.tags = honest_base({**build.static_tags(), **version_tags(result.report)})
     where = "a qcow2 file has no tags" if request.builder == "qemu" else \
         f"{request.builder} images carry the static tags Packer set"
     if request.builder == "tencent":
@@ -270,7 +277,16 @@ def needs_ecs_agent(request: BuildRequest) -> bool:
     """An image for AWS Batch (an ECS base, or a Batch output asked for) must pass the ECS agent checks."""
     if request.builder != "aws":
         return False
-    return aws_base(request.base).ecs_agent or bool(request.batch or request.batch_job_definition)
+    return aws_base(request.base).ecs_agent or batch_request(request).wanted
+
+
+def batch_request(request: Any) -> BatchRequest:
+    """The Batch files a build or bake request asks for, and the user's network and roles they name."""
+    return BatchRequest(launch_template=request.launch_template, compute_environment=request.batch,
+                        job_queue=request.batch_job_queue, job_definition=request.batch_job_definition,
+                        job=request.batch_job, subnets=list(request.subnets),
+                        security_groups=list(request.security_groups), instance_role=request.instance_role,
+                        service_role=request.service_role, job_spec=request.job)
 
 
 def _template_vars(build: _Build) -> dict[str, Any]:
@@ -392,7 +408,8 @@ def _source_ami(build: _Build, ec2: Any, variables: dict[str, Any], var_file: Pa
 def _build_aws(build: _Build, staged: Path, variables: dict[str, Any], var_file: Path, result: BuildResult,
                out: Callable[[str], None]) -> BuildResult:
     from gpunode.image import aws
-    from gpunode.image.outputs import batch_compute_environment, batch_job_definition, launch_template, write_json
+    from gpunode.image.batch import write_batch_files
+    from gpunode.image.outputs import launch_template
 
     request = build.request
     ec2 = aws.ec2_client(result.region, request.endpoint)
@@ -408,24 +425,21 @@ def _build_aws(build: _Build, staged: Path, variables: dict[str, Any], var_file:
     result.report = _check(build, run)
     artifact = _artifact(build, run)
     result.region, _, result.image_id = artifact.rpartition(":")
-    result.tags = {**build.static_tags(), **version_tags(result.report)}
+    result.tags = honest_base({**build.static_tags(), **version_tags(result.report)})
+    if result.tags.get("gpunode:stand-in"):
+        out(f"note: the instance provisioned runs {result.tags['gpunode:os']}, not the {request.base} base it was "
+            "launched from (a stand-in, e.g. --packer-var ssh_host=): gpunode:base says so")
     try:
         aws.tag_image(ec2, result.image_id, result.tags)
     except GpunodeError:
         aws.remove_image(ec2, result.image_id)  # an untagged image would hide what it carries: none at all
         raise
     base = aws_base(request.base)
-    if request.launch_template:
-        result.outputs.append(write_json(launch_template(result.image_id, build.name, request.instance_type or
-                                                         "g5.xlarge", result.tags, root_device=base.root_device,
-                                                         user_data=request.user_data),
-                                         request.launch_template))
-    if request.batch:
-        result.outputs.append(write_json(batch_compute_environment(result.image_id, build.name, [
-            request.instance_type or "g5.xlarge"], image_type=base.batch_image_type), request.batch))
-    if request.batch_job_definition and request.job:
-        result.outputs.append(write_json(batch_job_definition(build.name, request.job, result.image_id),
-                                         request.batch_job_definition))
+    instance_type = request.instance_type or "g5.xlarge"
+    template = launch_template(result.image_id, build.name, instance_type, result.tags, root_device=base.root_device,
+                               user_data=request.user_data)
+    result.outputs.extend(write_batch_files(batch_request(request), result.image_id, build.name, instance_type,
+                                            base.batch_image_type, template))
     _record(build, result)
     out(f"AMI {result.image_id} ({result.region}) tagged: driver {result.tags['gpunode:driver']}, "
         f"CUDA {result.tags['gpunode:cuda']}, container toolkit {result.tags['gpunode:container-toolkit']}")

@@ -36,5 +36,29 @@ def version_tags(report: BuildReport) -> dict[str, str]:
     return {k: v[:MAX_VALUE] for k, v in tags.items()}
 
 
+def stand_in(base: str, os_id: str) -> bool:
+    """True when the provisioned instance is not of the base it was launched from: its os-release (`ID-VERSION_ID`)
+    is another distro, or another release of a `<ID>-<VERSION_ID>` base (a lab host standing in for the instance)."""
+    from gpunode.distros import base_os_ids
+
+    ids = base_os_ids(base)
+    if not ids or not os_id:
+        return False
+    distro = os_id.split("-", 1)[0]
+    if distro not in ids:
+        return True
+    return base.startswith(f"{distro}-") and base != os_id
+
+
+def honest_base(tags: dict[str, str]) -> dict[str, str]:
+    """`gpunode:base` says so when the image holds another system than its base (e.g. dev/demo: Amazon's source AMI
+    in moto, a lab host provisioned): `<base> (source AMI; provisioned: <os>, a stand-in)`, and gpunode:stand-in."""
+    base, os_id = tags.get("gpunode:base", ""), tags.get("gpunode:os", "")
+    if not stand_in(base, os_id):
+        return tags
+    return {**tags, "gpunode:base": f"{base} (source AMI; provisioned: {os_id}, a stand-in)"[:MAX_VALUE],
+            "gpunode:stand-in": "true"}
+
+
 def as_aws(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in tags.items()]

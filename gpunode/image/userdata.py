@@ -1,10 +1,12 @@
 """`gpunode user-data`: first-boot provisioning for nodes nobody SSHes into (autoscaled node pools, Batch, EC2 ASGs).
 
-The output is user data (a bash script, or #cloud-config that writes and runs it) that, on the new node, as root:
-unpacks a self-contained gpunode bundle (gpunode and its dependencies as installed here, plus the playbook), runs
-`gpunode provision --hosts localhost` with that playbook (the local connection, no SSH), runs verify-gpu when the node
-has an NVIDIA GPU, logs to stdout (cloud-init copies it to the console and cloud-init-output.log) and to
-/var/log/gpunode-first-boot.log, and leaves /var/lib/gpunode/first-boot/{status,result.json,report.json}.
+The output is user data (a bash script, #cloud-config that writes and runs it, or the script as the
+`text/x-shellscript` part of a MIME multi-part archive, the form AWS Batch launch templates take) that, on the new
+node, as root: unpacks a self-contained gpunode bundle (gpunode and its dependencies as installed here, plus the
+playbook), runs `gpunode provision --hosts localhost` with that playbook (the local connection, no SSH), runs
+verify-gpu when the node has an NVIDIA GPU, logs to stdout (cloud-init copies it to the console and
+cloud-init-output.log) and to /var/log/gpunode-first-boot.log, and leaves
+/var/lib/gpunode/first-boot/{status,result.json,report.json}.
 
 The bundle is embedded (no package index or network needed at boot) or fetched from `bundle_url` and checked against
 its sha256. It holds compiled extensions (cryptography, PyYAML...) built for this machine's Python and architecture:
@@ -28,9 +30,10 @@ from pathlib import Path
 
 from gpunode.errors import UsageError
 from gpunode.image import interpreter
+from gpunode.image.mime import mime_archive
 from gpunode.playbook import load_playbook
 
-FORMATS = ("shell", "cloud-init")
+FORMATS = ("shell", "cloud-init", "mime")
 STATE = "/var/lib/gpunode/first-boot"
 LOG = "/var/log/gpunode-first-boot.log"
 # EC2 and Tencent CVM accept at most 16 KB of user data, Alibaba ECS 32 KB: an embedded bundle fits none of them
@@ -201,7 +204,8 @@ def user_data(playbook: str, variables: list[str], fmt: str = "shell", bundle_ur
               bundle_out: str | None = None) -> tuple[str, bytes]:
     """(user data text, bundle). With bundle_url the bundle is not embedded: write it to bundle_out and upload it."""
     if fmt not in FORMATS:
-        raise UsageError(f"--format must be shell or cloud-init, not {fmt!r}", fix="e.g. --format cloud-init")
+        raise UsageError(f"--format must be shell, cloud-init or mime, not {fmt!r}",
+                         fix="e.g. --format mime (AWS Batch launch templates), --format cloud-init")
     if bundle_url and not re.match(r"^https?://\S+\Z", bundle_url):
         raise UsageError(f"--bundle-url must be an http(s) URL, not {bundle_url!r}",
                          fix="upload the bundle (--bundle-out FILE) and give its URL")
@@ -221,4 +225,6 @@ def user_data(playbook: str, variables: list[str], fmt: str = "shell", bundle_ur
     script = render_script(bundle, book.name, book.sha256, variables, bundle_url)
     if bundle_out:
         Path(bundle_out).write_bytes(bundle)
+    if fmt == "mime":  # AWS Batch merges its own part into the launch template's user data (gpunode/image/mime.py)
+        return mime_archive([("shell", script)]), bundle
     return (cloud_config(script) if fmt == "cloud-init" else script), bundle
