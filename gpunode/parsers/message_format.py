@@ -66,8 +66,8 @@ def _split(text: str, token: re.Pattern[str], read: object) -> list[Piece]:
         found.append(read(match))  # type: ignore[operator]
         at = match.end()
     _literal(found, text[at:])
-    if any(piece.kind == "literal" and "{" in piece.text and token is _BRACE for piece in found):
-        raise FormatError(f"unbalanced brace in {text!r}")
+    if token is _BRACE and re.search(r"[{}]", token.sub("", text)):
+        raise FormatError(f"unbalanced brace in {text!r} (a literal brace is written {{{{ or }}}})")
     return _joined(found)
 
 

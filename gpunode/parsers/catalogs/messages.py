@@ -33,8 +33,8 @@ _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")
 _PROGRAM = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _FILE_KEYS = {"program", "vendor", "versions", "source", "entries"}
-_ENTRY_KEYS = {"format", "style", "path", "line", "commit", "versions", "prefix", "prefix_required", "finding",
-               "severity", "context", "summary", "fix"}
+_ENTRY_KEYS = {"format", "style", "path", "line", "commit", "versions", "prefix", "prefix_required", "anchor",
+               "finding", "severity", "context", "summary", "fix"}
 
 
 class CatalogueError(ValueError):
@@ -77,9 +77,15 @@ class MessageMatch(NamedTuple):
     line: str
 
 
+def load_catalogue() -> tuple[MessageEntry, ...]:
+    """Every entry of every messages/*.yaml file, in file-name then entry order (CatalogueError when one is bad);
+    read once per process."""
+    return read_folder(CATALOGUE_DIR)
+
+
 @cache
-def load_catalogue(folder: Path = CATALOGUE_DIR) -> tuple[MessageEntry, ...]:
-    """Every entry of every messages/*.yaml file, in file-name then entry order (CatalogueError when one is bad)."""
+def read_folder(folder: Path) -> tuple[MessageEntry, ...]:
+    """Every entry of every *.yaml file in folder, validated (CatalogueError names the file and the entry)."""
     import yaml  # only when a diagnosis needs the catalogue
 
     entries: list[MessageEntry] = []
@@ -132,7 +138,7 @@ def _entry(name: str, data: dict[str, Any], index: int, raw: Any) -> MessageEntr
             raise CatalogueError(f"{where}: commit must be 40 hex digits")
         cited = f"{source['repo']}@{raw.get('commit', source['commit'])}:{raw['path']}:{raw['line']}"
     else:
-        anchor = raw.get("line") or source.get("anchor") or raw.get("path") or ""
+        anchor = raw.get("anchor") or source.get("anchor") or raw.get("line") or ""
         cited = f"{source['doc']}#{anchor}" if anchor else source["doc"]
     checks = ((raw["style"] in STYLES, f"style must be one of {', '.join(STYLES)}"),
               (isinstance(text, str) and text.strip() != "", "format must be a non-empty string"),
