@@ -239,3 +239,12 @@ def test_an_entry_without_a_fix_takes_the_existing_findings_fix() -> None:
     entry = next(e for e in ENTRIES if e.fix is None)
     match = next(m for m in classify_errors(entry.sample) if m.id == entry.finding)
     assert match.remedy == inherited_fix(entry.finding) != ""
+
+
+def test_the_fast_line_keys_equal_the_per_line_fold_over_every_capture() -> None:
+    """message_matches folds a whole log at once; over every file of tests/data (and odd whitespace and Unicode
+    twins) that gives exactly what folding each line gives."""
+    texts = [p.read_bytes().decode("utf-8", "replace") for p in sorted((REPO / "tests/data").rglob("*")) if p.is_file()]
+    lines = [line for text in texts for line in text.split("\n")]
+    lines += ["a\u2028b C", "x\x85y", "\u0130stanbul \u017f \u212a", "\x1cq r", "\u00c4B\nc"]
+    assert messages._keys_of(lines) == [messages._key(line) for line in lines]

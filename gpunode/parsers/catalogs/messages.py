@@ -130,16 +130,40 @@ def _entry(name: str, data: dict[str, Any], index: int, raw: Any) -> MessageEntr
     if not isinstance(raw, dict):
         raise CatalogueError(f"{where}: expected a mapping")
     _keys(where, raw, _ENTRY_KEYS, {"format", "style", "finding", "severity", "context", "summary"})
-    source = data["source"]
+    cited = _cited(where, data["source"], raw)
+    _check_fields(where, raw, text)
+    prefix, required = raw.get("prefix", ""), bool(raw.get("prefix_required", False))
+    try:
+        parts = pieces(text, raw["style"])
+    except FormatError as exc:
+        raise CatalogueError(f"{where}: {exc}") from None
+    kept_prefix = prefix if required else ""  # an optional prefix makes no line more specific
+    if literal_length(parts, kept_prefix) < MIN_LITERAL:
+        raise CatalogueError(f"{where}: too little literal text to be recognised (fewer than {MIN_LITERAL} "
+                             "characters): skip it or give it a required prefix")
+    pattern = re.compile(format_regex(parts, prefix, required), re.IGNORECASE)
+    return MessageEntry(
+        program=data["program"], vendor=data["vendor"], finding=raw["finding"], severity=raw["severity"],
+        context=raw["context"], summary=raw["summary"].strip(), fix=(raw.get("fix") or "").strip() or None,
+        format=text, style=raw["style"], prefix=prefix, prefix_required=required, file=name, index=index,
+        source=cited, versions=str(raw.get("versions", data.get("versions", ""))), pattern=pattern,
+        literal_length=literal_length(parts, kept_prefix), needle=needle(parts, kept_prefix))
+
+
+def _cited(where: str, source: dict[str, Any], raw: dict[str, Any]) -> str:
+    """Where the entry's format was read: "repo@commit:path:line" or "doc-url#anchor"."""
     if "repo" in source:
         if not isinstance(raw.get("path"), str) or not isinstance(raw.get("line"), int) or raw["line"] < 1:
             raise CatalogueError(f"{where}: a repository source needs the entry's path and line (1-based)")
         if "commit" in raw and not _COMMIT.match(str(raw["commit"])):
             raise CatalogueError(f"{where}: commit must be 40 hex digits")
-        cited = f"{source['repo']}@{raw.get('commit', source['commit'])}:{raw['path']}:{raw['line']}"
-    else:
-        anchor = raw.get("anchor") or source.get("anchor") or raw.get("line") or ""
-        cited = f"{source['doc']}#{anchor}" if anchor else source["doc"]
+        return f"{source['repo']}@{raw.get('commit', source['commit'])}:{raw['path']}:{raw['line']}"
+    anchor = raw.get("anchor") or source.get("anchor") or raw.get("line") or ""
+    return f"{source['doc']}#{anchor}" if anchor else source["doc"]
+
+
+def _check_fields(where: str, raw: dict[str, Any], text: Any) -> None:
+    """CatalogueError naming the first field of the entry that breaks the schema."""
     checks = ((raw["style"] in STYLES, f"style must be one of {', '.join(STYLES)}"),
               (isinstance(text, str) and text.strip() != "", "format must be a non-empty string"),
               (_ID.match(str(raw["finding"])) is not None, "finding must be a kebab-case id"),
@@ -152,22 +176,6 @@ def _entry(name: str, data: dict[str, Any], index: int, raw: Any) -> MessageEntr
     for ok, problem in checks:
         if not ok:
             raise CatalogueError(f"{where}: {problem}")
-    prefix, required = raw.get("prefix", ""), bool(raw.get("prefix_required", False))
-    try:
-        parts = pieces(text, raw["style"])
-    except FormatError as exc:
-        raise CatalogueError(f"{where}: {exc}") from None
-    if literal_length(parts, prefix if required else "") < MIN_LITERAL:
-        raise CatalogueError(f"{where}: too little literal text to be recognised (fewer than {MIN_LITERAL} "
-                             "characters): skip it or give it a required prefix")
-    pattern = re.compile(format_regex(parts, prefix, required), re.IGNORECASE)
-    return MessageEntry(
-        program=data["program"], vendor=data["vendor"], finding=raw["finding"], severity=raw["severity"],
-        context=raw["context"], summary=raw["summary"].strip(), fix=(raw.get("fix") or "").strip() or None,
-        format=text, style=raw["style"], prefix=prefix, prefix_required=required, file=name, index=index,
-        source=cited, versions=str(raw.get("versions", data.get("versions", ""))), pattern=pattern,
-        literal_length=literal_length(parts, prefix if required else ""), needle=needle(parts, prefix if required
-                                                                                       else ""))
 
 
 def _key(line: str) -> str:
@@ -200,26 +208,58 @@ def foreign_vendor(line: str) -> str | None:
 
 def message_matches(text: str, vendors: frozenset[str] | None = None) -> list[MessageMatch]:
     """Every line of text a catalogue entry reads, with its best entry (of any vendor), in text order; only those
-    whose best entry is of these vendors (all when None). A plain substring search over all lines at once finds, per
-    entry, the lines that may match."""
+    whose best entry is of these vendors (all when None)."""
+    lines = text.split("\n")
+    best = _best_entries(lines)
+    return [MessageMatch(best[index], lines[index].strip()) for index in sorted(best)
+            if vendors is None or best[index].vendor in vendors]
+
+
+def line_vendors(lines: list[str]) -> list[str | None]:
+    """message_vendor() of many lines at once (one substring search per entry over all of them): for each line the
+    vendor of its best entry, else None."""
+    best = _best_entries(lines)
+    return [best[index].vendor if index in best else None for index in range(len(lines))]
+
+
+def _best_entries(lines: list[str]) -> dict[int, MessageEntry]:
+    """line index -> its best entry. A plain substring search over all lines at once finds, per needle, the lines
+    that may match; an entry's regex runs only on those."""
     entries = load_catalogue()
-    if not entries or not text:
-        return []
-    lines = text.splitlines()
-    keys = [_key(line) for line in lines]
+    if not entries or not lines:
+        return {}
+    keys = _keys_of(lines)
     starts = [0]
     for key in keys:
         starts.append(starts[-1] + len(key) + 1)
     joined = "\n".join(keys)
-    best: dict[int, MessageEntry] = {}
+    by_needle: dict[str, list[MessageEntry]] = {}
     for entry in entries:
-        for index in _lines_holding(joined, starts, entry.needle):
-            current = best.get(index)
-            if (current is None or entry.literal_length > current.literal_length) and \
-                    entry.pattern.search(lines[index]):
-                best[index] = entry
-    return [MessageMatch(best[index], lines[index].strip()) for index in sorted(best)
-            if vendors is None or best[index].vendor in vendors]
+        by_needle.setdefault(entry.needle, []).append(entry)
+    best: dict[int, MessageEntry] = {}
+    for word, group in by_needle.items():
+        for index in _lines_holding(joined, starts, word):
+            for entry in group:
+                current = best.get(index)
+                if (current is None or entry.literal_length > current.literal_length) and \
+                        entry.pattern.search(lines[index]):
+                    best[index] = entry
+    return best
+
+
+_LINE_SPACE = " \t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what without_space() removes from an ASCII line
+
+
+def _keys_of(lines: list[str]) -> list[str]:
+    """_key() of every line, the ASCII ones computed over the joined text at once (same result, much faster)."""
+    text = "\n".join(lines)
+    text = (text if text.isascii() else text.encode("ascii", "replace").decode("ascii")).lower()  # fast ASCII
+    for space in _LINE_SPACE:
+        text = text.replace(space, "")
+    keys = text.split("\n")
+    if len(keys) != len(lines):  # a line holding a newline itself
+        return [_key(line) for line in lines]
+    return [key if line.isascii() else _key(line) for key, line in zip(keys, lines, strict=True)]
 
 
 def _lines_holding(joined: str, starts: list[int], word: str) -> list[int]:
