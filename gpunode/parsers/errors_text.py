@@ -339,10 +339,13 @@ SEVERITY: dict[str, Severity] = {"critical": "critical", "warning": "warning", "
 
 
 def inherited_fix(finding_id: str) -> str:
-    """The fix of the hand-written signature or kernel condition of that id ("" when none has it)."""
+    """The fix of the hand-written signature or kernel condition of that id, else of the first catalogue entry of
+    that finding that has its own ("" when none has one)."""
     from gpunode.parsers.catalogs.kernel_conditions import CONDITIONS
+    from gpunode.parsers.catalogs.messages import load_catalogue
 
-    return next((entry.remedy for entry in (*SIGNATURES, *CONDITIONS) if entry.id == finding_id), "")
+    hand = next((entry.remedy for entry in (*SIGNATURES, *CONDITIONS) if entry.id == finding_id), "")
+    return hand or next((entry.fix for entry in load_catalogue() if entry.finding == finding_id and entry.fix), "")
 
 
 def has_user_space_error(text: str) -> bool:
