@@ -248,3 +248,22 @@ def test_the_fast_line_keys_equal_the_per_line_fold_over_every_capture() -> None
     lines = [line for text in texts for line in text.split("\n")]
     lines += ["a\u2028b C", "x\x85y", "\u0130stanbul \u017f \u212a", "\x1cq r", "\u00c4B\nc"]
     assert messages._keys_of(lines) == [messages._key(line) for line in lines]
+
+
+def test_a_kernel_entry_gives_its_finding_from_a_kernel_log_once(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A synthetic NVIDIA kernel entry: its line in a kernel log becomes its finding; a line a hand-written kernel
+    condition already reads stays that condition's finding alone."""
+    folder = _folder(tmp_path, **{"test-kernel": _GOOD.format(program="test-kernel", vendor="nvidia",
+                                                              format="NVRM: example engine %s stalled for %u ms",
+                                                              finding="test-stall").replace(
+        "  - format:", "  - format: \"NVIDIA probe routine was not called for %d device(s)\"\n    style: printf\n"
+        "    path: src/b.c\n    line: 3\n    finding: test-probe\n    severity: critical\n    context: kernel\n"
+        "    summary: \"probe\"\n  - format:")})
+    monkeypatch.setattr(messages, "CATALOGUE_DIR", folder)
+    log = ("[  10.000001] NVRM: example engine gr0 stalled for 1200 ms\n"
+           "[  11.000002] NVRM: The NVIDIA probe routine was not called for 1 device(s).\n")
+    findings = {f.id: f for f in analyze(Evidence(expectations=Expectations(), kernel_log=log))}
+    assert findings["test-stall"].severity == "critical" and findings["test-stall"].remedy == "do the test thing"
+    assert "example engine gr0 stalled" in findings["test-stall"].evidence
+    assert "nvidia-device-claimed" in findings and "test-probe" not in findings
