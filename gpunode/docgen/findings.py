@@ -131,6 +131,28 @@ def signature_rows() -> list[list[str]]:
     return [rows[key] for key in sorted(rows)]
 
 
+def catalogue_rows() -> tuple[list[list[str]], str]:
+    """The message catalogue (parsers/catalogs/messages/*.yaml): one row per program and finding, and a line
+    saying how many entries from how many programs it holds."""
+    from gpunode.parsers.catalogs.messages import load_catalogue
+    from gpunode.parsers.errors_text import inherited_fix
+
+    entries = load_catalogue()
+    rows: dict[tuple[str, str], list[str]] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for entry in entries:
+        key = (entry.finding, entry.program)
+        counts[key] = counts.get(key, 0) + 1
+        fix = entry.fix or inherited_fix(entry.finding)
+        rows.setdefault(key, [f"`{entry.finding}`", entry.program, entry.vendor, entry.severity,
+                              cell(entry.summary), cell(fix), ""])
+    for key, row in rows.items():
+        row[-1] = str(counts[key])
+    programs = sorted({entry.program for entry in entries})
+    total = f"{len(entries)} format strings from {len(programs)} programs ({', '.join(programs)})."
+    return [rows[key] for key in sorted(rows)], total
+
+
 def xid_rows() -> list[list[str]]:
     from gpunode.parsers.catalogs.xid import XID_MEANINGS
 
@@ -151,6 +173,13 @@ def findings_md() -> str:
     out += ["", "## Error messages (nvidia-smi, NVML, the container runtime, the kernel)", "",
             "A captured output or log that holds one of these messages gives the finding of the same id.", ""]
     out += table(["id", "seen in", "severity", "what it means", "fix"], signature_rows())
+    rows, total = catalogue_rows()
+    out += ["", "## Message catalogue (format strings of the programs that print them)", "",
+            "Read from each program's source at a pinned commit or its documented error-string table "
+            "(`gpunode/parsers/catalogs/messages/<program>.yaml`, each entry with its file and line): a line made "
+            "from one of these format strings gives the finding, unless a message above reads the same line. "
+            "Entries of other vendors than NVIDIA give no finding: they mark a line as not NVIDIA's. " + total, ""]
+    out += table(["id", "program", "vendor", "severity", "what it means", "fix", "formats"], rows)
     out += ["", "## Xid errors", "",
             "An `NVRM: Xid` line in the kernel log gives the finding `xid-<code>`. gpunode's own entries (below) "
             "come first; any other code is read from NVIDIA's Xid catalogue "

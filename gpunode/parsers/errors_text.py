@@ -314,7 +314,39 @@ def classify_errors(text: str) -> list[ErrorMatch]:
             line = _line_of(text, match.start())
             found.append(ErrorMatch(signature.id, signature.context, signature.summary, signature.remedy,
                                     signature.severity, line))
-    return found
+    return found + catalogue_errors(text, found)
+
+
+def catalogue_errors(text: str, known: list[ErrorMatch]) -> list[ErrorMatch]:
+    """The first line of text each NVIDIA message-catalogue entry (not of the kernel) reads, where no hand signature
+    in known already read that line (one finding per line); non-NVIDIA entries never give a match here."""
+    from gpunode.parsers.catalogs.messages import message_matches  # the catalogue is read on first use
+
+    taken = [match.line for match in known]
+    found: dict[tuple[str, int], ErrorMatch] = {}
+    for entry, line in message_matches(text, _NVIDIA):
+        if entry.context == "kernel" or (entry.file, entry.index) in found or any(
+                line in other or other in line for other in taken):
+            continue
+        fix = entry.fix or inherited_fix(entry.finding)
+        found[(entry.file, entry.index)] = ErrorMatch(entry.finding, entry.context, entry.summary, fix,
+                                                      SEVERITY[entry.severity], line[:400])
+    return list(found.values())
+
+
+_NVIDIA = frozenset({"nvidia"})
+SEVERITY: dict[str, Severity] = {"critical": "critical", "warning": "warning", "info": "ok"}  # catalogue -> finding
+
+
+def inherited_fix(finding_id: str) -> str:
+    """The fix of the hand-written signature or kernel condition of that id, else of the first catalogue entry of
+    that finding that has its own ("" when none has one)."""
+    from gpunode.parsers.catalogs.kernel_conditions import CONDITIONS
+    from gpunode.parsers.catalogs.messages import load_catalogue
+
+    hand = next((entry.remedy for entry in SIGNATURES if entry.id == finding_id), "") or next(
+        (condition.remedy for condition in CONDITIONS if condition.id == finding_id), "")
+    return hand or next((entry.fix for entry in load_catalogue() if entry.finding == finding_id and entry.fix), "")
 
 
 def has_user_space_error(text: str) -> bool:

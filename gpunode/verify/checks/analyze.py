@@ -7,6 +7,7 @@ from gpunode.parsers.errors_text import classify_errors
 from gpunode.parsers.kernel_log import KernelScan, scan_kernel_log
 from gpunode.parsers.lspci_vv import link_findings
 from gpunode.parsers.model import Finding
+from gpunode.verify.checks.catalogue import kernel_message_findings
 from gpunode.verify.checks.driver import driver_checks
 from gpunode.verify.checks.gpu import gpu_checks
 from gpunode.verify.checks.host import host_checks
@@ -30,6 +31,7 @@ def analyze(evidence: Evidence) -> list[Finding]:
         *host_checks(evidence),
         *gpu_checks(evidence.smi),
         *kernel_checks(scan, errors),
+        *kernel_message_findings("\n".join(t for t in (evidence.kernel_log, evidence.smi_error) if t), scan),
         *link_findings(evidence.link_states or []),
         *(dcgmi_findings(evidence.dcgmi)[1] if evidence.dcgmi else []),
     ]

@@ -49,7 +49,7 @@ def driver_checks(evidence: Evidence, errors: list[ErrorMatch], scan: KernelScan
 
 
 def _error_finding(match: ErrorMatch, evidence: Evidence, scan: KernelScan) -> Finding:
-    where = "container" if match.context == "container" else "nvidia-smi"
+    where = "nvidia-smi" if match.context == "host" else match.context  # container, kubernetes, framework, build
     notes = [f"{where}: {match.line[:400]!r}"]
     pci_gpus = evidence.pci_gpus
     if pci_gpus and match.id in ("driver-not-loaded", "no-devices-found", "nvml-library-missing"):

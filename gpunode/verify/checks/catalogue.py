@@ -1,0 +1,39 @@
+"""Findings of NVIDIA kernel messages the message catalogue knows and the hand-written kernel checks do not read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpunode.parsers.errors_text import SEVERITY, inherited_fix
+from gpunode.parsers.kernel_lines import kernel_messages
+from gpunode.parsers.kernel_log import KernelScan
+from gpunode.parsers.model import Finding
+
+if TYPE_CHECKING:
+    from gpunode.parsers.catalogs.messages import MessageEntry
+
+
+def kernel_message_findings(text: str | None, scan: KernelScan) -> list[Finding]:
+    """One finding per catalogue finding id read from kernel-context NVIDIA entries in text's messages, skipping the
+    messages an Xid, a lost GPU, an init failure or a kernel condition already reported (one finding per line)."""
+    if not text:
+        return []
+    from gpunode.parsers.catalogs.messages import message_matches  # the catalogue is read on first use
+
+    taken = {xid.line for xid in scan.xids} | {lost.line for lost in scan.lost}
+    taken |= {failure.line for failure in scan.init_failures}
+    taken |= {event.line for _, event in scan.conditions}
+    messages = [message.text for message in kernel_messages(text) if message.text not in taken]
+    hits: dict[str, list[str]] = {}
+    entries: dict[str, MessageEntry] = {}
+    for entry, line in message_matches("\n".join(messages), frozenset({"nvidia"})):
+        if entry.context == "kernel" and not any(line in other for other in taken):
+            hits.setdefault(entry.finding, []).append(line)
+            entries.setdefault(entry.finding, entry)
+    findings: list[Finding] = []
+    for finding_id, lines in hits.items():
+        entry = entries[finding_id]
+        quoted = f"{len(lines)} kernel line(s); first: {lines[0][:400]!r}"
+        findings.append(Finding(finding_id, SEVERITY[entry.severity], entry.summary, quoted,
+                                entry.fix or inherited_fix(finding_id)))
+    return findings
