@@ -313,6 +313,18 @@ NOT_UNDERSTOOD: set[str] = {
     # `--format=csv,noheader,nounits` rows pasted without the command that named their fields: bare numbers
     # ("41, 6, 13") that nothing can tell apart from any other CSV; the poster's command is in the thread only.
     "captures/csv/polybar-polybar-scripts-42__csv-loop-1-noheader-nounits-series.txt",
+    # issue 39: messages only the message catalogue (parsers/catalogs/messages/*.yaml) recognises; they leave
+    # this set once diag-engine's catalogue loader is merged
+    "captures/errors/NVIDIA-DCGM-133__dcgmi-remote-host-unreachable-quoted.txt",
+    "captures/errors/NVIDIA-dcgm-exporter-193__dcgmi-discovery-unable-to-connect.txt",
+    "captures/errors/NVIDIA-k8s-device-plugin-1220__incompatible-strategy-auto-klog.txt",
+    "captures/errors/NVIDIA-k8s-device-plugin-182__failed-to-initialize-nvml-log-printf.txt",
+    "captures/errors/NVIDIA-nvidia-container-toolkit-1357__ldcache-error-auto-detected-legacy.txt",
+    "captures/errors/NVIDIA-nvidia-container-toolkit-147__ldcache-error-ldconfig-real.txt",
+    "captures/errors/NVIDIA-nvidia-container-toolkit-176__mount-error-libnvidia-ml-file-exists.txt",
+    "captures/errors/NVIDIA-nvidia-docker-1447__cgroup-subsystem-devices-not-found.txt",
+    "captures/errors/lambdal-lambda-stack-dockerfiles-15__mount-error-file-exists-quoted-legacy.txt",
+    "captures/errors/ollama-ollama-11932__persistenced-failed-to-query-devices-syslog.txt",
 }
 
 

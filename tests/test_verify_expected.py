@@ -26,6 +26,8 @@ from gpunode.verify.diagnose import DiagnoseResult
 CAPTURES = Path(__file__).resolve().parent / "data" / "captures"
 EXPECTED: dict[str, dict] = yaml.safe_load((CAPTURES / "EXPECTED.yml").read_text())["captures"]
 
+_CATALOGUE = "no recogniser for this wording before the issue-39 message catalogue is loaded"
+
 # capture -> (what disagrees: "verdict", "gpus" or "verdict gpus", why). Keep short and honest.
 KNOWN_MISSES: dict[str, tuple[str, str]] = {
     "csv/polybar-polybar-scripts-42__csv-loop-1-noheader-nounits-series.txt": (
@@ -46,6 +48,21 @@ KNOWN_MISSES: dict[str, tuple[str, str]] = {
     "text_q/stas00-ml-engineering__q-fragment-retired-pages-pending.txt": (
         "verdict", "retired-pages-pending is a warning in gpunode (takes effect when the driver reloads); "
                    "tests/data/README.md also notes this fragment was retyped by its author"),
+    # issue 39: messages of NVIDIA's programs that only the message catalogue (parsers/catalogs/messages/*.yaml,
+    # read by diag-engine's loader) recognises; remove these once that loader is merged
+    "errors/NVIDIA-k8s-device-plugin-1220__incompatible-strategy-auto-klog.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-k8s-device-plugin-182__failed-to-initialize-nvml-log-printf.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-nvidia-container-toolkit-176__mount-error-libnvidia-ml-file-exists.txt": ("verdict", _CATALOGUE),
+    "errors/lambdal-lambda-stack-dockerfiles-15__mount-error-file-exists-quoted-legacy.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-dcgm-exporter-193__dcgmi-discovery-unable-to-connect.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-DCGM-133__dcgmi-remote-host-unreachable-quoted.txt": ("verdict", _CATALOGUE),
+    "errors/ollama-ollama-11932__persistenced-failed-to-query-devices-syslog.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-nvidia-container-toolkit-147__ldcache-error-ldconfig-real.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-nvidia-docker-1447__cgroup-subsystem-devices-not-found.txt": ("verdict", _CATALOGUE),
+    "errors/NVIDIA-nvidia-container-toolkit-1357__ldcache-error-auto-detected-legacy.txt": ("verdict", _CATALOGUE),
+    "kernel/Dunedan-mbp-2016-linux-60__egpu-bar1-0m-no-space.txt": ("verdict gpus", _CATALOGUE),
+    "kernel/NVIDIA-open-gpu-kernel-modules-344__bar2-0m-cloud-hypervisor.txt": ("verdict gpus", _CATALOGUE),
+    "kernel/Nobara-Project-rpm-sources-526__gsp-firmware-version-mismatch.txt": ("verdict gpus", _CATALOGUE),
 }
 
 
