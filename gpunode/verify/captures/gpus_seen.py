@@ -31,8 +31,10 @@ def gpus_seen(evidence: Evidence) -> set[str]:
     """Identities of the GPUs the non-nvidia-smi evidence names (empty when it names none); AER messages name
     the root port above a GPU, not the GPU, and are left out."""
     seen: set[str] = set()
-    if evidence.kernel_log:
-        scan = scan_kernel_log(evidence.kernel_log)
+    for text in (evidence.kernel_log, evidence.smi_error):  # the texts analyze() scans for kernel events
+        if not text:
+            continue
+        scan = scan_kernel_log(text)
         events = [*scan.xids, *scan.lost, *scan.init_failures, *(event for condition, event in scan.conditions
                                                                  if not condition.id.startswith("pcie-"))]
         seen |= {_key(e.pci) for e in events if e.pci}
