@@ -27,7 +27,9 @@ _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
 _LOST_ANY = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?" + _PCI + r"\b.*fallen off the bus", re.I)
 _INIT_FAIL = re.compile(r"NVRM: (?:GPU " + _PCI + r": )?RmInitAdapter failed!\s*(?:\((?P<code>[^)]*)\))?")
 _MARKER = re.compile(
-    r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
+    r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+(?: <\s*[\d.]+>)?\]|^\s*\[\s*\+\d+\.\d{6}\]|^\s*\[<\s*\d+\.\d{6}>\]"
+    r"|^\s*\[[A-Z][a-z]{2} ?\d{1,2} \d{2}:\d{2}\] |^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \["
+    r"|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
     r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
     r"|SXid \(PCI:|^\[drm\] |\bnouveau (?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
