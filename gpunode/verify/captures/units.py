@@ -33,6 +33,8 @@ _STATUS_FAILED = re.compile(r"^\s*Active: failed \(Result: (?P<result>[\w-]+)\)"
 # units of the GPU stack: their failure is GPU evidence; other units (sshd, cron, ...) are not read
 _GPU_STACK = re.compile(r"nvidia|fabricmanager|nvsm|dcgm|nv-hostengine|persistenced|docker|containerd|crio|cri-o|"
                         r"kubelet|dkms|cuda|nv_peer|gdrcopy|gdrdrv|mlnx|openibd", re.I)
+# units GPU work cannot do without (vGPU guests, GPU containers); a failed persistenced/powerd/dcgm is a warning
+_NEEDED = re.compile(r"nvidia-vgpu-mgr|nvidia-vgpud|docker|containerd|crio|cri-o|kubelet", re.I)
 # descriptions of "Failed to start %s." that name a GPU-stack unit, as its packages write them
 _DESCRIPTIONS = (
     (re.compile(r"NVIDIA fabric manager", re.I), "nvidia-fabricmanager.service"),
@@ -108,7 +110,8 @@ def unit_findings(units: list[FailedUnit], context: str, report: SmiReport | Non
             findings.append(_fabric_manager(failed, context, report))
             continue
         findings.append(Finding(
-            "unit-failed", "warning", f"the systemd unit {failed.unit} failed",
+            "unit-failed", "critical" if _NEEDED.search(failed.unit) else "warning",
+            f"the systemd unit {failed.unit} failed",
             repr(failed.line[:300]),
             f"Read why: `systemctl status {failed.unit}` and `journalctl -xeu {failed.unit} -b`; fix the cause it "
             f"names, then `systemctl restart {failed.unit}` (or `systemctl disable --now {failed.unit}` when this "
