@@ -44,6 +44,10 @@ NOT_NVIDIA = {
     "kernel/radiasoft-devops-134__mce-edac-sbridge-memory-error-syslog.txt": "other",
     "kernel/illinois-scicomp-machine-shop-maintenance-66__edac-ce-memory-read-error-dmesg-T.txt": "other",
     "kernel/openstreetmap-operations-300__mce-edac-ce-errors-syslog.txt": "other",
+    "kernel/linux-nvme-nvme-cli-151__nvme-qid-timeout-removed-dmesg.txt": "other",
+    "kernel/raspberrypi-linux-6661__nvme-controller-down-journal.txt": "other",
+    "kernel/csrutil-OpenWrt-NIC-Drivers-11__r8125-netdev-watchdog-dmesg.txt": "other",
+    "kernel/openwrt-openwrt-19765__mtk-eth-netdev-watchdog-logread.txt": "other",
 }
 
 # capture -> (verdict, {finding id: severity}) for captures read whole: units beside tables, nvlink states
