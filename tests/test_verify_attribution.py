@@ -54,7 +54,7 @@ NOT_NVIDIA = {
 READ_WHOLE = {
     "multi/NVIDIA-gpu-operator-356__fabricmanager-job-failed-and-table-510-geforce.txt": (
         "healthy", {"fabricmanager-no-nvswitch": "warning"}),
-    "multi/NVIDIA-nvtrust-128__fabricmanager-job-failed-and-journal-nvswitch.txt": (
+    "other/NVIDIA-nvtrust-128__fabricmanager-job-failed-and-journal-nvswitch.txt": (
         "unhealthy", {"fabricmanager-failed": "critical"}),
     "other/mrzenc-vgpu4nixos-4__nvidia-vgpu-mgr-failed-status-and-journal.txt": (
         "unhealthy", {"unit-failed": "critical"}),
