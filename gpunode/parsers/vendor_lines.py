@@ -103,7 +103,7 @@ def _line_vendor(line: str) -> Attribution:
     for foreign in FOREIGN:
         if foreign.pattern.search(line):
             return Attribution(foreign.vendor, foreign.what)
-    catalogued = _catalogue_vendor(line)
+    catalogued = _catalogue_vendor(line) if _WORTH_ASKING.search(line) else None
     return Attribution(catalogued, "catalogued message") if catalogued else Attribution(None)
 
 
@@ -120,6 +120,8 @@ _NVIDIA_PREFIX = re.compile(r"\bNVRM:|\bnvidia[-\w]*:", re.I)
 # the recognisers that read a driver's own prefix (a line they match is that driver's, whatever words follow)
 _PREFIXED = tuple(f for f in FOREIGN if f.prefix)
 _CATALOGUE: list = []  # [foreign_vendor or None], filled on first use
+# lines the message catalogue is asked about (its hundreds of patterns are not run on every line of a large log)
+_WORTH_ASKING = re.compile(r"gpu|ring|reset|vram|hang|edac|mce|machine check|nvme|smi|drm|timeout|timed out", re.I)
 
 
 def is_nvidia(line: str) -> bool:
