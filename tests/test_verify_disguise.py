@@ -1,14 +1,18 @@
 """Every real capture in tests/data, wrapped the way people paste it, reads the same as the clean capture.
 
 The disguises: a shell prompt line before it, `> ` quoting, CRLF line ends, ANSI colour codes, a 4-space indent,
-lines hard-wrapped at 80 columns (a terminal's copy), and concatenation with another capture (before and after).
+lines hard-wrapped at 80 columns (a terminal's copy), a kernel log's `[ 12.345678]` stamps rewritten as `dmesg -H`
+prints them (util-linux sys-utils/dmesg.c reltime: a "[Nov28 00:01] " stamp when the minute changes, "[  +0.000844] "
+deltas between), and concatenation with another capture (before and after).
 Each must give the same GPUs, findings and verdict as the clean capture (a concatenation: the union of both).
 One test per disguise loops over all captures, so the suite stays fast as the corpus grows (captures2/ too).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,6 +43,31 @@ def _wrap80(text: str) -> str:
     return "\n".join(out)
 
 
+_MONOTONIC = re.compile(r"^\[\s*(\d+)\.(\d{6})\] ")
+_BOOT = datetime(2026, 11, 28, 0, 0, 0)  # any wall-clock boot time: dmesg -H adds the stamps to it
+
+
+def _dmesg_human(text: str) -> str:
+    """Every `[  12.345678] ` stamped line as `dmesg -H` prints it: "[%b%e %H:%M] " when the minute changes,
+    else the delta to the line before, "[  %+8.06f] " (under 10 s) or "[ %+9.06f] " (dmesg.c reltime)."""
+    out, last = [], None
+    for line in _lines(text):
+        stamp = _MONOTONIC.match(line)
+        if stamp is None:
+            out.append(line)
+            continue
+        seconds = int(stamp.group(1)) + int(stamp.group(2)) / 1e6
+        when = _BOOT + timedelta(seconds=seconds)
+        if last is None or when.replace(second=0, microsecond=0) != last[1].replace(second=0, microsecond=0):
+            prefix = f"[{when.strftime('%b')}{when.day:2d} {when.strftime('%H:%M')}] "
+        else:
+            delta = seconds - last[0]
+            prefix = f"[  {delta:+8.06f}] " if delta < 10 else f"[ {delta:+9.06f}] "
+        last = (seconds, when)
+        out.append(prefix + line[stamp.end():])
+    return "\n".join(out)
+
+
 DISGUISES: dict[str, Callable[[str], str]] = {
     "prompt": lambda t: "user@gpu-node-1:~$ cat capture.txt\n" + t,
     "quoted": lambda t: "\n".join("> " + line if line else ">" for line in _lines(t)),
@@ -46,6 +75,7 @@ DISGUISES: dict[str, Callable[[str], str]] = {
     "ansi": lambda t: "\n".join(f"\x1b[1;32m{line}\x1b[0m" if line.strip() else line for line in _lines(t)),
     "indent4": lambda t: "\n".join("    " + line if line.strip() else line for line in _lines(t)),
     "wrap80": _wrap80,
+    "dmesg-H": _dmesg_human,
 }
 
 
@@ -72,6 +102,14 @@ def test_the_corpus_is_there():
     assert len(CAPTURES) >= 200
 
 
+def test_the_dmesg_h_disguise_is_what_dmesg_prints():
+    """The first stamp is the minute line, the next ones deltas in dmesg's two widths (%+8.06f / %+9.06f)."""
+    text = "[    5.000001] a\n[    5.000845] b\n[   20.000845] c\n[  125.000000] d\nno stamp"
+    assert _dmesg_human(text) == ("[Nov28 00:00] a\n[  +0.000844] b\n[ +15.000000] c\n[Nov28 00:02] d\nno stamp")
+    kernel_logs = [p for p in CAPTURES if _dmesg_human(_text(p)) != _text(p)]
+    assert len(kernel_logs) >= 20
+
+
 @pytest.mark.parametrize("name", sorted(DISGUISES))
 def test_every_capture_reads_the_same_in_disguise(tmp_path: Path, name: str):
     disguise = DISGUISES[name]
@@ -79,7 +117,7 @@ def test_every_capture_reads_the_same_in_disguise(tmp_path: Path, name: str):
     for capture in CAPTURES:
         clean = diagnose_files([capture])
         text = _text(capture)
-        if "\x00" in text[:4096] or not text.strip():
+        if "\x00" in text[:4096] or not text.strip() or disguise(text) == text:
             continue
         disguised = _read(tmp_path / capture.name, disguise(text))
         got = (_gpus(disguised), _findings(disguised), disguised.verdict)

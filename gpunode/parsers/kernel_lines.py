@@ -1,6 +1,9 @@
 """Kernel-log text in any common form -> logical messages (one per kernel message, continuations joined).
 
 Handles dmesg raw / -T / --time-format iso, `journalctl -k` short / short-iso / short-precise / json,
+dmesg -H / -e (--reltime: a "[Nov28 00:01] " line when the minute changes, "[  +0.000844] " deltas between),
+dmesg -d / --time-format delta / ctime,delta (a "<    0.000012>" delta beside the stamp, or alone) and the
+"[T123] " / "[C3] " caller id that dmesg prints behind the stamp on kernels with CONFIG_PRINTK_CALLER,
 syslog / kern.log / messages prefixes (incl. rsyslog's `#012` for embedded newlines) and multi-line NVRM
 messages whose continuation lines carry no timestamp (or repeat the first line's timestamp).
 """
@@ -22,13 +25,21 @@ _PREFIXES = (
     re.compile(r"^\S+: kern:\s+\w+: \[(?P<ts>[^\]]+)\]:\s?"),  # Talos: "host: kern: warning: [iso]: msg"
     re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*\[(?P<ts>[^\]]+)\]\s?"),  # dmesg --decode
     re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*(?P<ts>\d{4}-\d{2}-\d{2}T\S+)\s"),  # dmesg -x --time-format iso
-    re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]\s?"),
-    re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?"),
-    re.compile(r"^\[\s*(?P<ts>\+\d+\.\d+)\]\s?"),  # dmesg -H / --reltime: "[  +0.000012] msg"
+    # The forms util-linux's dmesg prints (sys-utils/dmesg.c @ 39465c780eed56034ed1440068a2722fc3331343):
+    # --ctime "[%s] " of strftime "%a %b %e %H:%M:%S %Y" (line 1076, 1209); ctime,delta "[%s <%12.06f>] " (1213);
+    # delta "[<%12.06f>] " (1218); reltime (-H, -e) "[%s] " of strftime "%b%e %H:%M" when the minute changes
+    # (1086, 1227), else "[  %+8.06f] " / "[ %+9.06f] " (1233, 1236); time "[%5ld.%06ld] " (1242); time,delta
+    # "[%5ld.%06ld <%12.06f>] " (1247).
+    re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})(?: <\s*[\d.]+>)?\]\s?"),
+    re.compile(r"^\[\s*(?P<ts>\d+\.\d+)(?: <\s*[\d.]+>)?\]\s?"),
+    re.compile(r"^\[\s*(?P<ts>[+-]\d+\.\d+)\]\s?"),  # dmesg -H / --reltime: "[  +0.000012] msg"
+    re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} ?\d{1,2} \d{2}:\d{2})\]\s?"),  # dmesg -H's minute line: "[Nov28 00:01] "
+    re.compile(r"^\[<\s*(?P<ts>\d+\.\d+)>\]\s?"),  # dmesg --time-format delta: "[<    0.000012>] msg"
     re.compile(r"^kernel:\s?"),
 )
 _MICROSECONDS = re.compile(r"\.\d{6}")
 _INNER_MONOTONIC = re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?")
+_CALLER = re.compile(r"^\[\s*[TC]\d+\]\s?")  # printk caller id behind the stamp: "[T1234] " (task) / "[C3] " (CPU)
 
 
 @dataclass
@@ -52,7 +63,8 @@ def _split_prefix(line: str) -> tuple[str | None, str | None, str, bool]:
             if inner:
                 clock, rest = inner.group("ts"), rest[inner.end():]
                 ts = ts or clock
-            return ts, clock, rest, True
+            caller = _CALLER.match(rest)
+            return ts, clock, rest[caller.end():] if caller else rest, True
     return None, None, line, False
 
 
@@ -114,6 +126,8 @@ def _continues(previous: KernelMessage, raw: str, clock: str | None, had_prefix:
         return True
     if _ends_message(previous.text):
         return False
+    if clock is not None and clock[:1] in "+-":  # dmesg -H: the delta to the line before; +0.000000 = same time
+        return float(clock) == 0
     return not had_prefix or (clock is not None and clock == previous.clock and _MICROSECONDS.search(clock) is not None)
 
 

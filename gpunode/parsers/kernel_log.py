@@ -11,6 +11,7 @@ from gpunode.parsers.catalogs.kernel_conditions import CONDITIONS, KernelConditi
 from gpunode.parsers.catalogs.xid import XID_DOC_URL, XID_MEANINGS, XidInfo, xid_info
 from gpunode.parsers.kernel_lines import KernelMessage, kernel_messages
 from gpunode.parsers.regex_needles import candidates, needles
+from gpunode.parsers.vendor_lines import foreign, is_nvidia
 
 __all__ = ["XID_DOC_URL", "XID_MEANINGS", "XidInfo", "xid_info", "XidEvent", "KernelEvent", "KernelScan",
            "scan_kernel_log", "has_kernel_markers"]
@@ -27,7 +28,9 @@ _LOST_NEW = re.compile(r"NVRM: GPU " + _PCI + r": GPU has fallen off the bus")
 _LOST_ANY = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?" + _PCI + r"\b.*fallen off the bus", re.I)
 _INIT_FAIL = re.compile(r"NVRM: (?:GPU " + _PCI + r": )?RmInitAdapter failed!\s*(?:\((?P<code>[^)]*)\))?")
 _MARKER = re.compile(
-    r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \[|^\{.*\"MESSAGE\""
+    r"NVRM:|\bkernel:|^\s*\[\s*\d+\.\d+(?: <\s*[\d.]+>)?\]|^\s*\[\s*\+\d+\.\d{6}\]|^\s*\[<\s*\d+\.\d{6}>\]"
+    r"|^\s*\[[A-Z][a-z]{2} ?\d{1,2} \d{2}:\d{2}\] |^\[[A-Z][a-z]{2} [A-Z][a-z]{2} |^kern\s+:|: kern: \w+: \["
+    r"|^\{.*\"MESSAGE\""
     r"|^\d+,\d+,\d+,[-c+][^;]*;|^<\d>\[\s*\d+\.\d+\]|^-- (?:No entries|Logs begin at|Journal begins at) "
     r"|^\S+ +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ (?:systemd|nv-fabricmanager|nvidia-[\w.-]+|bumblebeed|Xorg)\[\d+\]: "
     r"|SXid \(PCI:|^\[drm\] |\bnouveau (?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
@@ -113,7 +116,27 @@ def _matches(texts: list[str]) -> list[tuple[int, KernelCondition]]:
             if (chance is None or index in chance) and condition.pattern.search(texts[index])]
 
 
+_ADDRESS = re.compile(r"\b(?:[0-9a-f]{4}:)?([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\b", re.I)
+
+
+def _ours(messages: list[KernelMessage]) -> list[KernelMessage]:
+    """messages without other vendors' and devices' (an amdgpu/i915/NVMe/NIC line, or a PCIe AER line about a device
+    only such a driver names): their conditions are not NVIDIA's."""
+    theirs = {index for index, message in enumerate(messages) if foreign(message.text) is not None}
+    if not theirs:
+        return messages
+    addresses = {a.lower() for index in theirs for a in _ADDRESS.findall(messages[index].text)}
+    kept = []
+    for index, message in enumerate(messages):
+        named = {a.lower() for a in _ADDRESS.findall(message.text)}
+        if index in theirs or (named & addresses and not is_nvidia(message.text)):
+            continue
+        kept.append(message)
+    return kept
+
+
 def _conditions(scan: KernelScan, messages: list[KernelMessage]) -> None:
+    messages = _ours(messages)
     found: set[str] = set()
     for index, condition in _matches([message.text for message in messages]):
         message = messages[index]

@@ -16,6 +16,7 @@ from gpunode.verify.captures.file_reader import FileRead, read_text
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.gpus_seen import gpus_seen, matrix_gpus
 from gpunode.verify.captures.not_applicable import NOT_APPLICABLE_KINDS, not_applicable_kind
+from gpunode.verify.captures.units import FailedUnit, fabric_context, unit_findings
 from gpunode.verify.checks.analyze import analyze, is_healthy
 from gpunode.verify.evidence import Evidence, Expectations
 
@@ -49,6 +50,10 @@ class FileResult:
     nvidia_lines: int = 0
     reports: list[SmiReport] = field(default_factory=list, repr=False)
     seen: list[str] = field(default_factory=list)  # GPUs named outside nvidia-smi output (kernel log, lspci)
+    # other vendors' / devices' messages (amdgpu, i915, rocm-smi, EDAC/MCE, NVMe, NICs): what -> (lines, samples)
+    foreign: dict[str, tuple[int, list[str]]] = field(default_factory=dict, repr=False)
+    units: list[FailedUnit] = field(default_factory=list, repr=False)
+    fabric: str = "unknown"
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -62,6 +67,7 @@ class FileResult:
             "report": self.report.to_dict() if self.report else None,
             "pci_devices": [d._asdict() for d in self.pci_devices] if self.pci_devices is not None else None,
             "findings": [f.to_dict() for f in self.findings],
+            "not_nvidia": {what: count for what, (count, _) in self.foreign.items()},
         }
 
 
@@ -100,9 +106,19 @@ class DiagnoseResult:
         return True
 
     @property
+    def not_nvidia(self) -> dict[str, tuple[int, list[str]]]:
+        """Other vendors' and devices' messages the inputs hold (never NVIDIA evidence): what -> (lines, samples)."""
+        seen: dict[str, tuple[int, list[str]]] = {}
+        for result in self.files:
+            for what, (count, samples) in result.foreign.items():
+                old = seen.get(what, (0, []))
+                seen[what] = (old[0] + count, (old[1] + samples)[:2])
+        return seen
+
+    @property
     def verdict(self) -> str:
         if self.healthy is None and not self.unreadable and not self.has_evidence:
-            return "no-evidence"
+            return "not-nvidia" if self.not_nvidia else "no-evidence"
         return {True: "healthy", False: "unhealthy", None: "unknown"}[self.healthy]
 
     @property
@@ -179,6 +195,12 @@ class DiagnoseResult:
                 return f"Result: UNKNOWN {counts}: {names} (check the path)"
             names = ", ".join(f.path for f in self.unreadable)
             return f"Result: UNKNOWN {counts}: not understood: {names}. diagnose reads {_ACCEPTS}"
+        if not self.has_evidence and self.not_nvidia:
+            seen = "; ".join(f"{what}: {count} line(s), e.g. {samples[0][:160]!r}"
+                             for what, (count, samples) in self.not_nvidia.items())
+            return (f"Result: NOT NVIDIA {counts}: this is not about an NVIDIA GPU: the input holds only other "
+                    f"vendors' or devices' messages ({seen}) and nothing NVIDIA's; diagnose reads NVIDIA GPUs "
+                    f"only: {_CAPTURE_INSTEAD}")
         if not self.has_evidence:
             return (f"Result: NO EVIDENCE {counts}: nothing in the input speaks about a GPU's health (no GPU in "
                     f"nvidia-smi output, no NVIDIA kernel message, no error message, no PCI scan); {_CAPTURE_INSTEAD}")
@@ -198,7 +220,34 @@ def diagnose_files(paths: list[Path], expectations: Expectations | None = None) 
         if evidence is not None:
             _merge_into(combined, evidence)
     combined.smi = merge_reports(reports) or combined.smi
-    return DiagnoseResult(files, analyze(combined) if _has_any(combined) else [], combined.smi)
+    found = analyze(combined) if _has_any(combined) else []
+    return DiagnoseResult(files, _with(found, [f for r in files for f in r.findings if f.id in _READ_IDS],
+                                       _combined_units(files, combined)), combined.smi)
+
+
+_READ_IDS = frozenset({"nvlink-down", "nvlink-errors"})  # findings read from a capture, not by analyze()
+
+
+def _combined_units(files: list[FileResult], combined: Evidence) -> list[Finding]:
+    """Failed units of every file, judged with what all files say about NVSwitches."""
+    units = list({u.unit: u for r in files for u in r.units}.values())
+    if not units:
+        return []
+    contexts = {r.fabric for r in files} | {fabric_context(combined.smi, len(combined.nvswitches), "")}
+    context = next((c for c in ("nvswitch", "none") if c in contexts), "unknown")
+    return unit_findings(units, context, combined.smi)
+
+
+def _with(findings: list[Finding], *more: list[Finding]) -> list[Finding]:
+    """findings and more, without repeats, critical first."""
+    kept = list(findings)
+    seen = {(f.id, f.gpu, f.summary) for f in findings}
+    for finding in (f for group in more for f in group):
+        if (finding.id, finding.gpu, finding.summary) not in seen:
+            seen.add((finding.id, finding.gpu, finding.summary))
+            kept.append(finding)
+    rank = {"critical": 0, "warning": 1, "ok": 2}
+    return sorted(kept, key=lambda f: rank[f.severity])
 
 
 def _inputs(paths: list[Path]) -> list[tuple[str, bytes | OSError]]:
@@ -297,12 +346,13 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
         message = failed[0].message if failed else _UNKNOWN
         return FileResult(path, failed[0].kind if failed else kind, False, message, blocks=kinds), None
     evidence = read.evidence
-    findings = analyze(evidence) if _has_any(evidence) else []
+    findings = _with(analyze(evidence) if _has_any(evidence) else [], read.findings,
+                     unit_findings(read.units, read.fabric, evidence.smi))
     messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
     partial = list(evidence.smi.missing) if evidence.smi else []
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
                       read.has_evidence or bool(findings), partial, read.kernel_lines, read.nvidia_lines,
-                      read.reports, sorted(gpus_seen(evidence))), evidence
+                      read.reports, sorted(gpus_seen(evidence)), read.foreign, read.units, read.fabric), evidence
 
 
 def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[FileResult, Evidence | None]:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from gpunode.parsers.dcgmi import is_dcgmi_diag
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci_vv import is_lspci_vv
+from gpunode.parsers.vendor_lines import foreign
 from gpunode.verify.captures.detect import detect_kind
+from gpunode.verify.captures.units import failed_units
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>]")
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -31,7 +33,8 @@ _HEADER = re.compile(r"^\s*(?:```.*|~~~.*|==> .* <==|-{3,} ?[\w./ -]+ ?-{3,}|_{2
 _WRAP_WIDTH = 80  # a terminal's default width: a line of exactly this length may continue on the next
 # A line that starts a record of its own (a box line, a timestamped log line, a prompt, a GPU line): never the
 # continuation of a wrapped line.
-_RECORD_START = re.compile(r"^(?:[|+].|\{\"|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z]|[A-Z][a-z]{2} [ \d]\d \d\d:|"
+_RECORD_START = re.compile(r"^(?:[|+].|\{\"|\[\s*\d+\.\d+[] ]|\[\s*[+<]\s*\d|\[[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d\]|"
+                           r"\[[A-Z][a-z]{2} [A-Z]|[A-Z][a-z]{2} [ \d]\d \d\d:|"
                            r"\d{4}-\d\d-\d\dT|\d+,\d+,\d+,|<\d>\[|\S+@\S+:\S*[$#]|\$ |GPU \d+: |  MIG |\s+NVRM:)")
 _TABLE_TOP = re.compile(r"^\s*\+-{10,}")
 _BOX = re.compile(r"^\s*[|+]")
@@ -162,6 +165,10 @@ def _kind(piece: str, command: str | None) -> str:
     if kind == "unknown" and command and re.match(r"(?:sudo\s+)?(?:dmesg|journalctl)\b", command) and \
             has_kernel_markers(piece):
         return "kernel-log"
+    if kind == "unknown" and failed_units(piece):
+        return "unit-failure"  # systemctl's "Job for X failed", the journal's "Failed to start X."
+    if kind == "unknown" and any(foreign(line) for line in piece.split("\n") if line.strip()):
+        return "other-vendor"  # amdgpu/i915 lines without a log prefix, rocm-smi / xpu-smi output
     return kind
 
 

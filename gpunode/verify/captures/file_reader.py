@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from gpunode.parsers.dcgmi import dcgmi_findings
@@ -12,23 +11,26 @@ from gpunode.parsers.kernel_lines import kernel_messages
 from gpunode.parsers.kernel_log import scan_kernel_log
 from gpunode.parsers.lspci import PciDevice, parse_lspci
 from gpunode.parsers.lspci_vv import LinkState, parse_lspci_vv
-from gpunode.parsers.model import SmiReport
+from gpunode.parsers.model import Finding, SmiReport
 from gpunode.parsers.smi_csv import csv_query_kind, parse_smi_csv
 from gpunode.parsers.smi_list import gpus_listed_in, parse_smi_list
+from gpunode.parsers.smi_nvlink import nvlink_findings, parse_nvlink
 from gpunode.parsers.smi_table import apply_inforom_warnings, parse_smi_table
 from gpunode.parsers.smi_text import parse_smi_text
 from gpunode.parsers.smi_xml import parse_smi_xml
+from gpunode.parsers.vendor_lines import foreign, is_nvidia
 from gpunode.verify.captures.blocks import Block, split_blocks, undisguise
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.not_applicable import not_applicable_kind
+from gpunode.verify.captures.units import FailedUnit, fabric_context, failed_units
 from gpunode.verify.evidence import Evidence, Expectations
 
 SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
 _PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "lspci-vv", "lspci",
-            "error-text", "kernel-log")
-_NVIDIA_LINE = re.compile(r"NVRM|nvidia|nouveau|Xid|NVSwitch|10de:|\bGPU\b", re.I)
+            "error-text", "kernel-log", "unit-failure", "other-vendor")
+_FOREIGN_SAMPLES = 2  # lines quoted per kind of foreign message
 
 
 @dataclass
@@ -49,6 +51,11 @@ class FileRead:
     blocks: list[BlockResult] = field(default_factory=list)
     kernel_lines: int = 0
     nvidia_lines: int = 0
+    # other vendors' / devices' messages: what they are -> (lines, first lines); never NVIDIA evidence
+    foreign: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)  # read here, not by analyze() (nvlink link states)
+    units: list[FailedUnit] = field(default_factory=list)  # GPU-stack systemd units the text says failed
+    fabric: str = "unknown"  # whether the system has NVSwitches: nvswitch | none | unknown (units.fabric_context)
 
     @property
     def kind(self) -> str:
@@ -74,7 +81,7 @@ class FileRead:
         scan, a link state or an error message."""
         ev = self.evidence
         return bool((ev.smi is not None and ev.smi.gpus) or self.nvidia_lines or ev.smi_error
-                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi)
+                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi or self.findings or self.units)
 
 
 def read_text(text: str, expectations: Expectations) -> FileRead:
@@ -87,7 +94,7 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     dcgmi: list[str] = []
     for block in split_blocks(text):
         try:
-            message, found = _read_block(block, result.reports, errors, kernel, links, dcgmi)
+            message, found = _read_block(block, result, errors, kernel, links, dcgmi)
         except SmiParseError as exc:
             result.blocks.append(BlockResult(block.kind, False, str(exc)))
             continue
@@ -112,8 +119,24 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     if ev.kernel_log:
         messages = kernel_messages(ev.kernel_log)
         result.kernel_lines = len(messages)
-        result.nvidia_lines = sum(1 for m in messages if _NVIDIA_LINE.search(m.text))
+        result.nvidia_lines = sum(1 for m in messages if is_nvidia(m.text))
+    result.foreign = foreign_lines(plain)
+    result.units = failed_units(plain)
+    result.fabric = fabric_context(ev.smi, len(ev.nvswitches), plain)
     return result
+
+
+def foreign_lines(text: str) -> dict[str, tuple[int, list[str]]]:
+    """Lines of other vendors and devices (amdgpu, i915, rocm-smi, EDAC/MCE, NVMe, NICs), by what they are."""
+    found: dict[str, tuple[int, list[str]]] = {}
+    for line in text.split("\n"):
+        attribution = foreign(line) if line.strip() else None
+        if attribution is None:
+            continue
+        key = f"{attribution.what} ({attribution.vendor})"
+        count, samples = found.get(key, (0, []))
+        found[key] = (count + 1, samples if len(samples) >= _FOREIGN_SAMPLES else [*samples, line.strip()])
+    return found
 
 
 def _safety_net(text: str, errors: list[str]) -> None:
@@ -123,10 +146,10 @@ def _safety_net(text: str, errors: list[str]) -> None:
     errors.extend(dict.fromkeys(extra))
 
 
-def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kernel: list[str],
+def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[str],
                 links: list[LinkState], dcgmi: list[str]) -> tuple[tuple[str, bool, str], list[PciDevice] | None]:
     """((kind, ok, message), PCI devices found) for one block; evidence goes into the lists."""
-    kind, text = block.kind, block.text
+    kind, text, reports = block.kind, block.text, read.reports
     if kind == "smi-csv" and csv_query_kind(text) != "gpu":
         rows = sum(1 for line in text.splitlines()[1:] if line.strip())
         return (kind, True, f"nvidia-smi --query-{csv_query_kind(text)} CSV with {rows} row(s); it lists no GPUs "
@@ -155,17 +178,29 @@ def _read_block(block: Block, reports: list[SmiReport], errors: list[str], kerne
     if kind == "error-text":
         errors.append(text)
         return (kind, True, "captured nvidia-smi/NVML/docker error output"), None
-    return _not_applicable(text, reports), None
+    if kind == "unit-failure":
+        return (kind, True, "failed systemd unit(s): " + ", ".join(u.unit for u in failed_units(text))), None
+    if kind == "other-vendor":
+        found = foreign_lines(text)
+        return (kind, True, "not NVIDIA's: " + "; ".join(f"{what} x{count}" for what, (count, _) in
+                                                         found.items())), None
+    return _not_applicable(text, read), None
 
 
-def _not_applicable(text: str, reports: list[SmiReport]) -> tuple[str, bool, str]:
-    """A recognised block without health evidence (nvlink -s's GPU headings still name GPUs), else unknown."""
+def _not_applicable(text: str, read: FileRead) -> tuple[str, bool, str]:
+    """A recognised block without health evidence (nvlink -s's GPU headings still name GPUs, its link states are
+    read for health), else unknown."""
     na = not_applicable_kind(text)
-    if na is not None and na[0] == "smi-nvlink":  # its GPU headings identify GPUs; link states are not analysed
+    if na is not None and na[0] == "smi-nvlink":
         report = gpus_listed_in(text)
         if report.gpus:
-            reports.append(report)
-        return na[0], True, f"{na[1]}: {len(report.gpus)} GPU(s) named; link states not analysed"
+            read.reports.append(report)
+        gpus = parse_nvlink(text)
+        found = nvlink_findings(gpus)
+        read.findings.extend(found)
+        inactive = sum(len(gpu.inactive) for gpu in gpus)
+        return na[0], True, (f"{na[1]}: {len(gpus)} GPU(s), {sum(len(g.active) for g in gpus)} link(s) active, "
+                             f"{inactive} inactive; {len(found)} finding(s)")
     if na is not None:
         return na[0], True, f"{na[1]}: recognised, not used in the analysis"
     return "unknown", False, "not a recognised capture"
