@@ -14,6 +14,8 @@ from gpunode.facts import Facts
 from gpunode.parsers.containers import containerd_major, toolkit_version
 from gpunode.parsers.systemd import parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
+from gpunode.steps.kube_node import parse as parse_kube_node
+from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.pkgmgr import AptManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
@@ -42,11 +44,13 @@ class DockerStep(Step):
     kind = "docker"
     facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
     timeout: int = arg(1800, "seconds for the install")
+    install: Literal["auto", "yes", "no"] = arg("yes", "auto: not on a Kubernetes node that runs containerd (kubelet "
+                                                "found), where pods never use Docker; yes: always; no: never")
 
     def probe(self, facts: Facts) -> Snippets:
         repo = for_os(facts.os).docker_repo_file()
         snippets = {"status": "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; "
-                              "command -v dockerd; command -v docker"}
+                              "command -v dockerd; command -v docker", "kube_node": probe_snippet()}
         if repo:
             snippets["repo"] = probe_file(repo[0])
         return snippets
@@ -57,6 +61,9 @@ class DockerStep(Step):
         paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
         has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
         has_client = any(p.endswith("/docker") for p in paths)
+        if self.install == "no" or (not has_engine and self._kubernetes_containerd(ctx)):
+            ctx.state.docker_left_out = True
+            return []
         names = for_os(ctx.facts.os).docker_packages()
         actions = []
         manager = manager_for(ctx.facts.os.package_manager)
@@ -83,6 +90,17 @@ class DockerStep(Step):
                                   "systemctl start docker", fix="see `journalctl -u docker` on the host"))
         return actions
 
+    def _kubernetes_containerd(self, ctx: StepContext) -> bool:
+        """install: auto on a Kubernetes node whose pods run on containerd: no Docker, and the plan says why."""
+        node = parse_kube_node(ctx.probe["kube_node"])
+        containerd = ctx.facts.containers.containerd_version
+        if self.install != "auto" or not node.is_kubernetes or not containerd:
+            return False
+        ctx.notes.append(f"Docker not installed: a Kubernetes node (kubelet {node.kubelet[0]}) whose pods run on "
+                         f"containerd ({containerd}); a Docker engine beside it serves no pod and brings a second "
+                         "containerd package. install_docker: true installs it anyway")
+        return True
+
 
 @register
 @dataclass
@@ -94,6 +112,10 @@ class ContainerToolkitStep(Step):
     version: str | None = arg(None, "the four packages' version, e.g. 1.17.8-1; none: the repository's newest")
     repo_url: str = arg(TOOLKIT_REPO, "NVIDIA's repository, or a mirror for air-gapped sites")
     timeout: int = arg(1800, "seconds for the install")
+    cloud_driver: Literal["keep", "replace"] = arg("keep", "keep: on a Kubernetes node whose cloud installed the "
+                                                   "driver and runs NVIDIA's device plugin (ACK, TKE), an installed "
+                                                   "toolkit is verified only; replace: NVIDIA's repository and "
+                                                   "packages as on any host")
 
     def probe(self, facts: Facts) -> Snippets:
         path, _ = for_os(facts.os).toolkit_repo_file(self.repo_url)
@@ -104,9 +126,13 @@ class ContainerToolkitStep(Step):
                  "[ -s /etc/ssl/certs/ca-certificates.crt ] || echo no-ca-certificates; "
                  if for_os(facts.os).toolkit_needs_keyring() else "")
         return {"repo": probe_file(path), "extra": f"{stale} {tools}[ -s {TOOLKIT_KEYRING} ] && echo keyring",
-                **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
+                "kube_node": probe_snippet(), **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
 
     def plan(self, ctx: StepContext) -> list[Action]:
+        if self.cloud_driver == "keep" and ctx.facts.containers.toolkit_installed:
+            kept = verify_only(ctx, "NVIDIA container toolkit", "nvidia-container-cli --version", "cloud_driver")
+            if kept:
+                return kept
         facts = ctx.facts
         extra = ctx.probe["extra"]
         path, content = for_os(facts.os).toolkit_repo_file(self.repo_url)
@@ -190,7 +216,9 @@ class ContainerRuntimeStep(Step):
         actions = []
         if self.cdi:  # first: it fails without the toolkit, and then nothing else is half-done
             actions += self._cdi(sections["ctk"], sections["cdi"])
-        if self.docker:
+        if self.docker and ctx.state.docker_left_out:
+            ctx.notes.append(f"{DAEMON_JSON} left alone: the Docker step installed no engine")
+        elif self.docker:
             actions += self._docker(parse_file_probe(sections["daemon"]))
         version = sections["version"]
         if self.containerd == "auto" and not version.strip():
