@@ -495,8 +495,9 @@ IMAGE_HELP = {
     "base": bases_help(),
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
-    "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "
-                     "build nothing, keep nothing",
+    "validate_only": "check the playbook, the variables and the template (packer validate, no credentials); build "
+                     "nothing, keep nothing. Offline with Packer 1.6 (builders built in); Packer 1.7+ runs `packer "
+                     "init` first, which downloads the builder's plugin unless it is installed",
     "packer_var": "template variable KEY=VALUE (see packer/*.pkr.hcl), e.g. subnet_id=subnet-0abc; repeatable",
     "ssh_key": "an existing private key for the build instead of a new one (must be accepted by the base image)",
     "verify": "verify-gpu on the build instance: auto (when it has GPUs, default), always, never",

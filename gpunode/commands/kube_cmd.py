@@ -20,6 +20,7 @@ DEVICE_PLUGIN_PIN = Pin("NVIDIA/k8s-device-plugin", "1b826acc6af3079d8923bac395c
 _STATIC = "deployments/static/nvidia-device-plugin.yml"
 TRAINING_OPERATOR_PIN = Pin("kubeflow/training-operator", "6f74c7f6b2ed6c27aabd82d0a316b23f0646059c")  # tag v1.9.0
 _TF_TYPES = "pkg/apis/kubeflow.org/v1/tensorflow_types.go"
+_CRD = "manifests/base/crds/kubeflow.org_tfjobs.yaml"
 
 KUBE_MANIFESTS = fact_table("kube_manifests", {
     "device_plugin_image": Fact("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", DEVICE_PLUGIN_PIN.at(_STATIC, "41"),
@@ -30,8 +31,8 @@ KUBE_MANIFESTS = fact_table("kube_manifests", {
     "device_plugin_toleration": Fact({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
                                      DEVICE_PLUGIN_PIN.at(_STATIC, "31-34"),
                                      "so the plugin runs on GPU nodes tainted nvidia.com/gpu"),
-    "tfjob_api": Fact("kubeflow.org/v1", TRAINING_OPERATOR_PIN.at("manifests/base/crds/kubeflow.org_tfjobs.yaml",
-                                                                  "8-14"), "the TFJob CRD's group and kind; v1 is its only version"),
+    "tfjob_api": Fact("kubeflow.org/v1", TRAINING_OPERATOR_PIN.at(_CRD, "8-14"),
+                      "the TFJob CRD's group and kind; v1 is its only version"),
     "tfjob_container": Fact("tensorflow", TRAINING_OPERATOR_PIN.at(_TF_TYPES, "26"),
                             "TFJobDefaultContainerName: the webhook refuses a replica without a container of this name "
                             "(pkg/webhooks/tensorflow/tfjob_webhook.go:118-121)"),
@@ -64,7 +65,7 @@ def _replica(count: int, image: str, command: list[str], gpus: int, claim: str, 
              env: dict[str, str]) -> dict[str, Any]:
     container: dict[str, Any] = {"name": value(KUBE_MANIFESTS, "tfjob_container"), "image": image}
     if command:
-        container["command"] = command
+        container["command"] = list(command)  # a list of its own: no YAML anchors shared between replicas
     if env:
         container["env"] = [{"name": k, "value": v} for k, v in env.items()]
     if gpus:

@@ -79,9 +79,10 @@ DOCKER = fact_table("docker", {
     "rhel_maintained": Fact((8, 9, 10), _DOCKER_RHEL,
                             "'Docker Engine requires a maintained version of RHEL': RHEL 8 and 9 on that page, RHEL 10 "
                             "added by docker/docs pull request 23491 (2025-10-03). The CentOS page lists only CentOS "
-                            "Stream 9 (centos.md@26aaea63a4db491c05d6b535d9749bf492898a76:29-32) and Stream 10 (pull "
-                            "request 23532, 2025-10-09): its el8 tree is no longer maintained, so gpunode uses the RHEL "
-                            "tree for every EL-compatible host (Rocky, Alma, Alibaba Cloud Linux 3, TencentOS)"),
+                            "Stream 9 (centos.md@26aaea63a4db491c05d6b535d9749bf492898a76:29-32) and "
+                            "Stream 10 (pull request 23532, 2025-10-09): its el8 tree is no longer maintained, so "
+                            "gpunode uses the RHEL tree for every EL-compatible host (Rocky, Alma, Alibaba Cloud "
+                            "Linux 3, TencentOS)"),
     "ce_packages": Fact(("docker-ce", "docker-ce-cli", "containerd.io"), _docker("rhel", "106"),
                         "the first three of the packages the page installs (the buildx and compose plugins follow; "
                         "gpunode does not install them)"),

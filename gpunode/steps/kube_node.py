@@ -4,9 +4,10 @@ second engine beside the cluster's containerd.
 
 What is read on the node (one probe snippet, shared by the steps that ask):
 - kubelet: its program in PATH or its unit file. A node without kubelet is not a Kubernetes node, whatever else it has.
-- the device plugin: ACK deploys NVIDIA's device plugin as a static pod, `/etc/kubernetes/manifests/nvidia-device-plugin.yml`
-  (the KUBE_NODE table); any running NVIDIA device plugin (ACK's, TKE's, a DaemonSet) serves the socket
-  `/var/lib/kubelet/device-plugins/nvidia-gpu.sock` for the resource nvidia.com/gpu.
+- the device plugin: ACK deploys NVIDIA's device plugin as a static pod,
+  `/etc/kubernetes/manifests/nvidia-device-plugin.yml` (the KUBE_NODE table); any running NVIDIA device plugin
+  (ACK's, TKE's, a DaemonSet) serves the socket `/var/lib/kubelet/device-plugins/nvidia-gpu.sock` for the resource
+  nvidia.com/gpu.
 - the driver: loaded or nvidia-smi present (facts), and installed by no package (the cloud's installer): a driver that
   came from the distro's or NVIDIA's packages is one gpunode plans for as on any host.
 """
