@@ -115,3 +115,11 @@ def test_validate_only_help_says_packer_init_downloads():
     help_text = run_cli("build-ami", "--help").stdout
     assert "packer init" in help_text and "downloads" in help_text
     assert "offline, no credentials" not in help_text
+
+
+def test_install_docker_takes_auto_true_false_and_refuses_the_rest_before_connecting():
+    result = run_cli("provision", "-H", "192.0.2.1", "--playbook", "gpu-node", "--var", "install_docker=maybe")
+    assert result.code == 2, result.output
+    assert "gpu-node.yml:" in result.stderr and "docker.install must be one of auto, yes, no, got 'maybe'" in \
+        result.stderr
+    assert "the playbook's default: install_docker=auto" in result.stderr

@@ -61,8 +61,7 @@ class DockerStep(Step):
         paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
         has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
         has_client = any(p.endswith("/docker") for p in paths)
-        if self.install == "no" or (not has_engine and self._kubernetes_containerd(ctx)):
-            ctx.state.docker_left_out = True
+        if self._left_out(ctx, has_engine):
             return []
         names = for_os(ctx.facts.os).docker_packages()
         actions = []
@@ -89,6 +88,12 @@ class DockerStep(Step):
             actions.append(Action("start docker", f"docker is {state}",
                                   "systemctl start docker", fix="see `journalctl -u docker` on the host"))
         return actions
+
+    def _left_out(self, ctx: StepContext, has_engine: bool) -> bool:
+        """install: no, or auto on a Kubernetes node without an engine: no Docker (later steps are told)."""
+        left_out = self.install == "no" or (not has_engine and self._kubernetes_containerd(ctx))
+        ctx.state.docker_left_out = left_out
+        return left_out
 
     def _kubernetes_containerd(self, ctx: StepContext) -> bool:
         """install: auto on a Kubernetes node whose pods run on containerd: no Docker, and the plan says why."""
@@ -134,8 +139,27 @@ class ContainerToolkitStep(Step):
             if kept:
                 return kept
         facts = ctx.facts
-        extra = ctx.probe["extra"]
         path, content = for_os(facts.os).toolkit_repo_file(self.repo_url)
+        actions = self._source_actions(facts, ctx.probe["extra"])
+        state = parse_file_probe(ctx.probe["repo"])
+        if state.content != content:
+            actions.append(write_action(path, state, content, reason="NVIDIA container toolkit repository"))
+        manager = manager_for(facts.os.package_manager)
+        installed = manager.parse(ctx.probe.within("pkgs")).installed
+        wanted = [Wanted(p, self.version) for p in TOOLKIT_PACKAGES]
+        missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
+        versions = {installed.get(p) for p in TOOLKIT_PACKAGES}
+        if missing or len(versions) > 1:
+            if not self.version:  # all four on one version: the one the repository offers now
+                wanted = [Wanted(p) for p in TOOLKIT_PACKAGES]
+            actions.append(Action(
+                f"install the NVIDIA container toolkit {self.version or '(newest)'}: {', '.join(TOOLKIT_PACKAGES)}",
+                "missing or on mixed versions", manager.install(wanted, refresh=True, recommends=False),
+                timeout=self.timeout, fix=self._repo_fix(), installs=tuple(AptManager.specs(wanted))))
+        return actions
+
+    def _source_actions(self, facts: Facts, extra: str) -> list[Action]:
+        """Stale nvidia-docker lists removed; NVIDIA's signing key (and the tools that fetch it) on apt hosts."""
         actions = []
         stale = [line.split(None, 1)[1] for line in extra.splitlines() if line.startswith("stale ")]
         if stale:
@@ -158,21 +182,6 @@ class ContainerToolkitStep(Step):
             actions.append(Action(f"add NVIDIA's signing key as {TOOLKIT_KEYRING}", "repository key missing",
                                   f"curl -fsSL {key_url} | gpg --batch --yes --dearmor -o {TOOLKIT_KEYRING}",
                                   fix=self._repo_fix()))
-        state = parse_file_probe(ctx.probe["repo"])
-        if state.content != content:
-            actions.append(write_action(path, state, content, reason="NVIDIA container toolkit repository"))
-        manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(ctx.probe.within("pkgs")).installed
-        wanted = [Wanted(p, self.version) for p in TOOLKIT_PACKAGES]
-        missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
-        versions = {installed.get(p) for p in TOOLKIT_PACKAGES}
-        if missing or len(versions) > 1:
-            if not self.version:  # all four on one version: the one the repository offers now
-                wanted = [Wanted(p) for p in TOOLKIT_PACKAGES]
-            actions.append(Action(
-                f"install the NVIDIA container toolkit {self.version or '(newest)'}: {', '.join(TOOLKIT_PACKAGES)}",
-                "missing or on mixed versions", manager.install(wanted, refresh=True, recommends=False),
-                timeout=self.timeout, fix=self._repo_fix(), installs=tuple(AptManager.specs(wanted))))
         return actions
 
     def _repo_fix(self) -> str:
