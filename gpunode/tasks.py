@@ -373,6 +373,35 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
             raise UsageError(str(exc), fix="see gpunode --help runtime-class") from None
 
 
+@gtask(positional=["what"], iterable=["env"], help={
+    "what": "device-plugin (NVIDIA's device plugin DaemonSet, pinned release) or tfjob (a Kubeflow TFJob)",
+    "name": "tfjob: the TFJob's name", "image": "tfjob: the training image (Chief and Workers)",
+    "ps_image": "tfjob: the parameter servers' image (default --image)",
+    "command": "tfjob: the command, e.g. 'python /app/main.py'", "claim": "tfjob: the PersistentVolumeClaim to "
+    "mount (the --name given to gpunode nfs-volume)", "mount_path": "tfjob: where it is mounted (default /training)",
+    "workers": "tfjob: Worker replicas (default 1)", "ps": "tfjob: parameter servers (default 1; 0: none)",
+    "gpus": "tfjob: GPUs per Chief/Worker (default 1)", "no_chief": "tfjob: no Chief replica (Worker 0 leads)",
+    "namespace": "tfjob: its namespace (default default)", "env": "tfjob: NAME=VALUE in every replica; repeatable",
+})
+def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, claim=None, mount_path="/training",
+                 workers=1, ps=1, gpus=1, no_chief=False, namespace="default", env=None):
+    """Print Kubernetes objects for self-managed GPU node pools: NVIDIA's device plugin, or a TFJob on a PVC."""
+    from gpunode.commands import kube_cmd
+    from gpunode.errors import UsageError
+    from gpunode.steps.nfs.k8s import manifests_yaml
+
+    with cli_errors():
+        if what == "device-plugin":
+            objects = kube_cmd.device_plugin()
+        elif what == "tfjob":
+            objects = kube_cmd.tfjob(name or "", image or "", claim or "", ps_image=ps_image or "",
+                                     command=command or "", mount_path=mount_path, chief=not no_chief,
+                                     workers=int(workers), ps=int(ps), gpus=int(gpus), namespace=namespace, env=env)
+        else:
+            raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin or tfjob")
+        print(manifests_yaml(objects), end="")
+
+
 @gtask(positional=["target"], iterable=["inventory"], help={
     "target": "host(s): a pattern of the inventory given with -i, else ad-hoc host1,user@host2",
     "inventory": CONN_HELP["inventory"], **KEYS_HELP,
@@ -505,6 +534,7 @@ ns.add_task(mount_nfs)
 ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
 ns.add_task(gpu_pod)
+ns.add_task(k8s_manifest)
 ns.add_task(lab_base_image)
 ns.add_task(cache)
 
@@ -517,8 +547,9 @@ IMAGE_HELP = {
     "base": bases_help(),
     "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
-    "validate_only": "check the playbook, the variables and the template (packer validate, offline, no credentials); "
-                     "build nothing, keep nothing",
+    "validate_only": "check the playbook, the variables and the template (packer validate, no credentials); build "
+                     "nothing, keep nothing. Offline with Packer 1.6 (builders built in); Packer 1.7+ runs `packer "
+                     "init` first, which downloads the builder's plugin unless it is installed",
     "packer_var": "template variable KEY=VALUE (see packer/*.pkr.hcl), e.g. subnet_id=subnet-0abc; repeatable",
     "ssh_key": "an existing private key for the build instead of a new one (must be accepted by the base image)",
     "verify": "verify-gpu on the build instance: auto (when it has GPUs, default), always, never",

@@ -133,6 +133,10 @@ def test_a_tencent_build_on_packer_16_tags_its_image_after_packer(monkeypatch, t
 
     monkeypatch.setattr(packer_cli, "build", fake_build)
     monkeypatch.setattr(tencent, "client", lambda region: api)
+    from gpunode.image import tencent_images  # the base's id: found by gpunode before Packer (no API here)
+
+    monkeypatch.setattr(tencent_images, "caller", lambda region: _pages(
+        [{"ImageId": "img-abcd1234", "OsName": "TencentOS Server 4 for x86_64", "CreatedTime": "2025"}])[0])
     for key, val in DUMMY_CREDENTIALS.items():
         monkeypatch.setenv(key, val)
     request = build_mod.BuildRequest(builder="tencent", playbook="playbooks/base.yml", base="tencentos-4",
@@ -202,33 +206,77 @@ def test_an_ubuntu_base_on_tencent_still_needs_the_image_id(tmp_path: Path) -> N
     assert result.code == 2 and "add --source-image (img-xxxxxxxx)" in result.output
 
 
-def test_alicloud_bases_are_found_by_public_image_family_on_the_plugin(monkeypatch, tmp_path: Path) -> None:
-    """Alibaba's public image families (public-mirroring-overview: Alibaba Cloud Linux 3.2104 LTS 64-bit is
-    acs:alibaba_cloud_linux_3_2104_lts_x64) through the plugin's image_family (run_config.go 697283d:36-38), an argument
-    Packer 1.6.6's built-in builder lacks: there the id is still needed (exit 2 naming both ways out)."""
+def test_alicloud_public_bases_need_their_id_image_families_are_for_custom_images(monkeypatch, tmp_path: Path) -> None:
+    """The plugin's image_family picks 'the latest available custom image' of a family (run_config.go 697283d:36-37):
+    a public base (alinux-3) is refused without --source-image on every Packer, and the fix is the DescribeImages
+    call that finds it (ImageOwnerAlias system, ImageFamily: the API's documented parameters)."""
     require_packer()
-    assert "image_family" not in DATA["alicloud"]["packer-1.6.6"]["args"]
-    assert all("image_family" in DATA["alicloud"][r]["args"] for r in DATA["alicloud"] if r.startswith("plugin"))
-    old = validate_only(tmp_path, "--builder", "alicloud", "--base", "alinux-3")
-    assert old.code == 2 and "acs:alibaba_cloud_linux_3_2104_lts_x64" in old.output
-    assert "add --source-image" in old.output and "Packer 1.7+" in old.output
+    refused = validate_only(tmp_path, "--builder", "alicloud", "--base", "alinux-3")  # before Packer is asked
+    assert refused.code == 2, refused.output
+    said = " ".join(refused.output.split())
+    assert "image_family picks the newest custom image" in said
+    assert ("aliyun ecs DescribeImages --RegionId <region> --ImageOwnerAlias system --ImageFamily "
+            "acs:alibaba_cloud_linux_3_2104_lts_x64") in said
     assert not (tmp_path / "builds").exists()
-
     real = packer_cli.find_packer()
     monkeypatch.setattr(packer_cli, "find_packer", lambda binary=None: packer_cli.Packer(real.path, (1, 11, 2)))
     monkeypatch.setattr(packer_cli, "ensure_plugins", lambda *a, **k: None)  # no plugin can be installed here
     seen: dict[str, str] = {}
 
     def read_staged(packer, directory: Path, var_file: Path) -> str:  # no plugin here: Packer 1.6.6 cannot validate it
-        seen["vars"], seen["template"] = var_file.read_text(), (directory / "alicloud.pkr.hcl").read_text()
+        seen["vars"] = var_file.read_text()
         return ""
 
     monkeypatch.setattr(packer_cli, "validate", read_staged)
     request = build_mod.BuildRequest(builder="alicloud", playbook="playbooks/base.yml", base="alinux-3",
-                                     validate_only=True, build_root=str(tmp_path / "modern"))
+                                     source_image="aliyun_3_x64_20G_alibase_20250101.vhd", validate_only=True,
+                                     build_root=str(tmp_path / "modern"))
     build_mod.build_image(request, out=lambda line: None)
-    variables = seen["vars"]
-    assert 'image_family = "acs:alibaba_cloud_linux_3_2104_lts_x64"' in variables and 'source_image = ""' in variables
-    staged = seen["template"]
-    assert re.search(r"^\s*image_family = var\.image_family$", staged, re.M)
-    assert re.search(r"^\s*run_tags = var\.tags$", staged, re.M)
+    assert 'source_image = "aliyun_3_x64_20G_alibase_20250101.vhd"' in seen["vars"]
+    assert "image_family" not in seen["vars"]
+
+
+# -- TencentOS: gpunode's own lookup, every page ---------------------------------------------------------------------
+
+def _pages(images: list[dict], size: int = 20):
+    """A stand-in for DescribeImages that serves `images` the API's way (Offset, TotalCount, 20 a page) and
+    records each request."""
+    asked: list[dict] = []
+
+    def call(action: str, params: dict) -> dict:
+        asked.append({"action": action, **params})
+        offset = params.get("Offset", 0)
+        return {"TotalCount": len(images), "ImageSet": images[offset:offset + size]}
+    return call, asked
+
+
+def test_the_tencentos_base_is_found_on_any_page_by_its_os_name() -> None:
+    from gpunode.image.tencent_images import find_public_image
+
+    other = [{"ImageId": f"img-other{i:03d}", "OsName": "TencentOS Server 2.4 (Final)",
+              "CreatedTime": "2024-01-01 00:00:00"} for i in range(45)]
+    wanted = [{"ImageId": "img-ts3old", "OsName": "TencentOS Server 3.1 (TK4)", "CreatedTime": "2023-05-01 00:00:00"},
+              {"ImageId": "img-ts31x", "OsName": "TencentOS Server 31", "CreatedTime": "2026-01-01 00:00:00"},
+              {"ImageId": "img-ts3new", "OsName": "TencentOS Server 3.2 (Final)", "CreatedTime": "2025-09-01 12:00:00"}]
+    call, asked = _pages(other + wanted)
+    assert find_public_image("TencentOS Server 3", call) == ("img-ts3new", "TencentOS Server 3.2 (Final)")
+    assert [a["Offset"] for a in asked] == [0, 20, 40]  # the third page held it: the builder reads only the first
+    assert asked[0]["action"] == "DescribeImages"
+    assert asked[0]["Filters"] == [{"Name": "image-type", "Values": ["PUBLIC_IMAGE"]},
+                                   {"Name": "platform", "Values": ["TencentOS"]}]
+
+
+def test_no_tencentos_image_is_a_usage_error_with_the_fix() -> None:
+    from gpunode.errors import UsageError
+    from gpunode.image.tencent_images import find_public_image
+
+    call, _ = _pages([{"ImageId": "img-x", "OsName": "TencentOS Server 2.4", "CreatedTime": ""}])
+    with pytest.raises(UsageError, match="no public image of TencentOS Server 4") as error:
+        find_public_image("TencentOS Server 4", call)
+    assert "--source-image img-" in error.value.fix
+
+
+def test_a_tencent_build_gets_the_id_gpunode_found() -> None:
+    call, _ = _pages([{"ImageId": "img-ts4", "OsName": "TencentOS Server 4 for x86_64", "CreatedTime": "2025"}])
+    assert build_mod._tencent_base("tencentos-4", "ap-guangzhou", call) == {"source_image": "img-ts4",
+                                                                             "source_image_name": ""}

@@ -65,14 +65,14 @@ def test_var_pairs_read_back_to_the_same_values():
 def test_a_bool_variable_refuses_what_is_not_true_or_false(value):
     book = load_playbook("gpu-node")
     with pytest.raises(UsageError) as error:
-        check_var_types(book, {"install_docker": value})
-    assert error.value.source.endswith("gpu-node.yml") and error.value.line == declared_at("install_docker")
-    assert "install_docker=true or install_docker=false" in error.value.fix
+        check_var_types(book, {"install_container_toolkit": value})
+    assert error.value.source.endswith("gpu-node.yml") and error.value.line == declared_at("install_container_toolkit")
+    assert "install_container_toolkit=true or install_container_toolkit=false" in error.value.fix
 
 
 @pytest.mark.parametrize("value", [True, False, "yes", "off", "0", "True", 1])
 def test_a_bool_variable_takes_the_words_ansible_reads(value):
-    check_var_types(load_playbook("gpu-node"), {"install_docker": value})
+    check_var_types(load_playbook("gpu-node"), {"install_container_toolkit": value})
 
 
 def test_a_number_variable_refuses_words_and_an_undeclared_one_is_free():
@@ -84,23 +84,25 @@ def test_a_number_variable_refuses_words_and_an_undeclared_one_is_free():
 
 def test_a_variable_declared_by_an_include_is_found_where_it_is_declared(tmp_path):
     site = tmp_path / "site.yml"
-    site.write_text("name: site\nsteps:\n  - include: gpu-node\n    vars:\n      install_docker: false\n"
+    site.write_text("name: site\nsteps:\n  - include: gpu-node\n    vars:\n      install_container_toolkit: false\n"
                     "  - command: {cmd: 'true'}\n")
     with pytest.raises(UsageError) as error:
-        check_var_types(load_playbook(site), {"install_docker": "maybe"})
+        check_var_types(load_playbook(site), {"install_container_toolkit": "maybe"})
     assert (error.value.source, error.value.line) == (str(site), 5)
     with pytest.raises(UsageError) as error:
         check_var_types(load_playbook(site), {"driver_branch": "x"})
     assert error.value.source.endswith("gpu-node.yml") and error.value.line == declared_at("driver_branch")
 
 
-@pytest.mark.parametrize("args", [("--var", "install_docker=maybe"), ("-e", "install_docker=flase"),
-                                  ("--extra-vars", '{"install_docker": "maybe"}')])
+@pytest.mark.parametrize("args", [("--var", "install_container_toolkit=maybe"),
+                                  ("-e", "install_container_toolkit=flase"),
+                                  ("--extra-vars", '{"install_container_toolkit": "maybe"}')])
 def test_provision_refuses_a_mistyped_variable_before_connecting(args):
     result = run_cli("provision", "-H", UNREACHABLE, "--playbook", "gpu-node", *args)
     assert result.code == 2, result.output
-    assert f"gpu-node.yml:{declared_at('install_docker')}:" in result.stderr and "is not true or false" in result.stderr
-    assert "fix: give install_docker=true or install_docker=false" in result.stderr
+    assert f"gpu-node.yml:{declared_at('install_container_toolkit')}:" in result.stderr
+    assert "is not true or false" in result.stderr
+    assert "fix: give install_container_toolkit=true or install_container_toolkit=false" in result.stderr
     assert UNREACHABLE not in result.stdout
 
 

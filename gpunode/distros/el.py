@@ -1,4 +1,4 @@
-"""RHEL and its rebuilds (Rocky, AlmaLinux, CentOS): EPEL and CodeReady Builder for DKMS, Docker's rhel/centos trees.
+"""RHEL and its rebuilds (Rocky, AlmaLinux, CentOS): EPEL and CodeReady Builder for DKMS.
 
 Sources: NVIDIA/deepops (CRB through subscription-manager), AWS ParallelCluster's cookbook (CRB on RHUI); the `el`
 table in rpm.py.
@@ -17,12 +17,11 @@ if TYPE_CHECKING:
 
 
 class Rhel(RpmDistro):
-    """Red Hat Enterprise Linux: CRB through subscription-manager or the cloud's RHUI, Docker's rhel tree."""
+    """Red Hat Enterprise Linux: CRB through subscription-manager or the cloud's RHUI."""
 
     ids = ("rhel",)
     matrix_order = 3
     supported: ClassVar[dict[str, tuple[str, ...]]] = {"rhel": ("8", "9")}
-    docker_repo_key = "rhel_repo_base"
 
     def el_major(self) -> int | None:
         return self.os.version_major

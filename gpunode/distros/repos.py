@@ -63,6 +63,10 @@ CUDA_REPO = fact_table("nvidia-cuda-repo", {
 })
 
 _DOCKER_DOCS = ("docker/docs", "5ed1d6539fd5b2d03ad0a3f2f55a8774cd0c4021")
+# The install pages as read again for issue 36 (the OS requirements lists): rhel.md and centos.md
+_DOCKER_RHEL = Source("docker/docs", "content/manuals/engine/install/rhel.md",
+                      "02d940447f8d3b5ee862773973c72194eb236d4e", "28-33",
+                      "https://docs.docker.com/engine/install/rhel/")
 
 
 def _docker(page: str, line: str) -> Source:
@@ -71,9 +75,14 @@ def _docker(page: str, line: str) -> Source:
 
 DOCKER = fact_table("docker", {
     "rhel_repo_base": Fact("https://download.docker.com/linux/rhel", _docker("rhel", "18"),
-                           "download-url-base of the RHEL page (RHEL 8 and 9); docker-ce.repo is added from it (93)"),
-    "centos_repo_base": Fact("https://download.docker.com/linux/centos", _docker("centos", "18"),
-                             "download-url-base of the CentOS page; gpunode uses it for the EL clones"),
+                           "download-url-base of the RHEL page; docker-ce.repo is added from it (93)"),
+    "rhel_maintained": Fact((8, 9, 10), _DOCKER_RHEL,
+                            "'Docker Engine requires a maintained version of RHEL': RHEL 8 and 9 on that page, RHEL 10 "
+                            "added by docker/docs pull request 23491 (2025-10-03). The CentOS page lists only CentOS "
+                            "Stream 9 (centos.md@26aaea63a4db491c05d6b535d9749bf492898a76:29-32) and "
+                            "Stream 10 (pull request 23532, 2025-10-09): its el8 tree is no longer maintained, so "
+                            "gpunode uses the RHEL tree for every EL-compatible host (Rocky, Alma, Alibaba Cloud "
+                            "Linux 3, TencentOS)"),
     "ce_packages": Fact(("docker-ce", "docker-ce-cli", "containerd.io"), _docker("rhel", "106"),
                         "the first three of the packages the page installs (the buildx and compose plugins follow; "
                         "gpunode does not install them)"),

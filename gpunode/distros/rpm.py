@@ -180,18 +180,22 @@ class RpmDistro(Distro):
         return DOCKER_CE_PACKAGES
 
     def docker_repo_file(self) -> tuple[str, str] | None:
-        """Docker's repository on EL-compatible hosts. The major is written out instead of $releasever: on Alibaba
-        Cloud Linux 3 and TencentOS, $releasever is 3 or 4, for which Docker publishes nothing. RHEL uses Docker's
-        rhel tree, the clones its centos tree."""
+        """Docker's repository on EL-compatible hosts: Docker's RHEL tree, the one it maintains for EL 8, 9 and 10
+        (its CentOS tree is kept for CentOS Stream 9 and 10 only: no el8). The major is written out instead of
+        $releasever: on Alibaba Cloud Linux 3 and TencentOS, $releasever is 3 or 4, for which Docker publishes
+        nothing."""
         el = self.el_major()
         if el is None:
             return None
-        url = value(DOCKER, self.docker_repo_key)
+        if el not in value(DOCKER, "rhel_maintained"):
+            raise UnsupportedDistro(f"Docker maintains no repository for EL {el} (its RHEL tree: EL "
+                                    f"{', '.join(map(str, value(DOCKER, 'rhel_maintained')))})",
+                                    fix="install_docker: false (Kubernetes nodes run containerd), or install an "
+                                    "engine yourself first: gpunode keeps an engine it finds")
+        url = value(DOCKER, "rhel_repo_base")
         return ("/etc/yum.repos.d/docker-ce.repo",
                 f"[docker-ce-stable]\nname=Docker CE Stable - $basearch\nbaseurl={url}/{el}/$basearch/stable\n"
                 f"enabled=1\ngpgcheck=1\ngpgkey={url}/gpg\n")
-
-    docker_repo_key = "centos_repo_base"
 
     def toolkit_repo_file(self, repo_url: str) -> tuple[str, str]:
         url = repo_url.rstrip("/")

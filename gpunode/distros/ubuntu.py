@@ -69,10 +69,11 @@ UBUNTU = fact_table("ubuntu", {
     "precompiled_signatures": Fact("linux-signatures-nvidia-{kernel}",
         GPU_DRIVER_CONTAINER.at("ubuntu24.04/precompiled/nvidia-driver", "435-439"),
         "Canonical's Secure Boot signatures for the modules; not published for arm64 (amd64 only there)"),
-    "dkms_make_jobs": Fact("-j$PROCS_NUM", Source(_UBUNTU_PKG, "debian/templates/dkms_nvidia.conf.in", _UBUNTU_580,
-                                                  "8-9"),
-                           "Canonical's DKMS packages already build with all the processors DKMS counts (the -open "
-                           "template has the same line): nothing to change on Ubuntu"),
+    "dkms_make_jobs": Fact("-j$PROCS_NUM (nproc, at most 16)", Source(
+        _UBUNTU_PKG, "debian/templates/dkms_nvidia.conf.in", "008d68f19ea64bf0a2bea0505be88a2adcdcc5bd", "6-9"),
+        "Canonical's template sets PROCS_NUM=`nproc`, caps it at 16 (line 7) and builds with make -j$PROCS_NUM: not "
+        "all processors on a host with more than 16. gpunode leaves Canonical's file as it is (its own choice: the "
+        "cap is the vendor's, and a second dkms.conf for a packaged module would be overwritten by the package)"),
     # Server branches Canonical ended: every package of the branch is a transitional (oldlibs) package that depends
     # on the next branch's, so installing `nvidia-headless-<old>-server` installs the next branch. Same on focal and
     # noble (550-server-focal@99cce95, 550-server-noble@4738992, 570-server-focal@3ce9590, 570-server-noble@d27e751).

@@ -18,7 +18,7 @@ from gpunode.vendor_aws import fact
 
 __all__ = ["ALICLOUD_USERS", "AWS_BASES", "DEFAULT_BASE", "QEMU_EXAMPLE_IMAGE", "QEMU_USERS", "TENCENT_USERS",
            "AwsBase", "alicloud_image_family", "alicloud_source_example", "aws_base", "bases_help", "batch_image_type",
-           "other_base", "tencent_image_name"]
+           "other_base", "tencent_image_name", "tencent_os_name"]
 
 # The bases and their facts are the distro adapters' (gpunode/distros/): AMI filters and owners, login users.
 AWS_BASES: dict[str, AwsBase] = {name: base.aws for name, base in AWS_IMAGE_BASES.items() if base.aws}
@@ -38,6 +38,13 @@ def tencent_image_name(base: str) -> str | None:
     if not key:
         return None
     return "^" + re.escape(TENCENTCLOUD[key].value).replace("\\ ", " ") + r"\b"  # RE2 (Go), like Python's here
+
+
+def tencent_os_name(base: str) -> str:
+    """The OS name of a TencentOS base as DescribeImages reports it in OsName (e.g. "TencentOS Server 3")."""
+    from gpunode.image.cloud_facts import TENCENTCLOUD
+
+    return str(TENCENTCLOUD[IMAGE_BASES[base].tencent_name_key].value)
 
 
 def alicloud_image_family(base: str) -> str | None:

@@ -24,6 +24,7 @@ from gpunode.image.bases import (
     aws_base,
     other_base,
     tencent_image_name,
+    tencent_os_name,
 )
 from gpunode.image.batch import BatchRequest
 from gpunode.image.keys import generate_key, key_user_data, public_key_line
@@ -200,12 +201,13 @@ def _check_base(request: BuildRequest) -> None:
     if not request.source_image and request.builder == "tencent" and tencent_image_name(request.base):
         return  # found by name (source_image_name)
     if not request.source_image and request.builder == "alicloud" and alicloud_image_family(request.base):
-        if packer_cli.find_packer().modern:
-            return  # found by family (image_family, a plugin-only argument)
-        raise UsageError(f"Packer 1.6's alicloud builder cannot find the {request.base} base by its image family "
-                         f"({alicloud_image_family(request.base)}): it needs the image id",
-                         fix="add --source-image (e.g. aliyun_3_x64_20G_alibase_<date>.vhd from aliyun ecs "
-                         "DescribeImages), or use Packer 1.7+ with the alicloud plugin")
+        # Image families select custom images (the plugin's image_family, run_config.go 697283d:36-37): a public base
+        # is given by its id, which DescribeImages finds by the public family (ImageOwnerAlias system, ImageFamily)
+        raise UsageError(f"alicloud builds need the id of the {request.base} base image: the plugin's image_family "
+                         "picks the newest custom image of a family, not a public one",
+                         fix=f"add --source-image (e.g. {alicloud_source_example(request.base)}); find it with "
+                         f"`aliyun ecs DescribeImages --RegionId <region> --ImageOwnerAlias system --ImageFamily "
+                         f"{alicloud_image_family(request.base)}`")
     if not request.source_image:
         example = {"alicloud": alicloud_source_example(request.base), "tencent": "img-xxxxxxxx",
                    "qemu": f"a qcow2 path or URL, e.g. {QEMU_EXAMPLE_IMAGE}"}[request.builder]
@@ -312,16 +314,29 @@ def _template_vars(build: _Build) -> dict[str, Any]:
         variables.update(image_name=build.name, source_image=request.source_image or "", tags=build.static_tags(),
                          ssh_username=user, ssh_private_key_file=build.key_file,
                          user_data=key_user_data(user, build.public_key))
-        if request.builder == "tencent" and not request.source_image:
+        if request.builder == "tencent" and not request.source_image:  # validated as a name; a build gets the id
             variables["source_image_name"] = tencent_image_name(request.base)
-        if request.builder == "alicloud" and not request.source_image:
-            variables["image_family"] = alicloud_image_family(request.base)
     else:
         variables.update(source_image=request.source_image, image_name=build.name, output_dir=str(
             build.directory / "output"), ssh_username=other_base("qemu", request.base),
             ssh_private_key_file=build.key_file, seed_dir=str(_nocloud_seed(build)), accelerator=qemu_accelerator())
     variables.update(parse_vars(request.packer_vars))
+    if request.builder == "tencent" and not request.source_image and not request.validate_only:
+        variables.update(_tencent_base(request.base, str(variables.get("region") or TENCENT_DEFAULT_REGION)))
     return variables
+
+
+TENCENT_DEFAULT_REGION = "ap-guangzhou"  # the tencent template's default region (packer/tencent.pkr.hcl)
+
+
+def _tencent_base(base: str, region: str, call: Any = None) -> dict[str, str]:
+    """The TencentOS base's image id, found by gpunode (every DescribeImages page, matched on OsName) instead of the
+    builder's one-page name lookup."""
+    from gpunode.image import tencent_images
+
+    os_name = tencent_os_name(base)
+    image_id, _ = tencent_images.find_public_image(os_name, call or tencent_images.caller(region))
+    return {"source_image": image_id, "source_image_name": ""}
 
 
 def qemu_accelerator() -> str:

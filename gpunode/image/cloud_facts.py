@@ -25,7 +25,8 @@ ALICLOUD = fact_table("alicloud", {
     "run_tags": Fact("run_tags", Source(_ALI, "builder/ecs/run_config.go", _ALI_112, "58-60"),
                      note="tags of the instance launched to create the image (not in Packer 1.6.6's builder)"),
     "image_family": Fact("image_family", Source(_ALI, "builder/ecs/run_config.go", _ALI_110, "36-38"),
-                         note="the source image given by family instead of source_image (plugin >= 1.1.0)"),
+                         note="the plugin's own comment: the family chooses 'the latest available custom image' "
+                         "(plugin >= 1.1.0): gpunode does not use it for public bases"),
     "family_alinux_3": Fact("acs:alibaba_cloud_linux_3_2104_lts_x64", Source(url=_PUBLIC_IMAGES),
                             note="image family of Alibaba Cloud Linux 3.2104 LTS 64-bit"),
     "family_ubuntu_22_04": Fact("acs:ubuntu_22_04_x64", Source(url=_PUBLIC_IMAGES),
@@ -38,8 +39,13 @@ ALICLOUD = fact_table("alicloud", {
                           note="with image_family the plugin checks the family with DescribeImageFromFamily"),
     "family_lookup_public": Fact("DescribeImageFromFamily", Source(
         url="https://alibabacloud.com/help/tc/ecs/api-describeimagefromfamily"),
-        note="returns the latest available image of a family; families exist for custom, public, community and "
-        "shared images (a 2025 Japanese edition of the page said custom images only)"),
+        note="returns the latest available image of a family; editions of this page disagree on whether public "
+        "families are served (a 2025 Japanese edition: custom images only), and the plugin documents custom images: "
+        "gpunode asks for the public base's id instead (describe_images_public)"),
+    "describe_images_public": Fact(("ImageOwnerAlias=system", "ImageFamily"), Source(
+        url="https://alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeimages"),
+        note="DescribeImages queries public images too (ImageOwnerAlias system: Alibaba Cloud's public images) and "
+        "takes ImageFamily among its request parameters; paginated, 10 per page by default"),
     "run_instances_since": Fact("1.1.3", Source(_ALI, "version/version.go", _ALI_HEAD, "10-15"),
                                 note="main after v1.1.2 is 1.1.3-dev, the first version that calls RunInstances"),
     "run_instances_call": Fact("RunInstances", Source(_ALI, "builder/ecs/step_create_instance.go", _ALI_HEAD,

@@ -14,6 +14,8 @@ from gpunode.facts import Facts
 from gpunode.parsers.containers import containerd_major, toolkit_version
 from gpunode.parsers.systemd import parse_unit
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
+from gpunode.steps.kube_node import parse as parse_kube_node
+from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.pkgmgr import AptManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import FileState, parse_file_probe, probe_file, write_action
@@ -42,11 +44,13 @@ class DockerStep(Step):
     kind = "docker"
     facts_sections = frozenset({"pkgmgr", "packages", "services", "containers"})
     timeout: int = arg(1800, "seconds for the install")
+    install: Literal["auto", "yes", "no"] = arg("yes", "auto: not on a Kubernetes node that runs containerd (kubelet "
+                                                "found), where pods never use Docker; yes: always; no: never")
 
     def probe(self, facts: Facts) -> Snippets:
         repo = for_os(facts.os).docker_repo_file()
         snippets = {"status": "systemctl show -p ActiveState -p UnitFileState docker 2>/dev/null; "
-                              "command -v dockerd; command -v docker"}
+                              "command -v dockerd; command -v docker", "kube_node": probe_snippet()}
         if repo:
             snippets["repo"] = probe_file(repo[0])
         return snippets
@@ -57,6 +61,8 @@ class DockerStep(Step):
         paths = [line.strip() for line in status.splitlines() if line.startswith("/")]
         has_engine = ctx.facts.containers.docker_installed or any(p.endswith("/dockerd") for p in paths)
         has_client = any(p.endswith("/docker") for p in paths)
+        if self._left_out(ctx, has_engine):
+            return []
         names = for_os(ctx.facts.os).docker_packages()
         actions = []
         manager = manager_for(ctx.facts.os.package_manager)
@@ -83,6 +89,23 @@ class DockerStep(Step):
                                   "systemctl start docker", fix="see `journalctl -u docker` on the host"))
         return actions
 
+    def _left_out(self, ctx: StepContext, has_engine: bool) -> bool:
+        """install: no, or auto on a Kubernetes node without an engine: no Docker (later steps are told)."""
+        left_out = self.install == "no" or (not has_engine and self._kubernetes_containerd(ctx))
+        ctx.state.docker_left_out = left_out
+        return left_out
+
+    def _kubernetes_containerd(self, ctx: StepContext) -> bool:
+        """install: auto on a Kubernetes node whose pods run on containerd: no Docker, and the plan says why."""
+        node = parse_kube_node(ctx.probe["kube_node"])
+        containerd = ctx.facts.containers.containerd_version
+        if self.install != "auto" or not node.is_kubernetes or not containerd:
+            return False
+        ctx.notes.append(f"Docker not installed: a Kubernetes node (kubelet {node.kubelet[0]}) whose pods run on "
+                         f"containerd ({containerd}); a Docker engine beside it serves no pod and brings a second "
+                         "containerd package. install_docker: true installs it anyway")
+        return True
+
 
 @register
 @dataclass
@@ -94,6 +117,10 @@ class ContainerToolkitStep(Step):
     version: str | None = arg(None, "the four packages' version, e.g. 1.17.8-1; none: the repository's newest")
     repo_url: str = arg(TOOLKIT_REPO, "NVIDIA's repository, or a mirror for air-gapped sites")
     timeout: int = arg(1800, "seconds for the install")
+    cloud_driver: Literal["keep", "replace"] = arg("keep", "keep: on a Kubernetes node whose cloud installed the "
+                                                   "driver and runs NVIDIA's device plugin (ACK, TKE), an installed "
+                                                   "toolkit is verified only; replace: NVIDIA's repository and "
+                                                   "packages as on any host")
 
     def probe(self, facts: Facts) -> Snippets:
         path, _ = for_os(facts.os).toolkit_repo_file(self.repo_url)
@@ -104,12 +131,35 @@ class ContainerToolkitStep(Step):
                  "[ -s /etc/ssl/certs/ca-certificates.crt ] || echo no-ca-certificates; "
                  if for_os(facts.os).toolkit_needs_keyring() else "")
         return {"repo": probe_file(path), "extra": f"{stale} {tools}[ -s {TOOLKIT_KEYRING} ] && echo keyring",
-                **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
+                "kube_node": probe_snippet(), **nested("pkgs", manager.probe(list(TOOLKIT_PACKAGES)))}
 
     def plan(self, ctx: StepContext) -> list[Action]:
+        if self.cloud_driver == "keep" and ctx.facts.containers.toolkit_installed:
+            kept = verify_only(ctx, "NVIDIA container toolkit", "nvidia-container-cli --version", "cloud_driver")
+            if kept:
+                return kept
         facts = ctx.facts
-        extra = ctx.probe["extra"]
         path, content = for_os(facts.os).toolkit_repo_file(self.repo_url)
+        actions = self._source_actions(facts, ctx.probe["extra"])
+        state = parse_file_probe(ctx.probe["repo"])
+        if state.content != content:
+            actions.append(write_action(path, state, content, reason="NVIDIA container toolkit repository"))
+        manager = manager_for(facts.os.package_manager)
+        installed = manager.parse(ctx.probe.within("pkgs")).installed
+        wanted = [Wanted(p, self.version) for p in TOOLKIT_PACKAGES]
+        missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
+        versions = {installed.get(p) for p in TOOLKIT_PACKAGES}
+        if missing or len(versions) > 1:
+            if not self.version:  # all four on one version: the one the repository offers now
+                wanted = [Wanted(p) for p in TOOLKIT_PACKAGES]
+            actions.append(Action(
+                f"install the NVIDIA container toolkit {self.version or '(newest)'}: {', '.join(TOOLKIT_PACKAGES)}",
+                "missing or on mixed versions", manager.install(wanted, refresh=True, recommends=False),
+                timeout=self.timeout, fix=self._repo_fix(), installs=tuple(AptManager.specs(wanted))))
+        return actions
+
+    def _source_actions(self, facts: Facts, extra: str) -> list[Action]:
+        """Stale nvidia-docker lists removed; NVIDIA's signing key (and the tools that fetch it) on apt hosts."""
         actions = []
         stale = [line.split(None, 1)[1] for line in extra.splitlines() if line.startswith("stale ")]
         if stale:
@@ -132,21 +182,6 @@ class ContainerToolkitStep(Step):
             actions.append(Action(f"add NVIDIA's signing key as {TOOLKIT_KEYRING}", "repository key missing",
                                   f"curl -fsSL {key_url} | gpg --batch --yes --dearmor -o {TOOLKIT_KEYRING}",
                                   fix=self._repo_fix()))
-        state = parse_file_probe(ctx.probe["repo"])
-        if state.content != content:
-            actions.append(write_action(path, state, content, reason="NVIDIA container toolkit repository"))
-        manager = manager_for(facts.os.package_manager)
-        installed = manager.parse(ctx.probe.within("pkgs")).installed
-        wanted = [Wanted(p, self.version) for p in TOOLKIT_PACKAGES]
-        missing = [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
-        versions = {installed.get(p) for p in TOOLKIT_PACKAGES}
-        if missing or len(versions) > 1:
-            if not self.version:  # all four on one version: the one the repository offers now
-                wanted = [Wanted(p) for p in TOOLKIT_PACKAGES]
-            actions.append(Action(
-                f"install the NVIDIA container toolkit {self.version or '(newest)'}: {', '.join(TOOLKIT_PACKAGES)}",
-                "missing or on mixed versions", manager.install(wanted, refresh=True, recommends=False),
-                timeout=self.timeout, fix=self._repo_fix(), installs=tuple(AptManager.specs(wanted))))
         return actions
 
     def _repo_fix(self) -> str:
@@ -190,7 +225,9 @@ class ContainerRuntimeStep(Step):
         actions = []
         if self.cdi:  # first: it fails without the toolkit, and then nothing else is half-done
             actions += self._cdi(sections["ctk"], sections["cdi"])
-        if self.docker:
+        if self.docker and ctx.state.docker_left_out:
+            ctx.notes.append(f"{DAEMON_JSON} left alone: the Docker step installed no engine")
+        elif self.docker:
             actions += self._docker(parse_file_probe(sections["daemon"]))
         version = sections["version"]
         if self.containerd == "auto" and not version.strip():

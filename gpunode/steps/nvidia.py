@@ -17,6 +17,7 @@ from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.cache_setting import cache_store, check_cache_setting
+from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.module_cache import ModuleAction, apply_around, apply_module, plan_module
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
@@ -98,6 +99,9 @@ class NvidiaDriverStep(Step):
     module_cache: str | bool = arg("off", "a controller folder (\"\" the default one) or an https URL (read-only): "
                                           "the module built once per kernel group, off: built on every host")
     timeout: int = arg(3600, "seconds for the install")
+    cloud_driver: Literal["keep", "replace"] = arg("keep", "keep: on a Kubernetes node whose cloud installed the "
+                                                   "driver and runs NVIDIA's device plugin (ACK, TKE GPU node pools), "
+                                                   "verify it only; replace: install this step's driver anyway")
 
     def __post_init__(self) -> None:
         if self.method == "runfile" and not self.runfile:
@@ -128,6 +132,14 @@ class NvidiaDriverStep(Step):
         return self.fabricmanager == "yes" or (self.fabricmanager == "auto" and facts.nvswitch_present)
 
     def probe(self, facts: Facts) -> Snippets:
+        if self.cloud_driver == "replace":
+            return self._install_probe(facts)
+        try:
+            return {"kube_node": probe_snippet(), **self._install_probe(facts)}
+        except StepFailed:  # e.g. no driver packages for this distro: a node whose cloud installed one needs none
+            return {"kube_node": probe_snippet()}
+
+    def _install_probe(self, facts: Facts) -> Snippets:
         pkgs, _, _ = self._packages(facts)
         manager = manager_for(facts.os.package_manager)
         snippets = {"nouveau": probe_file(NOUVEAU_CONF), "initramfs": STALE_INITRAMFS,
@@ -238,6 +250,10 @@ class NvidiaDriverStep(Step):
         return pkgs, f"{why}; no precompiled modules for kernel {target} in the archive ({modules}): DKMS build"
 
     def plan(self, ctx: StepContext) -> list[Action]:
+        kept = verify_only(ctx, "NVIDIA driver", "nvidia-smi --query-gpu=index,name,driver_version --format=csv,"
+                           "noheader", "cloud_driver") if self.cloud_driver == "keep" else []
+        if kept:
+            return kept
         facts = ctx.facts
         pkgs, flavor, why = self._packages(facts)
         manager = manager_for(facts.os.package_manager)

@@ -18,6 +18,7 @@ class HostState:
     daemon_reload_pending: bool = False    # a systemd unit or drop-in was written: reload before acting on units
     package_sources_changed: bool = False  # a package source or keyring was written: refresh the lists
     package_manager_repaired: bool = False  # an interrupted dpkg/rpm transaction was already finished
+    docker_left_out: bool = False          # the docker step installed no engine (install: no, or a Kubernetes node)
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> HostState:
