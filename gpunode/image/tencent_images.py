@@ -38,8 +38,8 @@ Caller = Callable[[str, dict[str, Any]], dict[str, Any]]  # (action, params) -> 
 def caller(region: str) -> Caller:
     """DescribeImages through the common SDK's generic client (tencentcloud-sdk-python-common, which the Tag SDK of
     `gpunode[tencent]` brings), with the credentials the Packer builder reads too."""
-    from tencentcloud.common import credential
-    from tencentcloud.common.common_client import CommonClient
+    from tencentcloud.common import credential  # type: ignore[import-untyped]  # the SDK ships no type hints
+    from tencentcloud.common.common_client import CommonClient  # type: ignore[import-untyped]
 
     secret_id, secret_key = os.environ.get("TENCENTCLOUD_SECRET_ID"), os.environ.get("TENCENTCLOUD_SECRET_KEY")
     if not secret_id or not secret_key:

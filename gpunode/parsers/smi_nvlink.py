@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gpunode.parsers.model import Finding
+from gpunode.parsers.model import Finding, Severity
 
 _HEADING = re.compile(r"^\s*GPU (?P<index>\d+): (?P<name>.+?)(?:\s+\(UUID: (?P<uuid>[^)]*)\))?\s*$")
 _LINK = re.compile(r"^\s+Link (?P<link>\d+): (?P<state><inactive>|[\d.]+ [GM]B/s|[\w ]+Errors: \d+|.+)$")
@@ -82,7 +82,8 @@ def nvlink_findings(gpus: list[NvlinkGpu]) -> list[Finding]:
             continue
         links = ", ".join(str(n) for n in gpu.inactive)
         if gpu.nvlink_sku:
-            severity, why = "critical", "an SXM/HGX GPU has every NVLink wired; these carry no traffic"
+            severity: Severity = "critical"
+            why = "an SXM/HGX GPU has every NVLink wired; these carry no traffic"
         elif gpu.active:
             severity, why = "warning", "other links of this GPU are up: part of its NVLink bridge is not"
         else:

@@ -119,7 +119,6 @@ def _foreign_prefix(line: str) -> Attribution | None:
 _NVIDIA_PREFIX = re.compile(r"\bNVRM:|\bnvidia[-\w]*:", re.I)
 # the recognisers that read a driver's own prefix (a line they match is that driver's, whatever words follow)
 _PREFIXED = tuple(f for f in FOREIGN if f.prefix)
-_CATALOGUE: list = []  # [foreign_vendor or None], filled on first use
 # lines the message catalogue is asked about (its hundreds of patterns are not run on every line of a large log)
 _WORTH_ASKING = re.compile(r"gpu|ring|reset|vram|hang|edac|mce|machine check|nvme|smi|drm|timeout|timed out", re.I)
 
@@ -136,16 +135,7 @@ def foreign(line: str) -> Attribution | None:
 
 
 def _catalogue_vendor(line: str) -> str | None:
-    """The message catalogue's vendor for a line that is not NVIDIA's, where the catalogue exists (diag-engine)."""
-    if not _CATALOGUE:
-        try:
-            from gpunode.parsers.catalogs.messages import foreign_vendor  # type: ignore[import-not-found]
-        except ImportError:
-            foreign_vendor = None
-        _CATALOGUE.append(foreign_vendor)
-    if _CATALOGUE[0] is None:
-        return None
-    try:
-        return _CATALOGUE[0](line)
-    except Exception:  # a broken catalogue must not end diagnose: the recognisers above still stand
-        return None
+    """The message catalogue's vendor for a line that is not NVIDIA's (its amd, intel and other entries)."""
+    from gpunode.parsers.catalogs.messages import foreign_vendor  # the catalogue is read on first use
+
+    return foreign_vendor(line)

@@ -181,9 +181,9 @@ def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[st
     if kind == "unit-failure":
         return (kind, True, "failed systemd unit(s): " + ", ".join(u.unit for u in failed_units(text))), None
     if kind == "other-vendor":
-        found = foreign_lines(text)
+        foreign = foreign_lines(text)
         return (kind, True, "not NVIDIA's: " + "; ".join(f"{what} x{count}" for what, (count, _) in
-                                                         found.items())), None
+                                                         foreign.items())), None
     return _not_applicable(text, read), None
 
 
