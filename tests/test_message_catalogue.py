@@ -29,9 +29,7 @@ from gpunode.verify.evidence import Evidence, Expectations
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRIES = load_catalogue()
-# Issue 39's must-show: at least this many entries from at least this many programs. The data comes from the
-# catalogue branches (diag-cat-nvidia, diag-cat-other); until they are merged the size test below is an expected
-# failure (xfail, not strict): THE LEAD CHECKS IT PASSES (XPASS) ON THE MERGED TREE, then removes the mark.
+# Issue 39's must-show: at least this many entries from at least this many programs.
 MUST_SHOW_ENTRIES = 300
 MUST_SHOW_PROGRAMS = 12
 
@@ -92,7 +90,6 @@ def test_the_catalogue_size_is_reported() -> None:
     assert len(ENTRIES) >= 25 and len(programs) >= 2  # the seed files of the engine branch (nvml, cuda-runtime)
 
 
-@pytest.mark.xfail(reason="issue 39 must-show; met only once the catalogue branches are merged", strict=False)
 def test_the_catalogue_meets_issue_39s_must_show() -> None:
     programs = {entry.program for entry in ENTRIES}
     assert len(ENTRIES) >= MUST_SHOW_ENTRIES and len(programs) >= MUST_SHOW_PROGRAMS, (

@@ -313,33 +313,13 @@ NOT_UNDERSTOOD: set[str] = {
     # `--format=csv,noheader,nounits` rows pasted without the command that named their fields: bare numbers
     # ("41, 6, 13") that nothing can tell apart from any other CSV; the poster's command is in the thread only.
     "captures/csv/polybar-polybar-scripts-42__csv-loop-1-noheader-nounits-series.txt",
-    # issue 39: messages only the message catalogue (parsers/catalogs/messages/*.yaml) recognises; they leave
-    # this set once diag-engine's catalogue loader is merged
-    "captures/errors/NVIDIA-DCGM-133__dcgmi-remote-host-unreachable-quoted.txt",
-    "captures/errors/NVIDIA-dcgm-exporter-193__dcgmi-discovery-unable-to-connect.txt",
-    "captures/errors/NVIDIA-k8s-device-plugin-1220__incompatible-strategy-auto-klog.txt",
-    "captures/errors/NVIDIA-k8s-device-plugin-182__failed-to-initialize-nvml-log-printf.txt",
-    "captures/errors/NVIDIA-nvidia-container-toolkit-1357__ldcache-error-auto-detected-legacy.txt",
+    # issue 39: messages the message catalogue (parsers/catalogs/messages/*.yaml) does not read yet
     "captures/errors/NVIDIA-nvidia-container-toolkit-147__ldcache-error-ldconfig-real.txt",
     "captures/errors/NVIDIA-nvidia-container-toolkit-176__mount-error-libnvidia-ml-file-exists.txt",
     "captures/errors/NVIDIA-nvidia-docker-1447__cgroup-subsystem-devices-not-found.txt",
-    "captures/errors/lambdal-lambda-stack-dockerfiles-15__mount-error-file-exists-quoted-legacy.txt",
-    "captures/errors/ollama-ollama-11932__persistenced-failed-to-query-devices-syslog.txt",
-    # issue 39: messages of kubelet, containerd, PyTorch, TensorFlow/XLA and non-NVIDIA kernel drivers that no
-    # recogniser reads yet; the message catalogue (parsers/catalogs/messages/) reads them once wired: remove then.
-    "captures/errors/IEIT-Yuan-Yuan-2.0-65__torch-driver-too-old-11000-container.txt",
-    "captures/errors/NVIDIA-gpu-operator-730__failed-create-pod-sandbox-no-runtime-nvidia.txt",
-    "captures/errors/googlecolab-colabtools-1685__torch-driver-too-old-runtimeerror.txt",
+    # issue 39: kubelet wordings the catalogue does not hold (no pinned source for them yet)
     "captures/errors/kubernetes-kubernetes-130145__unexpected-admission-requested-unavailable.txt",
-    "captures/errors/kubernetes-kubernetes-97131__unexpected-admission-gpu-is-lost.txt",
-    "captures/errors/tensorflow-tensorflow-22525__cuinit-no-device-kernel-dso-mismatch.txt",
-    "captures/errors/tensorflow-tensorflow-4768__cuinit-invalid-value-kernel-dso-mismatch.txt",
     "captures/errors/trueforge-org-truecharts-19201__allocate-failed-unhealthy-amd-gpu.txt",
-    "captures/errors/ultralytics-yolov5-2389__torch-driver-too-old-10010-userwarning.txt",
-    "captures/kernel/freebsd-drm-kmod-387__amdgpu-freebsd-mes-unmap.txt",
-    "captures/kernel/intel-libva-320__i915-gpu-hang-kaffeine.txt",
-    "captures/kernel/pop-os-pop-751__aer-corrected-nvme-rxerr.txt",
-    "captures/kernel/wayvr-org-wayvr-650__amdgpu-illegal-opcode-mode1-vram-lost.txt",
 }
 
 
