@@ -95,10 +95,10 @@ def candidates(texts: Sequence[str], needle_sets: Sequence[tuple[str, ...] | Non
     for text in folded:
         starts.append(starts[-1] + len(text) + 1)
     joined = "\n".join(folded)
-    return [None if words is None else _indexes(joined, starts, words) for words in needle_sets]
+    return [None if words is None else indexes_holding(joined, starts, words) for words in needle_sets]
 
 
-def _indexes(joined: str, starts: list[int], words: tuple[str, ...]) -> set[int]:
+def indexes_holding(joined: str, starts: list[int], words: tuple[str, ...]) -> set[int]:
     """Indexes of the newline-joined texts (starting at starts) that hold one of words."""
     found: set[int] = set()
     for word in words:

@@ -22,7 +22,7 @@ from gpunode.parsers.message_format import (
     pieces,
     sample_line,
 )
-from gpunode.parsers.regex_needles import fold, without_space
+from gpunode.parsers.regex_needles import fold, indexes_holding, without_space
 
 CATALOGUE_DIR = Path(__file__).with_name("messages")
 VENDORS = ("nvidia", "amd", "intel", "other")
@@ -239,7 +239,7 @@ def _best_entries(lines: list[str]) -> dict[int, MessageEntry]:
         by_needle.setdefault(entry.needle, []).append(entry)
     best: dict[int, MessageEntry] = {}
     for word, group in by_needle.items():
-        for index in _lines_holding(joined, starts, word):
+        for index in indexes_holding(joined, starts, (word,)):
             for entry in group:
                 current = best.get(index)
                 if (current is None or entry.literal_length > current.literal_length) and \
@@ -261,15 +261,3 @@ def _keys_of(lines: list[str]) -> list[str]:
     if len(keys) != len(lines):  # a line holding a newline itself
         return [_key(line) for line in lines]
     return [key if line.isascii() else _key(line) for key, line in zip(keys, lines, strict=True)]
-
-
-def _lines_holding(joined: str, starts: list[int], word: str) -> list[int]:
-    from bisect import bisect_right
-
-    found: list[int] = []
-    at = joined.find(word)
-    while at != -1:
-        index = bisect_right(starts, at) - 1
-        found.append(index)
-        at = joined.find(word, starts[index + 1])
-    return found
