@@ -264,3 +264,16 @@ def test_a_kernel_entry_gives_its_finding_from_a_kernel_log_once(tmp_path: Path,
     assert findings["test-stall"].severity == "critical" and findings["test-stall"].remedy == "do the test thing"
     assert "example engine gr0 stalled" in findings["test-stall"].evidence
     assert "nvidia-device-claimed" in findings and "test-probe" not in findings
+
+
+def test_vendor_neutral_programs_count_only_where_the_text_names_nvidias_stack() -> None:
+    """DKMS, kubelet and runc name no vendor (their entries are vendor `other`): a DKMS build failure is a finding
+    when the log names the NVIDIA module it built, never for another module's build (issue 39: a DKMS failure of
+    the nvidia module was HEALTHY)."""
+    build = next(e for e in ENTRIES if e.program == "dkms" and e.finding == "dkms-build-failed")
+    failed = build.sample
+    nvidia = f"{failed}\nConsult /var/lib/dkms/nvidia/535.261.03/build/make.log for more information."
+    zfs = f"{failed}\nConsult /var/lib/dkms/zfs/2.1.11/build/make.log for more information."
+    assert "dkms-build-failed" in {m.id for m in classify_errors(nvidia)}
+    assert not {m.id for m in classify_errors(zfs)} & {"dkms-build-failed"}
+    assert [m.entry.finding for m in messages.nvidia_matches(zfs)] == []

@@ -313,12 +313,8 @@ NOT_UNDERSTOOD: set[str] = {
     # `--format=csv,noheader,nounits` rows pasted without the command that named their fields: bare numbers
     # ("41, 6, 13") that nothing can tell apart from any other CSV; the poster's command is in the thread only.
     "captures/csv/polybar-polybar-scripts-42__csv-loop-1-noheader-nounits-series.txt",
-    # issue 39: messages the message catalogue (parsers/catalogs/messages/*.yaml) does not read yet
-    "captures/errors/NVIDIA-nvidia-container-toolkit-147__ldcache-error-ldconfig-real.txt",
-    "captures/errors/NVIDIA-nvidia-container-toolkit-176__mount-error-libnvidia-ml-file-exists.txt",
-    "captures/errors/NVIDIA-nvidia-docker-1447__cgroup-subsystem-devices-not-found.txt",
-    # issue 39: kubelet wordings the catalogue does not hold (no pinned source for them yet)
-    "captures/errors/kubernetes-kubernetes-130145__unexpected-admission-requested-unavailable.txt",
+    # issue 39: an AMD device plugin's Allocate error in a kubelet wording the catalogue does not hold (no pinned
+    # source for it yet)
     "captures/errors/trueforge-org-truecharts-19201__allocate-failed-unhealthy-amd-gpu.txt",
 }
 

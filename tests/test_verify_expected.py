@@ -48,13 +48,9 @@ KNOWN_MISSES: dict[str, tuple[str, str]] = {
     "text_q/stas00-ml-engineering__q-fragment-retired-pages-pending.txt": (
         "verdict", "retired-pages-pending is a warning in gpunode (takes effect when the driver reloads); "
                    "tests/data/README.md also notes this fragment was retyped by its author"),
-    # issue 39: messages of NVIDIA's programs the message catalogue (parsers/catalogs/messages/*.yaml) does not
-    # yet turn into the verdict a person reads in them
-    "errors/NVIDIA-nvidia-container-toolkit-176__mount-error-libnvidia-ml-file-exists.txt": ("verdict", _CATALOGUE),
+    # issue 39: dcgmi's connection errors are a warning only and show no GPU: a person reads "no evidence"
     "errors/NVIDIA-dcgm-exporter-193__dcgmi-discovery-unable-to-connect.txt": ("verdict", _CATALOGUE),
     "errors/NVIDIA-DCGM-133__dcgmi-remote-host-unreachable-quoted.txt": ("verdict", _CATALOGUE),
-    "errors/NVIDIA-nvidia-container-toolkit-147__ldcache-error-ldconfig-real.txt": ("verdict", _CATALOGUE),
-    "errors/NVIDIA-nvidia-docker-1447__cgroup-subsystem-devices-not-found.txt": ("verdict", _CATALOGUE),
     "kernel/Dunedan-mbp-2016-linux-60__egpu-bar1-0m-no-space.txt": (
         "gpus", "the GPU is named only by the PCI address of NVRM lines that no event reads (BAR1 0M)"),
     "kernel/NVIDIA-open-gpu-kernel-modules-344__bar2-0m-cloud-hypervisor.txt": (
@@ -62,16 +58,8 @@ KNOWN_MISSES: dict[str, tuple[str, str]] = {
     "kernel/Nobara-Project-rpm-sources-526__gsp-firmware-version-mismatch.txt": (
         "gpus", "the GPU is named only by the PCI address of NVRM lines that no event reads (GSP firmware)"),
     # issue 39 (captures of non-NVIDIA programs' messages): still missed with the catalogue wired in
-    "errors/NVIDIA-open-gpu-kernel-modules-526__dkms-bad-return-status-390-zen.txt": (
-        "verdict", "issue 39: DKMS build failure not yet recognised"),
-    "errors/NVIDIA-open-gpu-kernel-modules-635__dkms-autoinstall-failed-fedora40.txt": (
-        "verdict", "issue 39: DKMS build failure not yet recognised"),
-    "errors/kubernetes-kubernetes-130145__unexpected-admission-requested-unavailable.txt": (
-        "verdict", "issue 39: kubelet admission errors not yet recognised"),
-    "errors/pop-os-pop-3811__dkms-apport-bad-return-nvidia-580-dpkg.txt": (
-        "verdict", "issue 39: DKMS build failure not yet recognised"),
     "errors/trueforge-org-truecharts-19201__allocate-failed-unhealthy-amd-gpu.txt": (
-        "verdict", "issue 39: AMD/Intel GPU lines not yet read as not-NVIDIA"),
+        "verdict", "issue 39: an AMD device plugin's Allocate error in a kubelet wording the catalogue lacks"),
     "kernel/pop-os-pop-3363__aer-correctable-nvidia-10de-2184-journal.txt": (
         "gpus", "issue 39: AER lines naming 10de not yet counted as a GPU"),
 }

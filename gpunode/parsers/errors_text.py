@@ -318,13 +318,14 @@ def classify_errors(text: str) -> list[ErrorMatch]:
 
 
 def catalogue_errors(text: str, known: list[ErrorMatch]) -> list[ErrorMatch]:
-    """The first line of text each NVIDIA message-catalogue entry (not of the kernel) reads, where no hand signature
-    in known already read that line (one finding per line); non-NVIDIA entries never give a match here."""
-    from gpunode.parsers.catalogs.messages import message_matches  # the catalogue is read on first use
+    """The first line of text each message-catalogue entry about NVIDIA's stack (not of the kernel) reads, where no
+    hand signature in known already read that line (one finding per line); other vendors' entries never give a
+    match here (catalogs.messages.nvidia_matches)."""
+    from gpunode.parsers.catalogs.messages import nvidia_matches  # the catalogue is read on first use
 
     taken = [match.line for match in known]
     found: dict[tuple[str, int], ErrorMatch] = {}
-    for entry, line in message_matches(text, _NVIDIA):
+    for entry, line in nvidia_matches(text):
         if entry.context == "kernel" or (entry.file, entry.index) in found or any(
                 line in other or other in line for other in taken):
             continue
@@ -334,7 +335,6 @@ def catalogue_errors(text: str, known: list[ErrorMatch]) -> list[ErrorMatch]:
     return list(found.values())
 
 
-_NVIDIA = frozenset({"nvidia"})
 SEVERITY: dict[str, Severity] = {"critical": "critical", "warning": "warning", "info": "ok"}  # catalogue -> finding
 
 

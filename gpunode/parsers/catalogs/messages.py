@@ -216,6 +216,20 @@ def message_matches(text: str, vendors: frozenset[str] | None = None) -> list[Me
             if vendors is None or best[index].vendor in vendors]
 
 
+# A text names NVIDIA's stack: its driver or tools, its PCI vendor id, its Kubernetes resource, its kernel modules.
+_NAMES_NVIDIA = re.compile(r"nvidia|\b10de\b|\bNVRM\b|\bcuda", re.IGNORECASE)
+
+
+def nvidia_matches(text: str) -> list[MessageMatch]:
+    """The catalogue's matches that are evidence about NVIDIA's stack: entries of vendor nvidia, and entries of
+    vendor other outside the kernel (DKMS, kubelet, runc: programs whose words name no vendor) when the text names
+    NVIDIA's stack (the module DKMS built, the `nvidia.com/gpu` resource, the NVIDIA hook). Kernel messages of
+    vendor other (PCIe AER of a device) are left to the checks that know which device they name."""
+    names_nvidia = bool(_NAMES_NVIDIA.search(text))
+    return [match for match in message_matches(text) if match.entry.vendor == "nvidia" or (
+        names_nvidia and match.entry.vendor == "other" and match.entry.context != "kernel")]
+
+
 def line_vendors(lines: list[str]) -> list[str | None]:
     """message_vendor() of many lines at once (one substring search per entry over all of them): for each line the
     vendor of its best entry, else None."""

@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 
 
 def kernel_message_findings(text: str | None, scan: KernelScan) -> list[Finding]:
-    """One finding per catalogue finding id read from kernel-context NVIDIA entries in text's messages, skipping the
-    messages an Xid, a lost GPU, an init failure or a kernel condition already reported (one finding per line)."""
+    """One finding per catalogue finding id read in text's messages by entries about NVIDIA's stack (kernel
+    messages, and the DKMS build or kubelet lines a kernel log or journal holds beside them), skipping the messages
+    an Xid, a lost GPU, an init failure or a kernel condition already reported (one finding per line)."""
     if not text:
         return []
-    from gpunode.parsers.catalogs.messages import message_matches  # the catalogue is read on first use
+    from gpunode.parsers.catalogs.messages import nvidia_matches  # the catalogue is read on first use
 
     taken = {xid.line for xid in scan.xids} | {lost.line for lost in scan.lost}
     taken |= {failure.line for failure in scan.init_failures}
@@ -26,8 +27,8 @@ def kernel_message_findings(text: str | None, scan: KernelScan) -> list[Finding]
     messages = [message.text for message in kernel_messages(text) if message.text not in taken]
     hits: dict[str, list[str]] = {}
     entries: dict[str, MessageEntry] = {}
-    for entry, line in message_matches("\n".join(messages), frozenset({"nvidia"})):
-        if entry.context == "kernel" and not any(line in other for other in taken):
+    for entry, line in nvidia_matches("\n".join(messages)):
+        if not any(line in other for other in taken):
             hits.setdefault(entry.finding, []).append(line)
             entries.setdefault(entry.finding, entry)
     findings: list[Finding] = []
