@@ -130,7 +130,8 @@ def test_combined_analysis_across_files():
     # The XML is the richest nvidia-smi report, so per-GPU checks use the T4; the log adds Xid 119.
     assert {"xid-119", "pcie-degraded", "persistence-mode-off"} <= ids
     assert "gpu-count-expected" not in ids and "gpu-count-mismatch" not in ids
-    assert [f.id for f in result.files[2].findings] == ["xid-119"]
+    # the log's own words "The GPU likely needs to be reset." (NVRM's GSP RPC rate-limit line) are the catalogue's
+    assert [f.id for f in result.files[2].findings] == ["xid-119", "gpu-reset-required"]
     assert result.files[3].findings == [] and result.files[3].message == "1 NVIDIA GPU(s), 0 NVSwitch(es)"
 
 

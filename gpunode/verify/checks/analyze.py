@@ -38,6 +38,8 @@ def analyze(evidence: Evidence) -> list[Finding]:
     if evidence.smi is not None and evidence.smi.gpus:  # nvidia-smi works: nouveau does not hold these GPUs
         findings = [Finding(f.id, "warning", f.summary, f.evidence + "; nvidia-smi still works", f.remedy, f.gpu)
                     if f.id == "nouveau-loaded" and f.severity == "critical" else f for f in findings]
+    if any(f.id == "no-devices-found" for f in findings):  # its evidence quotes the RmInitAdapter lines already
+        findings = [f for f in findings if f.id != "rm-init-failed"]  # (as kernel_checks decides for its own)
     return sorted(_merge(findings), key=lambda f: _RANK[f.severity])
 
 

@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     from gpunode.parsers.catalogs.messages import MessageEntry
 
 
+# the contexts whose messages a kernel log or journal holds: the kernel's own, and the DKMS build a kernel package
+# runs (`dkms autoinstall` output lands in the same journal); a container's or a framework's words there are quotes
+_IN_KERNEL_LOGS = frozenset({"kernel", "build"})
+
+
 def kernel_message_findings(text: str | None, scan: KernelScan) -> list[Finding]:
     """One finding per catalogue finding id read in text's messages by entries about NVIDIA's stack (kernel
     messages, and the DKMS build or kubelet lines a kernel log or journal holds beside them), skipping the messages
@@ -28,7 +33,7 @@ def kernel_message_findings(text: str | None, scan: KernelScan) -> list[Finding]
     hits: dict[str, list[str]] = {}
     entries: dict[str, MessageEntry] = {}
     for entry, line in nvidia_matches("\n".join(messages)):
-        if not any(line in other for other in taken):
+        if entry.context in _IN_KERNEL_LOGS and not any(line in other for other in taken):
             hits.setdefault(entry.finding, []).append(line)
             entries.setdefault(entry.finding, entry)
     findings: list[Finding] = []
