@@ -487,7 +487,7 @@ def playbooks(c, json=False, show=None):
 
 @gtask(iterable=["var"], help={
     "image": "the base image whose pinned state is planned from (gpunode/image/states/: al2023, al2023-ecs, "
-             "al2023-ecs-gpu, rocky-9, alma-9)",
+             "al2023-ecs-gpu, rocky-9, alma-9, debian-12, debian-13)",
     "playbook": f"{PLAYBOOK_HELP}; default base", "json": "print JSON",
     "var": "extra variable KEY=VALUE; repeatable",
 })
