@@ -26,20 +26,11 @@ from gpunode.steps.apt_sources import FILE_MARK, NO_EOL, SOURCES_GLOBS, sources_
 
 STATES_DIR = Path(__file__).parent / "states"
 UNKNOWN_RELEASE = "unknown"  # a package's release the source does not give (VERSION-unknown)
-# Bases gpunode offers (`build-ami`/`build-image --base`) whose image content no vendor source read so far gives: no
-# state is pinned for them rather than one guessed, and `plan --image` says why.
-_UBUNTU_WHY = ("Canonical's package manifest of the image (cloud-images.ubuntu.com, *.manifest) could not be read; "
-               "livecd-rootfs names only the seed tasks (minimal, standard, cloud-image), not their packages")
-UNPINNED = {
-    "ubuntu-22.04": _UBUNTU_WHY,
-    "ubuntu-24.04": _UBUNTU_WHY,
-    "alinux-3": "no package list or build script of Alibaba's Alibaba Cloud Linux 3 public image was found in "
-                "Alibaba's docs or image release notes",
-    "tencentos-3": "no package list or build script of Tencent's TencentOS Server 3 public image was found in "
-                   "Tencent's docs or image release notes",
-    "tencentos-4": "no package list or build script of Tencent's TencentOS Server 4 public image was found in "
-                   "Tencent's docs or image release notes",
-}
+# Bases gpunode offers (`build-ami`/`build-image --base`) whose image content no vendor source read so far gives
+# (gpunode/image/unpinned.yaml, base -> why): no state is pinned for them rather than one guessed; `plan --image` says
+# why.
+UNPINNED_FILE = Path(__file__).parent / "unpinned.yaml"
+UNPINNED: dict[str, str] = {str(k): str(v) for k, v in (yaml.safe_load(UNPINNED_FILE.read_text()) or {}).items()}
 
 
 @dataclass(frozen=True)
