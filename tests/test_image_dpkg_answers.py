@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpunode.image.image_state import answer, bases, load_state
+from gpunode.steps.apt_sources import sources_probe
 from gpunode.steps.pkgmgr import AptManager, Wanted
 from gpunode.steps.probe import ProbeOutput
 
@@ -86,3 +87,19 @@ def test_the_empty_lists_answer_reads_as_no_lists():
     state = load_state("debian-12")
     lists = AptManager().probe(["jq"])["lists"]
     assert AptManager().parse(ProbeOutput({"installed": "", "lists": answer(state, lists)})).cache_age_seconds is None
+
+
+@pytest.mark.parametrize("base", APT_BASES)
+def test_the_real_shell_prints_the_pinned_sources_as_the_answerer_does(tmp_path, base):
+    """The apt-sources probe run by sh over the state's files written under a private root prints what the
+    answerer prints (glob order, file marks, last newlines)."""
+    state = load_state(base)
+    assert state.apt_sources, base
+    for path, text in state.apt_sources.items():
+        (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path.lstrip("/")).write_text(text)
+    (tmp_path / "etc/apt/sources.list.d/unrelated.conf").write_text("not a sources file\n")
+    root = f"{tmp_path}/etc/apt/"
+    real = _real(sources_probe().replace("/etc/apt/", root), {"PATH": "/usr/bin:/bin"})
+    assert real == answer(state, sources_probe()).replace("@@file /etc/apt/", f"@@file {root}")
+    assert "Components: main\n" in real

@@ -4,9 +4,10 @@ plan starts from, and the answers its probe would get, so a bake can be planned 
 The probe's package queries are answered as rpm answers them: `rpm -q NAME` by package name, `rpm -q --whatprovides
 NAME` by what the package provides (curl-minimal provides curl), with rpm's own query format; `dnf versionlock list`
 from the image's locks. On dpkg images (`manager: apt`) as dpkg answers them: `dpkg-query -W -f=FORMAT -- NAMES`
-(installed packages only, sorted by name, as dpkg-query prints them), `apt-mark showhold` (no holds pinned: none), and
-the package-lists probe from `apt_lists` (`empty`: the image was built with /var/lib/apt/lists emptied). A section the
-state cannot answer reads as empty and is named in the plan.
+(installed packages only, sorted by name, as dpkg-query prints them), `apt-mark showhold` (no holds pinned: none), the
+package-lists probe from `apt_lists` (`empty`: the image was built with /var/lib/apt/lists emptied) and the apt sources
+probe from `apt_sources` (the vendor's files). A section the state cannot answer reads as empty and is named in the
+plan.
 """
 
 from __future__ import annotations
