@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from invoke import Collection, Program, task
 from invoke.exceptions import Exit, ParseError
@@ -17,6 +18,8 @@ from gpunode.clihelp import HELP_FLAGS, help_argv
 from gpunode.commands.common import cli_errors
 from gpunode.distros import DEFAULT_BASE, bases_help
 from gpunode.errors import GpunodeError, UsageError
+
+PINNED_STATES = Path(__file__).parent / "image" / "states"  # one YAML per base (gpunode/image/image_state.py)
 
 
 class GTask(Task):
@@ -486,8 +489,8 @@ def playbooks(c, json=False, show=None):
 
 
 @gtask(iterable=["var"], help={
-    "image": "the base image whose pinned state is planned from (gpunode/image/states/: al2023, al2023-ecs, "
-             "al2023-ecs-gpu, rocky-9, alma-9)",
+    "image": "the base image whose pinned state is planned from (gpunode/image/states/: "
+             + ", ".join(sorted(p.stem for p in PINNED_STATES.glob("*.yaml"))) + ")",
     "playbook": f"{PLAYBOOK_HELP}; default base", "json": "print JSON",
     "var": "extra variable KEY=VALUE; repeatable",
 })

@@ -16,11 +16,13 @@ import yaml
 
 from gpunode.distros import IMAGE_BASES
 from gpunode.distros.rpm_twins import twin_of
-from gpunode.image.image_state import STATES_DIR, bases, load_state
+from gpunode.image.image_state import STATES_DIR, UNPINNED, bases, load_state
 from gpunode.image.offline_plan import plan_image
 
 MUST_HAVE = ("al2023", "al2023-ecs-gpu", "rocky-9")
-PINNED = (*MUST_HAVE, "al2023-ecs", "alma-9")
+PINNED = (*MUST_HAVE, "al2023-ecs", "alma-9", "debian-12", "debian-13")
+# gpu-node's default driver branch where the distro's archive has another (gpunode/distros/debian.py)
+DRIVER_BRANCH = {"debian-13": "550"}
 
 
 def _plan_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,7 +55,7 @@ def _conflicts(base: str, commands: list[str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("base", MUST_HAVE)
+@pytest.mark.parametrize("base", bases())
 def test_cli_base_plan_installs_nothing_that_conflicts(base):
     result = _plan_cli("--image", base, "--playbook", "base", "--json")
     assert result.returncode == 0, result.stderr
@@ -76,7 +78,7 @@ def test_cli_al2023_base_does_not_install_curl_or_gnupg():
 
 @pytest.mark.parametrize("base", PINNED)
 def test_gpu_node_plan_from_each_pinned_state(base):
-    plan = plan_image(base, "gpu-node")
+    plan = plan_image(base, "gpu-node", {"driver_branch": DRIVER_BRANCH[base]} if base in DRIVER_BRANCH else None)
     assert [s.kind for s in plan.steps][:3] == ["wait_for_package_manager", "kernel_headers", "nvidia_driver"]
     assert not [s.error for s in plan.steps if s.error]
     assert not _conflicts(base, plan.installs())
@@ -108,6 +110,41 @@ def test_every_pinned_fact_has_its_source():
         for key in ("os_release", "kernel"):
             if key in data and "same_as" not in data[key]:
                 assert data[key].get("source"), f"{path.name}: {key}"
+
+
+def test_debian_13_default_branch_is_refused_with_the_fix():
+    """trixie's archive has branch 550, not gpu-node's default 535: the plan says so and how to pick it."""
+    driver = next(s for s in plan_image("debian-13", "gpu-node").steps if s.kind == "nvidia_driver")
+    assert driver.error and "550" in driver.error["message"] and "driver_branch" in driver.error["fix"]
+
+
+def test_debian_plans_read_the_image_s_apt_sources():
+    """The Debian states answer every probe of the packages step and the driver's apt-sources probe: nothing the
+    plan decides on is guessed (the lists are empty, so installs refresh them first)."""
+    for base in ("debian-12", "debian-13"):
+        plan = plan_image(base, "gpu-node", {"driver_branch": DRIVER_BRANCH.get(base, "535")})
+        steps = {s.kind: s for s in plan.steps}
+        assert not [u for u in steps["nvidia_driver"].unanswered if "/etc/apt/sources.list" in u]
+        assert steps["nvidia_driver"].actions[0]["summary"].startswith("enable contrib non-free non-free-firmware")
+        base_plan = plan_image(base, "base")
+        packages = next(s for s in base_plan.steps if s.kind == "packages")
+        assert packages.unanswered == [] and " update && " in packages.actions[0]["command"]
+
+
+@pytest.mark.parametrize("base", sorted(UNPINNED))
+def test_offered_base_without_a_pinned_state_exits_2_saying_why(base):
+    result = _plan_cli("--image", base, "--playbook", "base")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    said = " ".join(result.stderr.split())  # the CLI wraps long lines
+    assert " ".join(f"no pinned image state for base {base!r}: {UNPINNED[base]}".split()) in said
+    assert "debian-12" in result.stderr
+
+
+def test_every_offered_base_is_pinned_or_says_why_not():
+    """No base gpunode offers is left silent: it has a state, or `plan --image` names the reason it has none."""
+    assert set(IMAGE_BASES) <= set(bases()) | set(UNPINNED)
+    assert not set(bases()) & set(UNPINNED)
 
 
 def test_pinned_bases_are_offered_bases_or_documented_distros():
