@@ -140,3 +140,12 @@ def test_the_seed_page_lists_every_fact_with_its_source(page: str, table) -> Non
     for key, fact in table.items():
         value = ", ".join(fact.value) if isinstance(fact.value, tuple) else fact.value
         assert f"| `{key}` | `{value}` | <{fact.source}> |" in text, (page, key)
+
+
+def test_a_namespace_is_a_dns_label_and_a_long_name_says_its_limit() -> None:
+    """Namespaces take no dots (Kubernetes' ValidateNamespaceName is NameIsDNSLabel): refused before kubectl is."""
+    with pytest.raises(Refused, match="--namespace must be a DNS-1123 label"):
+        base("eci", namespace="team.a").manifest()
+    with pytest.raises(Refused, match="at most 63 characters"):
+        base("eci", name="a" * 64).manifest()
+    assert base("eci", namespace="team-a").manifest()["metadata"]["namespace"] == "team-a"

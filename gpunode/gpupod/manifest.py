@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpunode.gpupod.facts import ECI, EKS
-from gpunode.kube import DNS_NAME
+from gpunode.kube import DNS_LABEL, DNS_NAME
 from gpunode.vendor_facts import Fact
 
 CLOUDS = ("eci", "tke-eks")
@@ -74,7 +74,12 @@ class GpuPod:
             raise Refused(f"--kind must be pod or job, got {self.kind!r}")
         for what, value in (("--name", self.name), ("--namespace", self.namespace), ("--pvc", self.pvc)):
             if not value or not DNS_NAME.match(value) or (what == "--name" and len(value) > 63):
-                raise Refused(f"{what} must be a DNS-1123 name (lowercase letters, digits, - and .), got {value!r}")
+                most = "at most 63 characters: " if what == "--name" else ""
+                raise Refused(f"{what} must be a DNS-1123 name ({most}lowercase letters, digits, - and .), got "
+                              f"{value!r}")
+        if not DNS_LABEL.match(self.namespace):
+            raise Refused(f"--namespace must be a DNS-1123 label (at most 63 lowercase letters, digits and -, no "
+                          f"dots: Kubernetes' ValidateNamespaceName), got {self.namespace!r}")
         if not self.image or any(c.isspace() for c in self.image):
             raise Refused(f"--image must be an image reference without spaces, got {self.image!r}")
         if not self.command.strip():
