@@ -217,7 +217,8 @@ def _whole(option: str, value: object) -> int | None:
     text = str(value).strip()
     if not text.isdigit():
         example = {"--driver-branch": 550, "--port": 22}.get(option, 8)
-        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} {example}")
+        raise UsageError(f"must be a whole number (0 or more), got {value!r}", source=option,
+                         fix=f"e.g. {option} {example}")
     return int(text)
 
 
@@ -341,9 +342,11 @@ def gpu_pod(c, cloud=None, image=None, command=None, gpus="1", gpu_type=None, pv
                                                    ("gpu-type", gpu_type), ("pvc", pvc), ("mount-path", mount_path))
                    if not value]
         if missing:
+            example = ("--cloud eci --gpu-type ecs.gn6i-c4g1.xlarge" if cloud == "eci" else
+                       "--cloud tke-eks --gpu-type T4")  # the example of the cloud asked for
             raise UsageError(f"gpu-pod needs {', '.join(missing)}",
-                             fix="e.g. gpunode gpu-pod --cloud tke-eks --image IMAGE --command 'python3 train.py' "
-                                 "--gpu-type T4 --pvc datasets --mount-path /data")
+                             fix=f"e.g. gpunode gpu-pod {example} --image IMAGE --command 'python3 train.py' "
+                                 "--pvc datasets --mount-path /data")
         pod = GpuPod(cloud, image, command, _whole("--gpus", gpus) or 0, gpu_type, pvc, mount_path, name, namespace,
                      kind, parse_env(env or []), cpu, memory)
         print(gpu_pod_yaml(pod), end="")

@@ -128,6 +128,9 @@ def test_a_refusal_on_the_command_line_exits_2_with_rule_source_and_fix() -> Non
     assert "https://cloud.tencent.com/document/product/457/44173" in result.output and "fix:" in result.output
     missing = run_cli("gpu-pod", "--cloud", "eci")
     assert missing.code == 2 and "--image, --command, --gpu-type, --pvc, --mount-path" in missing.output
+    assert "--cloud eci --gpu-type ecs.gn6i-c4g1.xlarge" in missing.output  # the example is the cloud's own
+    eks = run_cli("gpu-pod", "--cloud", "tke-eks", "--image", "i:1")
+    assert eks.code == 2 and "--cloud tke-eks --gpu-type T4" in eks.output
 
 
 def test_every_rule_the_writer_applies_is_in_a_registered_fact_table() -> None:
