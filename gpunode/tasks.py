@@ -566,7 +566,8 @@ JOB_HELP = {
     "job_image": "the job definition's container image (needed with --batch-job-definition)",
     "job_command": "the job's command, split like a shell would (default nvidia-smi)",
     "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
-    "job_memory": "memory in MiB (default 16384)",
+    "job_memory": "memory in MiB (default 16384: more than a 16 GiB instance registers, so on the default "
+                  "g5.xlarge give less, e.g. 14336, or a larger --instance-type; Batch's memory-management page)",
     "user_data": "embed this user data (from `gpunode user-data --bundle-url`; for --batch: `--format mime`) in the "
                  "--launch-template output",
 }
