@@ -931,7 +931,24 @@ def _option_fix(exc: Exception) -> str:
         task, names = missing.group(1), re.findall(r"'(\w+)'", missing.group(2))
         return (f"give it: `gpunode {task} {' '.join(n.upper() for n in names)} [options]` "
                 f"(`gpunode {task} --help` says what it takes)")
+    twice = _repeated_option(exc)
+    if twice:
+        return f"give {twice} once (it takes one value; repeatable options say so in `gpunode --help TASK`)"
     return "see `gpunode --help` and `gpunode --help TASK` for the options and their types"
+
+
+def _repeated_option(exc: Exception) -> str | None:
+    """Invoke's "No idea what 'X' is!" when X is the value of an option given a second time: that option."""
+    import re
+    import sys
+
+    left = re.search(r"No idea what '(.*)' is!", str(exc))
+    argv = sys.argv[1:]
+    for i, word in enumerate(argv[1:], start=1):
+        before = argv[i - 1]
+        if left and word == left.group(1) and before.startswith("--") and "=" not in before and before in argv[:i - 1]:
+            return before
+    return None
 
 
 def _option_problem(exc: Exception) -> str:
@@ -941,4 +958,7 @@ def _option_problem(exc: Exception) -> str:
     number = re.search(r"invalid literal for int\(\) with base 10: ('.*')", str(exc))
     if number:
         return f"bad option value: {number.group(1)} is not a whole number (an option that takes a number)"
+    twice = _repeated_option(exc)
+    if twice:
+        return f"{twice} is given twice: the second value is left over ({exc})"
     return f"bad option value: {exc}" if isinstance(exc, ValueError) else str(exc)
