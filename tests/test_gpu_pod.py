@@ -152,3 +152,12 @@ def test_a_namespace_is_a_dns_label_and_a_long_name_says_its_limit() -> None:
     with pytest.raises(Refused, match="at most 63 characters"):
         base("eci", name="a" * 64).manifest()
     assert base("eci", namespace="team-a").manifest()["metadata"]["namespace"] == "team-a"
+
+
+def test_a_lone_non_gpu_type_is_not_called_a_mix() -> None:
+    """`--gpu-type ecs.c6.xlarge` alone names the GPU families; the mixing rule is said only when types are mixed."""
+    with pytest.raises(Refused) as alone:
+        base("eci", gpu_type="ecs.c6.xlarge").manifest()
+    assert "c6 is not a GPU family ECI runs" in str(alone.value) and "mixed" not in str(alone.value)
+    with pytest.raises(Refused, match="may not be mixed"):
+        base("eci", gpu_type="ecs.gn6i-c4g1.xlarge,ecs.c6.xlarge").manifest()

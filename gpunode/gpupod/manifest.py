@@ -130,8 +130,9 @@ def eci_annotations(pod: GpuPod) -> dict[str, str]:
             raise Refused(f"--gpu-type {spec!r} is not an ECS instance type (ecs.<family>[-<shape>].<size>, "
                           "e.g. ecs.gn6i-c4g1.xlarge)", ECI["specs_annotation"])
         if found.group(1) not in families.value:
+            mixed = "; GPU types may not be mixed with other kinds" if len(specs) > 1 else ""
             raise Refused(f"--gpu-type {spec!r}: {found.group(1)} is not a GPU family ECI runs "
-                          f"({', '.join(families.value)}); GPU types may not be mixed with other kinds", families)
+                          f"({', '.join(families.value)}){mixed}", families)
     return {ECI["specs_annotation"].value: ",".join(specs)}
 
 
