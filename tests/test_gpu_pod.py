@@ -161,3 +161,9 @@ def test_a_lone_non_gpu_type_is_not_called_a_mix() -> None:
     assert "c6 is not a GPU family ECI runs" in str(alone.value) and "mixed" not in str(alone.value)
     with pytest.raises(Refused, match="may not be mixed"):
         base("eci", gpu_type="ecs.gn6i-c4g1.xlarge,ecs.c6.xlarge").manifest()
+
+
+def test_an_empty_eks_model_names_the_whole_value() -> None:
+    """`--gpu-type T4,,V100` (a doubled comma) quotes the value the user typed, not an empty name."""
+    with pytest.raises(Refused, match=r"--gpu-type 'T4,,V100' is not a GPU model"):
+        base("tke-eks", gpu_type="T4,,V100").manifest()

@@ -142,7 +142,8 @@ def eks_annotations(pod: GpuPod) -> dict[str, str]:
     known = EKS["gpu_types"]
     unknown = [t for t in types if t not in known.value]
     if unknown or not types:
-        raise Refused(f"--gpu-type {', '.join(unknown) or repr(pod.gpu_type)} is not a GPU model Tencent EKS "
+        named = ", ".join(t for t in unknown if t) or repr(pod.gpu_type)  # "T4,,V100": the whole value
+        raise Refused(f"--gpu-type {named} is not a GPU model Tencent EKS "
                       f"documents ({', '.join(known.value)}; several in priority order, comma-separated)", known)
     annotations = {EKS["gpu_type_annotation"].value: ",".join(types)}
     if (pod.cpu is None) != (pod.memory is None):
