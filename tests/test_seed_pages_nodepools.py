@@ -159,3 +159,15 @@ def test_device_plugin_yaml_has_no_anchors():
     assert "&id" not in text and "*id" not in text
     (daemonset,) = yaml.safe_load_all(text)
     assert daemonset["spec"]["selector"]["matchLabels"] == daemonset["spec"]["template"]["metadata"]["labels"]
+
+
+def test_own_nodes_are_told_to_make_nvidia_containerds_default_runtime():
+    """New-user trial: the static device plugin names no RuntimeClass and NVIDIA's README wants nvidia as the default
+    low-level runtime, which gpu-node does not make by default; both pages say which variable does, and it exists."""
+    book = yaml.safe_load((Path(__file__).resolve().parent.parent / "gpunode" / "_playbooks" / "gpu-node.yml")
+                          .read_text())
+    assert book["vars"]["containerd_default_runtime"] is False  # gpunode's default: add nvidia, keep runc default
+    for page in PAGES.values():
+        assert "--var containerd_default_runtime=true" in page.read_text(), page.name
+    (daemonset,) = yaml.safe_load_all(run_cli("k8s-manifest", "device-plugin").stdout)
+    assert "runtimeClassName" not in daemonset["spec"]["template"]["spec"]
