@@ -74,8 +74,8 @@ def _replica(count: int, image: str, command: list[str], gpus: int, claim: str, 
         container["env"] = [{"name": k, "value": v} for k, v in env.items()]
     if gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
-    # a volume's name is a DNS label (kubernetes pkg/apis/core/validation/validation.go, ValidateVolumes:
-    # ValidateDNS1123Label(vol.Name)), a claim's may have dots: such a claim gets the volume name "data"
+    # a volume's name is a DNS label (kubernetes/kubernetes pkg/apis/core/validation/validation.go@000f2605,
+    # ValidateVolumes: ValidateDNS1123Label(vol.Name)), a claim's may have dots: such a claim gets the volume "data"
     volume = claim if DNS_LABEL.match(claim) else "data"
     container["volumeMounts"] = [{"name": volume, "mountPath": mount_path}]
     return {"replicas": count, "restartPolicy": "OnFailure", "template": {"spec": {
