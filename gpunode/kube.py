@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")  # object names, namespaces
+DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")  # object names (a DNS subdomain)
+# namespaces, container and volume names: a DNS-1123 label, at most 63 characters, no dots (kubernetes/apimachinery
+# pkg/util/validation/validation.go@eed236ce:155-161 dns1123LabelFmt, DNS1123LabelMaxLength; namespaces:
+# pkg/api/validation/generic.go@eed236ce:69, ValidateNamespaceName = NameIsDNSLabel)
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _HANDLER = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")  # a DNS label: the CRI runtime handler name
 # Label keys: [prefix/]name, the prefix a DNS subdomain of at most 253 characters; names and values up to 63
 # alphanumerics with - _ . inside (values may be empty). Kubernetes' own rules.

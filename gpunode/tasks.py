@@ -220,7 +220,8 @@ def _whole(option: str, value: object) -> int | None:
     text = str(value).strip()
     if not text.isdigit():
         example = {"--driver-branch": 550, "--port": 22}.get(option, 8)
-        raise UsageError(f"must be a whole number, got {value!r}", source=option, fix=f"e.g. {option} {example}")
+        raise UsageError(f"must be a whole number (0 or more), got {value!r}", source=option,
+                         fix=f"e.g. {option} {example}")
     return int(text)
 
 
@@ -344,9 +345,11 @@ def gpu_pod(c, cloud=None, image=None, command=None, gpus="1", gpu_type=None, pv
                                                    ("gpu-type", gpu_type), ("pvc", pvc), ("mount-path", mount_path))
                    if not value]
         if missing:
+            example = ("--cloud eci --gpu-type ecs.gn6i-c4g1.xlarge" if cloud == "eci" else
+                       "--cloud tke-eks --gpu-type T4")  # the example of the cloud asked for
             raise UsageError(f"gpu-pod needs {', '.join(missing)}",
-                             fix="e.g. gpunode gpu-pod --cloud tke-eks --image IMAGE --command 'python3 train.py' "
-                                 "--gpu-type T4 --pvc datasets --mount-path /data")
+                             fix=f"e.g. gpunode gpu-pod {example} --image IMAGE --command 'python3 train.py' "
+                                 "--pvc datasets --mount-path /data")
         pod = GpuPod(cloud, image, command, _whole("--gpus", gpus) or 0, gpu_type, pvc, mount_path, name, namespace,
                      kind, parse_env(env or []), cpu, memory)
         print(gpu_pod_yaml(pod), end="")
@@ -566,7 +569,8 @@ JOB_HELP = {
     "job_image": "the job definition's container image (needed with --batch-job-definition)",
     "job_command": "the job's command, split like a shell would (default nvidia-smi)",
     "job_gpus": "GPUs the job asks for (default 1)", "job_vcpus": "vCPUs (default 4)",
-    "job_memory": "memory in MiB (default 16384)",
+    "job_memory": "memory in MiB (default 16384: more than a 16 GiB instance registers, so on the default "
+                  "g5.xlarge give less, e.g. 14336, or a larger --instance-type; Batch's memory-management page)",
     "user_data": "embed this user data (from `gpunode user-data --bundle-url`; for --batch: `--format mime`) in the "
                  "--launch-template output",
 }
@@ -930,7 +934,24 @@ def _option_fix(exc: Exception) -> str:
         task, names = missing.group(1), re.findall(r"'(\w+)'", missing.group(2))
         return (f"give it: `gpunode {task} {' '.join(n.upper() for n in names)} [options]` "
                 f"(`gpunode {task} --help` says what it takes)")
+    twice = _repeated_option(exc)
+    if twice:
+        return f"give {twice} once (it takes one value; repeatable options say so in `gpunode --help TASK`)"
     return "see `gpunode --help` and `gpunode --help TASK` for the options and their types"
+
+
+def _repeated_option(exc: Exception) -> str | None:
+    """Invoke's "No idea what 'X' is!" when X is the value of an option given a second time: that option."""
+    import re
+    import sys
+
+    left = re.search(r"No idea what '(.*)' is!", str(exc))
+    argv = sys.argv[1:]
+    for i, word in enumerate(argv[1:], start=1):
+        before = argv[i - 1]
+        if left and word == left.group(1) and before.startswith("--") and "=" not in before and before in argv[:i - 1]:
+            return before
+    return None
 
 
 def _option_problem(exc: Exception) -> str:
@@ -940,4 +961,7 @@ def _option_problem(exc: Exception) -> str:
     number = re.search(r"invalid literal for int\(\) with base 10: ('.*')", str(exc))
     if number:
         return f"bad option value: {number.group(1)} is not a whole number (an option that takes a number)"
+    twice = _repeated_option(exc)
+    if twice:
+        return f"{twice} is given twice: the second value is left over ({exc})"
     return f"bad option value: {exc}" if isinstance(exc, ValueError) else str(exc)

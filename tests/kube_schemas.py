@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,11 @@ def tfjob_problems(document: dict[str, Any]) -> list[str]:
     schema = _strict(copy.deepcopy(crd["openAPIV3Schema"]))
     validator = jsonschema.Draft4Validator(schema)  # metadata: `type: object` only (the API server's ObjectMeta)
     found += [f"{'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in validator.iter_errors(document)]
+    # tfjob_webhook.go@6f74c7f:75: the job's name is a DNS-1035 label (NameIsDNS1035Label; apimachinery
+    # pkg/util/validation/validation.go: "[a-z]([-a-z0-9]*[a-z0-9])?", at most 63 characters)
+    name = str((document.get("metadata") or {}).get("name") or "")
+    if len(name) > 63 or not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name):
+        found.append(f"metadata.name: {name!r} should match a DNS-1035 label")
     # tfjob_webhook.go@6f74c7f:90-127: containers with images, one named tensorflow, at most one Chief/Master
     specs = (document.get("spec") or {}).get("tfReplicaSpecs") or {}
     if not specs:

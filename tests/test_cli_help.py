@@ -12,7 +12,7 @@ from invoke import Program
 from invoke.loader import FilesystemLoader
 
 from gpunode import tasks
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 
 TASKS = sorted(tasks.ns.task_names)
 
@@ -90,3 +90,12 @@ def test_every_task_the_readme_and_the_guides_name_exists():
              for match in re.finditer(r"`(?:\.venv/bin/)?(?:gpunode|invoke) ([a-z][a-z0-9-]*)", page.read_text())}
     assert {"lab-base-image", "provision", "lab-up", "verify-gpu"} <= named
     assert named - set(TASKS) == set()
+
+
+def test_an_option_given_twice_is_named_with_the_fix():
+    """New-user trial of seed 000: `--name t1 ... --name bad` said only "No idea what 'bad' is!". An option that takes
+    one value, given twice, is named; a stray word keeps Invoke's message."""
+    twice = run_cli("gpu-pod", "--cloud", "eci", "--gpus", "1", "--name", "a", "--gpus", "2")
+    assert twice.code == 2 and "--gpus is given twice" in twice.stderr and "give --gpus once" in twice.stderr
+    stray = run_cli("gpu-pod", "--cloud", "eci", "stray")
+    assert stray.code == 2 and "No idea what 'stray' is!" in stray.stderr and "given twice" not in stray.stderr

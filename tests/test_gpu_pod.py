@@ -128,6 +128,9 @@ def test_a_refusal_on_the_command_line_exits_2_with_rule_source_and_fix() -> Non
     assert "https://cloud.tencent.com/document/product/457/44173" in result.output and "fix:" in result.output
     missing = run_cli("gpu-pod", "--cloud", "eci")
     assert missing.code == 2 and "--image, --command, --gpu-type, --pvc, --mount-path" in missing.output
+    assert "--cloud eci --gpu-type ecs.gn6i-c4g1.xlarge" in missing.output  # the example is the cloud's own
+    eks = run_cli("gpu-pod", "--cloud", "tke-eks", "--image", "i:1")
+    assert eks.code == 2 and "--cloud tke-eks --gpu-type T4" in eks.output
 
 
 def test_every_rule_the_writer_applies_is_in_a_registered_fact_table() -> None:
@@ -140,3 +143,27 @@ def test_the_seed_page_lists_every_fact_with_its_source(page: str, table) -> Non
     for key, fact in table.items():
         value = ", ".join(fact.value) if isinstance(fact.value, tuple) else fact.value
         assert f"| `{key}` | `{value}` | <{fact.source}> |" in text, (page, key)
+
+
+def test_a_namespace_is_a_dns_label_and_a_long_name_says_its_limit() -> None:
+    """Namespaces take no dots (Kubernetes' ValidateNamespaceName is NameIsDNSLabel): refused before kubectl is."""
+    with pytest.raises(Refused, match="--namespace must be a DNS-1123 label"):
+        base("eci", namespace="team.a").manifest()
+    with pytest.raises(Refused, match="at most 63 characters"):
+        base("eci", name="a" * 64).manifest()
+    assert base("eci", namespace="team-a").manifest()["metadata"]["namespace"] == "team-a"
+
+
+def test_a_lone_non_gpu_type_is_not_called_a_mix() -> None:
+    """`--gpu-type ecs.c6.xlarge` alone names the GPU families; the mixing rule is said only when types are mixed."""
+    with pytest.raises(Refused) as alone:
+        base("eci", gpu_type="ecs.c6.xlarge").manifest()
+    assert "c6 is not a GPU family ECI runs" in str(alone.value) and "mixed" not in str(alone.value)
+    with pytest.raises(Refused, match="may not be mixed"):
+        base("eci", gpu_type="ecs.gn6i-c4g1.xlarge,ecs.c6.xlarge").manifest()
+
+
+def test_an_empty_eks_model_names_the_whole_value() -> None:
+    """`--gpu-type T4,,V100` (a doubled comma) quotes the value the user typed, not an empty name."""
+    with pytest.raises(Refused, match=r"--gpu-type 'T4,,V100' is not a GPU model"):
+        base("tke-eks", gpu_type="T4,,V100").manifest()

@@ -157,3 +157,16 @@ def test_the_conflict_check_catches_an_install_over_a_twin():
     assert _conflicts("al2023", ["dnf -y --setopt=install_weak_deps=False install -- ca-certificates curl jq"])
     assert _conflicts("al2023", ["dnf -y install --allowerasing -- curl"])
     assert not _conflicts("al2023", ["dnf -y swap curl-minimal curl-full"])
+
+
+def test_plan_says_when_build_ami_refuses_the_playbook():
+    """A new user previewing seed 004's bake with gpu-node is told that build-ami refuses it on the ECS GPU AMI (it
+    installs a second driver), instead of reading a driver swap the bake never does; other bases say nothing."""
+    text = _plan_cli("--image", "al2023-ecs-gpu", "--playbook", "gpu-node")
+    assert text.returncode == 0, text.stderr
+    assert "`gpunode build-ami --base al2023-ecs-gpu` refuses playbook gpu-node" in text.stdout.splitlines()[1]
+    as_json = json.loads(_plan_cli("--image", "al2023-ecs-gpu", "--playbook", "gpu-node", "--json").stdout)
+    assert "refuses playbook gpu-node" in as_json["build_ami_refuses"]
+    for base, playbook in (("al2023-ecs-gpu", "base"), ("rocky-9", "gpu-node")):
+        result = _plan_cli("--image", base, "--playbook", playbook, "--json")
+        assert json.loads(result.stdout)["build_ami_refuses"] is None, (base, playbook)

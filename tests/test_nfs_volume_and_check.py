@@ -34,6 +34,11 @@ def test_nfs_volume_refuses_bad_input_with_exit_2():
     bad = run_cli("nfs-volume", "--server", "nas", "--export", "/", "--name", "d", "--vendor", "aws-efs",
                   "--nfs-version", "3")
     assert bad.code == 2 and "aws-efs supports NFS 4.0 and 4.1" in bad.stderr
+    for args, words in ((("--name", "Data_Sets"), "DNS-1123 name"), (("--name", "d", "--size", "lots"), "quantity"),
+                        (("--name", "d", "--namespace", "team.a"), "DNS-1123 label"),
+                        (("--name", "d", "--driver", "flex"), "driver must be")):
+        refused = run_cli("nfs-volume", "--server", "nas", "--export", "/", *args)
+        assert refused.code == 2 and words in refused.stderr and "fix:" in refused.stderr, refused.output
 
 
 def test_check_mounts_reports_each_expected_share():

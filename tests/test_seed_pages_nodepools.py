@@ -128,3 +128,46 @@ def test_the_crd_check_refuses_what_the_api_server_would(tmp_path):
     old = {"apiVersion": "kubeflow.org/v1alpha1", "kind": "TFJob", "metadata": {"name": "x"},
            "spec": {"replicaSpecs": [{"replicas": 1, "tfReplicaType": "MASTER"}]}}  # the guide's 2018 form
     assert tfjob_problems(old)
+
+
+def test_tfjob_refuses_what_the_api_server_and_the_webhook_would_refuse(tmp_path):
+    """A new user's wrong values: the webhook's DNS-1035 job name, a namespace with a dot, an unclosed quote in
+    --command are exit 2 with the fix (never an internal error); a claim with a dot is a legal claim name, so the
+    volume that mounts it gets a DNS-label name of its own."""
+    common = ("k8s-manifest", "tfjob", "--image", "i:gpu", "--claim", "data")
+    for args, words in ((("--name", "1job"), "DNS-1035 label"), (("--name", "my.job"), "DNS-1035 label"),
+                        (("--name", "m", "--namespace", "team.a"), "not a namespace name"),
+                        (("--name", "m", "--command", 'python "x'), "No closing quotation")):
+        result = run_cli(*common, *args)
+        assert result.code == 2 and words in result.output and "fix:" in result.output, result.output
+        assert "internal error" not in result.output
+    (job,) = yaml.safe_load_all(run_cli("k8s-manifest", "tfjob", "--name", "m", "--image", "i:gpu", "--claim",
+                                        "nas.train").stdout)
+    assert tfjob_problems(job) == []
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        pod = spec["template"]["spec"]
+        assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "nas.train"}}]
+        assert pod["containers"][0]["volumeMounts"][0]["name"] == "data"
+    renamed = yaml.safe_load(yaml.safe_dump(job))
+    renamed["metadata"]["name"] = "my.job"
+    assert any("DNS-1035" in p for p in tfjob_problems(renamed))
+
+
+def test_device_plugin_yaml_has_no_anchors():
+    """The DaemonSet reads as NVIDIA's file does: the selector's and the template's labels written out, no &id001."""
+    text = run_cli("k8s-manifest", "device-plugin").stdout
+    assert "&id" not in text and "*id" not in text
+    (daemonset,) = yaml.safe_load_all(text)
+    assert daemonset["spec"]["selector"]["matchLabels"] == daemonset["spec"]["template"]["metadata"]["labels"]
+
+
+def test_own_nodes_are_told_to_make_nvidia_containerds_default_runtime():
+    """New-user trial: the static device plugin names no RuntimeClass and NVIDIA's README wants nvidia as the default
+    low-level runtime, which gpu-node does not make by default; both pages say which variable does, and it exists."""
+    book = yaml.safe_load((Path(__file__).resolve().parent.parent / "gpunode" / "_playbooks" / "gpu-node.yml")
+                          .read_text())
+    assert book["vars"]["containerd_default_runtime"] is False  # gpunode's default: add nvidia, keep runc default
+    for page in PAGES.values():
+        assert "--var containerd_default_runtime=true" in page.read_text(), page.name
+    (daemonset,) = yaml.safe_load_all(run_cli("k8s-manifest", "device-plugin").stdout)
+    assert "runtimeClassName" not in daemonset["spec"]["template"]["spec"]

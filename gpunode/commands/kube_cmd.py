@@ -9,11 +9,12 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
 from gpunode.errors import UsageError
-from gpunode.kube import DNS_NAME
+from gpunode.kube import DNS_LABEL, DNS_NAME
 from gpunode.vendor_facts import Fact, Pin, fact_table, value
 
 DEVICE_PLUGIN_PIN = Pin("NVIDIA/k8s-device-plugin", "1b826acc6af3079d8923bac395c3124b8861a9a6")  # tag v0.20.0
@@ -21,6 +22,9 @@ _STATIC = "deployments/static/nvidia-device-plugin.yml"
 TRAINING_OPERATOR_PIN = Pin("kubeflow/training-operator", "6f74c7f6b2ed6c27aabd82d0a316b23f0646059c")  # tag v1.9.0
 _TF_TYPES = "pkg/apis/kubeflow.org/v1/tensorflow_types.go"
 _CRD = "manifests/base/crds/kubeflow.org_tfjobs.yaml"
+_TF_WEBHOOK = "kubeflow/training-operator pkg/webhooks/tensorflow/tfjob_webhook.go@6f74c7f"
+# apimachinery pkg/util/validation/validation.go: dns1035LabelFmt "[a-z]([-a-z0-9]*[a-z0-9])?", at most 63
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 
 KUBE_MANIFESTS = fact_table("kube_manifests", {
     "device_plugin_image": Fact("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", DEVICE_PLUGIN_PIN.at(_STATIC, "41"),
@@ -54,7 +58,7 @@ def device_plugin() -> list[dict[str, Any]]:
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "kube-system"},
         "spec": {"selector": {"matchLabels": labels}, "updateStrategy": {"type": "RollingUpdate"},
-                 "template": {"metadata": {"labels": labels}, "spec": {
+                 "template": {"metadata": {"labels": dict(labels)}, "spec": {  # a copy: no YAML anchor
                      "tolerations": [dict(value(KUBE_MANIFESTS, "device_plugin_toleration"))],
                      "priorityClassName": "system-node-critical", "containers": [container],
                      "volumes": [{"name": "kubelet-device-plugins-dir",
@@ -70,9 +74,12 @@ def _replica(count: int, image: str, command: list[str], gpus: int, claim: str, 
         container["env"] = [{"name": k, "value": v} for k, v in env.items()]
     if gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
-    container["volumeMounts"] = [{"name": claim, "mountPath": mount_path}]
+    # a volume's name is a DNS label (kubernetes/kubernetes pkg/apis/core/validation/validation.go@000f2605,
+    # ValidateVolumes: ValidateDNS1123Label(vol.Name)), a claim's may have dots: such a claim gets the volume "data"
+    volume = claim if DNS_LABEL.match(claim) else "data"
+    container["volumeMounts"] = [{"name": volume, "mountPath": mount_path}]
     return {"replicas": count, "restartPolicy": "OnFailure", "template": {"spec": {
-        "containers": [container], "volumes": [{"name": claim, "persistentVolumeClaim": {"claimName": claim}}]}}}
+        "containers": [container], "volumes": [{"name": volume, "persistentVolumeClaim": {"claimName": claim}}]}}}
 
 
 def tfjob(name: str, image: str, claim: str, *, ps_image: str = "", command: str = "", mount_path: str = "/training",
@@ -85,6 +92,14 @@ def tfjob(name: str, image: str, claim: str, *, ps_image: str = "", command: str
             raise UsageError(f"{label} {text!r} is not a Kubernetes name (lowercase letters, digits, - and .)",
                              fix=f"e.g. {label} mnist" if label != "--claim" else
                              "the --name you gave `gpunode nfs-volume` (its PersistentVolumeClaim)")
+    if not DNS_LABEL.match(namespace):
+        raise UsageError(f"--namespace {namespace!r} is not a namespace name: at most 63 lowercase letters, digits "
+                         "and -, no dots (kubernetes/apimachinery pkg/api/validation/generic.go: "
+                         "ValidateNamespaceName = NameIsDNSLabel)", fix="e.g. --namespace training")
+    if not _DNS1035.match(name):
+        raise UsageError(f"--name {name!r} is refused by the training operator's webhook: a TFJob name is a DNS-1035 "
+                         "label, at most 63 characters, a lowercase letter first, then lowercase letters, digits and "
+                         f"- ({_TF_WEBHOOK}:75, NameIsDNS1035Label)", fix="e.g. --name mnist-dist")
     if not image:
         raise UsageError("k8s-manifest tfjob needs --image", fix="e.g. --image registry.example/tf-mnist:gpu")
     if not mount_path.startswith("/"):
@@ -98,7 +113,12 @@ def tfjob(name: str, image: str, claim: str, *, ps_image: str = "", command: str
         if not sep or not key:
             raise UsageError(f"--env {item!r} is not NAME=VALUE", fix="e.g. --env TEST_TMPDIR=/training")
         variables[key] = val
-    argv = shlex.split(command)
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:  # an unclosed quote
+        raise UsageError(f"--command {command!r} is not a command line: {exc}",
+                         fix="close the quote, e.g. --command \"python /app/main.py --data '/training/my data'\""
+                         ) from None
     specs: dict[str, Any] = {}
     if chief:
         specs["Chief"] = _replica(1, image, argv, gpus, claim, mount_path, variables)

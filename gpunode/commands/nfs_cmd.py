@@ -70,4 +70,6 @@ def nfs_volume(args: dict[str, Any], name: str, size: str, namespace: str, label
     try:
         return manifests_yaml(volume_manifests(step, name, size, namespace, parse_labels(labels or []), driver))
     except ValueError as exc:
-        raise UsageError(str(exc), source="nfs-volume") from None
+        raise UsageError(str(exc), source="nfs-volume",
+                         fix="e.g. --name datasets --size 100Gi --namespace default --driver csi "
+                             "(`gpunode nfs-volume --help` lists the options)") from None

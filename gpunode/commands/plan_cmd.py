@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from gpunode.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpunode.image.offline_plan import ImagePlan
+
+
+def build_refusal(plan: ImagePlan) -> str | None:
+    """Why `build-ami --base BASE` would refuse this playbook (a second NVIDIA driver on a base that ships one), or
+    None: the plan of such a playbook is shown, but no bake runs it."""
+    from gpunode.image.build import DRIVER_BASES
+
+    if plan.base not in DRIVER_BASES or not any(step.kind == "nvidia_driver" for step in plan.steps):
+        return None
+    return (f"`gpunode build-ami --base {plan.base}` refuses playbook {plan.playbook}: the image carries AWS's NVIDIA "
+            "driver and this playbook installs another (an nvidia_driver step); a bake there runs `base` (the "
+            "default), or a playbook without that step")
 
 
 def plan_text(image: str | None, playbook: str, as_json: bool, variables: list[str]) -> str:
@@ -16,10 +32,13 @@ def plan_text(image: str | None, playbook: str, as_json: bool, variables: list[s
     if not image:
         raise UsageError("--image is required", fix=f"name a base: --image {' | '.join(bases())}")
     plan = plan_image(image, playbook, parse_vars(variables))
+    refused = build_refusal(plan)
     if as_json:
-        return json.dumps(plan.as_dict(), indent=2) + "\n"
+        return json.dumps({**plan.as_dict(), "build_ami_refuses": refused}, indent=2) + "\n"
     lines = [f"plan of {plan.playbook} on the pinned state of {plan.base} (offline: no host contacted; "
              "'?': planned on what the pinned state does not say, read as empty)"]
+    if refused:
+        lines.append(f"  note: {refused}")
     for step in plan.steps:
         if step.skipped:
             lines.append(f"  - {step.name}: skipped (when: false)")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpunode.gpupod.facts import ECI, EKS
-from gpunode.kube import DNS_NAME
+from gpunode.kube import DNS_LABEL, DNS_NAME
 from gpunode.vendor_facts import Fact
 
 CLOUDS = ("eci", "tke-eks")
@@ -74,7 +74,12 @@ class GpuPod:
             raise Refused(f"--kind must be pod or job, got {self.kind!r}")
         for what, value in (("--name", self.name), ("--namespace", self.namespace), ("--pvc", self.pvc)):
             if not value or not DNS_NAME.match(value) or (what == "--name" and len(value) > 63):
-                raise Refused(f"{what} must be a DNS-1123 name (lowercase letters, digits, - and .), got {value!r}")
+                most = "at most 63 characters: " if what == "--name" else ""
+                raise Refused(f"{what} must be a DNS-1123 name ({most}lowercase letters, digits, - and .), got "
+                              f"{value!r}")
+        if not DNS_LABEL.match(self.namespace):
+            raise Refused(f"--namespace must be a DNS-1123 label (at most 63 lowercase letters, digits and -, no "
+                          f"dots: Kubernetes' ValidateNamespaceName), got {self.namespace!r}")
         if not self.image or any(c.isspace() for c in self.image):
             raise Refused(f"--image must be an image reference without spaces, got {self.image!r}")
         if not self.command.strip():
@@ -125,8 +130,9 @@ def eci_annotations(pod: GpuPod) -> dict[str, str]:
             raise Refused(f"--gpu-type {spec!r} is not an ECS instance type (ecs.<family>[-<shape>].<size>, "
                           "e.g. ecs.gn6i-c4g1.xlarge)", ECI["specs_annotation"])
         if found.group(1) not in families.value:
+            mixed = "; GPU types may not be mixed with other kinds" if len(specs) > 1 else ""
             raise Refused(f"--gpu-type {spec!r}: {found.group(1)} is not a GPU family ECI runs "
-                          f"({', '.join(families.value)}); GPU types may not be mixed with other kinds", families)
+                          f"({', '.join(families.value)}){mixed}", families)
     return {ECI["specs_annotation"].value: ",".join(specs)}
 
 
@@ -136,7 +142,8 @@ def eks_annotations(pod: GpuPod) -> dict[str, str]:
     known = EKS["gpu_types"]
     unknown = [t for t in types if t not in known.value]
     if unknown or not types:
-        raise Refused(f"--gpu-type {', '.join(unknown) or repr(pod.gpu_type)} is not a GPU model Tencent EKS "
+        named = ", ".join(t for t in unknown if t) or repr(pod.gpu_type)  # "T4,,V100": the whole value
+        raise Refused(f"--gpu-type {named} is not a GPU model Tencent EKS "
                       f"documents ({', '.join(known.value)}; several in priority order, comma-separated)", known)
     annotations = {EKS["gpu_type_annotation"].value: ",".join(types)}
     if (pod.cpu is None) != (pod.memory is None):

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from gpunode.kube import DNS_NAME, label_key_ok, label_value_ok
+from gpunode.kube import DNS_LABEL, DNS_NAME, label_key_ok, label_value_ok
 from gpunode.steps.nfs.mount import NfsMountStep
 from gpunode.steps.nfs.options import kernel_options, render
 
@@ -102,8 +102,9 @@ def volume_manifests(step: NfsMountStep, name: str, size: str = "1Ti", namespace
     """
     if not DNS_NAME.match(name):
         raise ValueError(f"name must be a DNS-1123 name (lowercase letters, digits, - and .), got {name!r}")
-    if not DNS_NAME.match(namespace):
-        raise ValueError(f"namespace must be a DNS-1123 name, got {namespace!r}")
+    if not DNS_LABEL.match(namespace):
+        raise ValueError(f"namespace must be a DNS-1123 label (at most 63 lowercase letters, digits and -, no dots), "
+                         f"got {namespace!r}")
     if not _QUANTITY.match(size):
         raise ValueError(f"size must be a Kubernetes quantity like 100Gi or 1Ti, got {size!r}")
     if driver not in DRIVERS:
