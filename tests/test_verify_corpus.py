@@ -317,6 +317,10 @@ NOT_UNDERSTOOD: set[str] = {
     "captures/errors/NVIDIA-nvidia-container-toolkit-147__ldcache-error-ldconfig-real.txt",
     "captures/errors/NVIDIA-nvidia-container-toolkit-176__mount-error-libnvidia-ml-file-exists.txt",
     "captures/errors/NVIDIA-nvidia-docker-1447__cgroup-subsystem-devices-not-found.txt",
+    # trial of issue 39: cudaErrorInsufficientDriver's text (no verbatim source read) and the device plugin's 2018
+    # wording "Failed to start nvml with error:" (no pinned source yet)
+    "captures/errors/anduril-jetpack-nixos-328__devicequery-driver-insufficient.txt",
+    "captures/errors/NVIDIA-k8s-device-plugin-23__failed-to-start-nvml.txt",
     # issue 39: kubelet wordings the catalogue does not hold (no pinned source for them yet)
     "captures/errors/kubernetes-kubernetes-130145__unexpected-admission-requested-unavailable.txt",
     "captures/errors/trueforge-org-truecharts-19201__allocate-failed-unhealthy-amd-gpu.txt",

@@ -153,9 +153,13 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         re.compile(r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so.*|"
                    r"could not load NVML library: libnvidia-ml\.so\.1: cannot open shared object file.*|"
                    r"NVML: ERROR_LIBRARY_NOT_FOUND.*"),
-        "container", "nvidia-container-cli cannot load libnvidia-ml.so on the host",
-        "The host has no usable user-space driver: install the NVIDIA driver user-space libraries matching "
-        "the kernel module, run `ldconfig`, then restart the container.", "critical"),
+        "container", "libnvidia-ml.so (NVML) cannot be loaded: on the host (nvidia-container-cli) or in a "
+        "container/pod the driver libraries were not injected into (device plugin, exporter)",
+        "Run `nvidia-smi` on the host: when it fails, install the NVIDIA driver user-space libraries matching "
+        "the kernel module and run `ldconfig`. When it works, the container or pod did not get the driver "
+        "libraries: configure the runtime (`sudo nvidia-ctk runtime configure --runtime=containerd` or "
+        "`--runtime=docker`, restart it) or give the pod `runtimeClassName: nvidia`, then restart the "
+        "container.", "critical"),
     ErrorSignature(
         "no-devices-found",
         # also as a script's `set -x` trace shows nvidia-smi's output captured into a variable
@@ -324,7 +328,10 @@ def catalogue_errors(text: str, known: list[ErrorMatch]) -> list[ErrorMatch]:
 
     taken = [match.line for match in known]
     found: dict[tuple[str, int], ErrorMatch] = {}
-    for entry, line in message_matches(text, _NVIDIA):
+    nvidia_build = _NVIDIA_DKMS_MODULE.search(text) is not None  # dkms's own words name no vendor: the module does
+    for entry, line in message_matches(text, _NVIDIA_AND_OTHER if nvidia_build else _NVIDIA):
+        if entry.vendor != "nvidia" and entry.program != "dkms":
+            continue
         if entry.context == "kernel" or (entry.file, entry.index) in found or any(
                 line in other or other in line for other in taken):
             continue
@@ -335,6 +342,11 @@ def catalogue_errors(text: str, known: list[ErrorMatch]) -> list[ErrorMatch]:
 
 
 _NVIDIA = frozenset({"nvidia"})
+_NVIDIA_AND_OTHER = frozenset({"nvidia", "other"})
+# An NVIDIA kernel module named as DKMS names modules (`nvidia/525.89.02`, `nvidia-current/378.13-1`, the
+# /var/lib/dkms/nvidia/ build tree, the distro's nvidia-dkms package): dkms's messages then speak of NVIDIA's driver.
+_NVIDIA_DKMS_MODULE = re.compile(r"\bnvidia[\w-]*/\d|/dkms/nvidia\b|\bnvidia-(?:open-)?dkms\b|module '?nvidia",
+                                 re.I)
 SEVERITY: dict[str, Severity] = {"critical": "critical", "warning": "warning", "info": "ok"}  # catalogue -> finding
 
 
