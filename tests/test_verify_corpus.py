@@ -313,6 +313,10 @@ NOT_UNDERSTOOD: set[str] = {
     # `--format=csv,noheader,nounits` rows pasted without the command that named their fields: bare numbers
     # ("41, 6, 13") that nothing can tell apart from any other CSV; the poster's command is in the thread only.
     "captures/csv/polybar-polybar-scripts-42__csv-loop-1-noheader-nounits-series.txt",
+    # trial of issue 39: cudaErrorInsufficientDriver's text (no verbatim source read) and the device plugin's 2018
+    # wording "Failed to start nvml with error:" (no pinned source yet)
+    "captures/errors/anduril-jetpack-nixos-328__devicequery-driver-insufficient.txt",
+    "captures/errors/NVIDIA-k8s-device-plugin-23__failed-to-start-nvml.txt",
     # issue 39: an AMD device plugin's Allocate error in a kubelet wording the catalogue does not hold (no pinned
     # source for it yet)
     "captures/errors/trueforge-org-truecharts-19201__allocate-failed-unhealthy-amd-gpu.txt",

@@ -57,6 +57,12 @@ KNOWN_MISSES: dict[str, tuple[str, str]] = {
         "gpus", "the GPU is named only by the PCI address of NVRM lines that no event reads (BAR2 0M)"),
     "kernel/Nobara-Project-rpm-sources-526__gsp-firmware-version-mismatch.txt": (
         "gpus", "the GPU is named only by the PCI address of NVRM lines that no event reads (GSP firmware)"),
+    "errors/anduril-jetpack-nixos-328__devicequery-driver-insufficient.txt": (
+        "verdict", "cudaErrorInsufficientDriver's text (35, 'CUDA driver version is insufficient for CUDA runtime "
+                   "version') is left out of cuda-runtime.yaml: no source read prints it verbatim"),
+    "errors/NVIDIA-k8s-device-plugin-23__failed-to-start-nvml.txt": (
+        "verdict", "the device plugin's 2018 wording 'Failed to start nvml with error:' is not in the catalogue "
+                   "(the stored k8s-device-plugin snapshot has no history to pin it at)"),
     # issue 39 (captures of non-NVIDIA programs' messages): still missed with the catalogue wired in
     "errors/trueforge-org-truecharts-19201__allocate-failed-unhealthy-amd-gpu.txt": (
         "verdict", "issue 39: an AMD device plugin's Allocate error in a kubelet wording the catalogue lacks"),

@@ -178,7 +178,9 @@ def findings_md() -> str:
             "Read from each program's source at a pinned commit or its documented error-string table "
             "(`gpunode/parsers/catalogs/messages/<program>.yaml`, each entry with its file and line): a line made "
             "from one of these format strings gives the finding, unless a message above reads the same line. "
-            "Entries of other vendors than NVIDIA give no finding: they mark a line as not NVIDIA's. " + total, ""]
+            "Entries of other vendors than NVIDIA give no finding: they mark a line as not NVIDIA's; dkms's give "
+            "theirs when the capture names an NVIDIA module as DKMS does (`nvidia/<version>`, /var/lib/dkms/nvidia). "
+            + total, ""]
     out += table(["id", "program", "vendor", "severity", "what it means", "fix", "formats"], rows)
     out += ["", "## Xid errors", "",
             "An `NVRM: Xid` line in the kernel log gives the finding `xid-<code>`. gpunode's own entries (below) "

@@ -153,9 +153,13 @@ SIGNATURES: tuple[ErrorSignature, ...] = (
         re.compile(r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so.*|"
                    r"could not load NVML library: libnvidia-ml\.so\.1: cannot open shared object file.*|"
                    r"NVML: ERROR_LIBRARY_NOT_FOUND.*"),
-        "container", "nvidia-container-cli cannot load libnvidia-ml.so on the host",
-        "The host has no usable user-space driver: install the NVIDIA driver user-space libraries matching "
-        "the kernel module, run `ldconfig`, then restart the container.", "critical"),
+        "container", "libnvidia-ml.so (NVML) cannot be loaded: on the host (nvidia-container-cli) or in a "
+        "container/pod the driver libraries were not injected into (device plugin, exporter)",
+        "Run `nvidia-smi` on the host: when it fails, install the NVIDIA driver user-space libraries matching "
+        "the kernel module and run `ldconfig`. When it works, the container or pod did not get the driver "
+        "libraries: configure the runtime (`sudo nvidia-ctk runtime configure --runtime=containerd` or "
+        "`--runtime=docker`, restart it) or give the pod `runtimeClassName: nvidia`, then restart the "
+        "container.", "critical"),
     ErrorSignature(
         "no-devices-found",
         # also as a script's `set -x` trace shows nvidia-smi's output captured into a variable
