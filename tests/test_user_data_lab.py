@@ -128,7 +128,7 @@ def test_a_bundle_fetched_from_a_url_and_checked(lab, fresh_host, tmp_path: Path
 
 def test_bad_input_exits_2() -> None:
     result = run_cli("user-data", "--format", "ignition")
-    assert result.code == 2 and "--format must be shell or cloud-init" in result.output
+    assert result.code == 2 and "--format must be shell, cloud-init or mime" in result.output
     result = run_cli("user-data", "--var", "not a pair")
     assert result.code == 2 and "KEY=VALUE" in result.output
     result = run_cli("user-data", "--bundle-url", "ftp://x/b.tar.xz", "--bundle-out", "/tmp/b")

