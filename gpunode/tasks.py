@@ -362,17 +362,12 @@ def gpu_pod(c, cloud=None, image=None, command=None, gpus="1", gpu_type=None, pv
 })
 def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
     """Print a Kubernetes RuntimeClass for the nvidia runtime (clusters where it is not the default)."""
-    from gpunode.errors import UsageError
+    from gpunode.commands.common import option_pairs
     from gpunode.kube import runtime_class as make
     from gpunode.steps.nfs.k8s import manifests_yaml
 
     with cli_errors():
-        selector = {}
-        for item in node_selector or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise UsageError(f"--node-selector {item!r} is not KEY=VALUE", fix="e.g. --node-selector gpu=true")
-            selector[key] = value
+        selector = option_pairs(node_selector, "--node-selector", "KEY=VALUE", "gpu=true")
         try:
             print(manifests_yaml([make(name, handler, selector)]), end="")
         except ValueError as exc:

@@ -47,3 +47,14 @@ def check_forks(forks: object) -> int:
         raise UsageError(f"--forks {forks!r} is not a number of hosts in parallel", source="--forks",
                          fix="give 1 or more, e.g. -f 10")
     return int(text)
+
+
+def option_pairs(items: list[str] | None, option: str, shape: str, example: str) -> dict[str, str]:
+    """`--option KEY=VALUE` given several times, as a mapping; an item without `=` or a key is bad input (exit 2)."""
+    pairs: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{option} {item!r} is not {shape}", fix=f"e.g. {option} {example}")
+        pairs[key] = value
+    return pairs

@@ -13,6 +13,7 @@ import re
 import shlex
 from typing import Any
 
+from gpunode.commands.common import option_pairs
 from gpunode.errors import UsageError
 from gpunode.kube import DNS_LABEL, DNS_NAME
 from gpunode.vendor_facts import Fact, Pin, fact_table, value
@@ -107,12 +108,7 @@ def tfjob(name: str, image: str, claim: str, *, ps_image: str = "", command: str
     if workers < 1 or ps < 0 or gpus < 0:
         raise UsageError("--workers must be at least 1, --ps and --gpus at least 0",
                          fix="e.g. --workers 2 --ps 1 --gpus 1")
-    variables = {}
-    for item in env or []:
-        key, sep, val = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--env {item!r} is not NAME=VALUE", fix="e.g. --env TEST_TMPDIR=/training")
-        variables[key] = val
+    variables = option_pairs(env, "--env", "NAME=VALUE", "TEST_TMPDIR=/training")
     try:
         argv = shlex.split(command)
     except ValueError as exc:  # an unclosed quote
