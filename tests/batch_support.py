@@ -55,7 +55,15 @@ def submit_all(endpoint: str, files: dict[str, Path]) -> dict[str, dict[str, Any
 
 
 def listed_jobs(endpoint: str, queue: str) -> list[dict[str, Any]]:
-    """Every job of the queue, whatever its state (list-jobs answers one status at a time)."""
+    """Every job of the queue once, whatever its state.
+
+    list-jobs answers one status at a time and the job moves on between the calls (moto runs it in a thread, as
+    AWS does), so a job can be seen under two states; it is counted once, by its id.
+    """
     batch = client(endpoint, "batch")
     states = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
-    return [job for state in states for job in batch.list_jobs(jobQueue=queue, jobStatus=state)["jobSummaryList"]]
+    seen: dict[str, dict[str, Any]] = {}
+    for state in states:
+        for job in batch.list_jobs(jobQueue=queue, jobStatus=state)["jobSummaryList"]:
+            seen.setdefault(job["jobId"], job)
+    return list(seen.values())

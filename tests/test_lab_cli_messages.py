@@ -54,11 +54,11 @@ def test_a_mistyped_extra_variable_is_refused_before_any_login(lab, fresh_host, 
     inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
     fresh_host.run_inside("echo 'LogLevel VERBOSE' > /etc/ssh/sshd_config.d/90-count.conf && systemctl reload ssh")
     since = time.time()
-    result = run_cli("provision", "-i", str(inventory), "--playbook", "gpu-node", "-e", "install_docker=maybe",
-                     "--log-dir", str(tmp_path / "l"))
+    result = run_cli("provision", "-i", str(inventory), "--playbook", "gpu-node",
+                     "-e", "install_container_toolkit=maybe", "--log-dir", str(tmp_path / "l"))
     assert result.code == 2, result.output
-    assert f"gpu-node.yml:{declared_at('install_docker')}:" in result.stderr
-    assert "fix: give install_docker=true or install_docker=false" in result.stderr
+    assert f"gpu-node.yml:{declared_at('install_container_toolkit')}:" in result.stderr
+    assert "fix: give install_container_toolkit=true or install_container_toolkit=false" in result.stderr
     log = fresh_host.run_inside("journalctl --sync; journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
                                 f"--since @{since:.6f}").stdout
     assert "Connection from" not in log and "Accepted" not in log, log
