@@ -11,7 +11,7 @@ from gpunode.distros.versions import version_key
 from gpunode.facts import OsInfo, PackageManagerInfo, parse_os_release
 from gpunode.facts.packages import version_at_least
 from gpunode.facts.parse import kernel_package_name
-from gpunode.parsers.dkms import dkms_installed, parse_dkms, parse_dkms_status
+from gpunode.parsers.dkms import diverged_entries, dkms_installed, parse_dkms, parse_dkms_status
 from gpunode.steps.pkgmgr import AptManager, DnfManager
 
 # `dnf versionlock list` (dnf 4: name-EPOCH:VERSION-RELEASE.*) and `yum versionlock list` (AL2: EPOCH:name-...).
@@ -53,7 +53,10 @@ def test_one_dkms_parser_for_plans_and_diagnosis():
             "installed module!)\nError! Could not locate dkms.conf file.\n")
     entries = parse_dkms(text)
     assert dkms_installed(entries, ("nvidia-current",), "6.12.48+deb13-cloud-amd64")
-    assert dkms_installed(entries, ("nvidia-open",), "5.14.0-427.el9.x86_64")
+    # installed, but dkms says the files in the kernel tree are not the ones it built (issue 37: a copy cut short by
+    # a full disk): not installed, and the plan installs it again
+    assert not dkms_installed(entries, ("nvidia-open",), "5.14.0-427.el9.x86_64")
+    assert [e.module for e in diverged_entries(entries, ("nvidia-open",), "5.14.0-427.el9.x86_64")] == ["nvidia-open"]
     assert not dkms_installed(entries, ("nvidia",), "5.14.0-427.el9.x86_64")
     verify = parse_dkms_status(text)
     assert [(e.name, e.version, e.kernel, e.state) for e in verify] == [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from gpunode.connection import q
+from gpunode.modcache.dkms_shell import free_space, installed_check, uninstall_if_diverged
 from gpunode.modcache.key import CacheKey
 
 BEGIN = "--- gpunode module package (base64) ---"
@@ -26,6 +27,14 @@ BEGIN = "--- gpunode module package (base64) ---"
 
 def _vars(key: CacheKey) -> str:
     return f"m={q(key.module)}; v={q(key.version)}; k={q(key.kernel)}"
+
+
+# `dkms install` of the built module ($m $v $k set), its files in the kernel tree checked by dkms itself; an install
+# whose files differ (a full disk) is undone first, since dkms will not install over it
+_K = '"$k"'
+_INSTALL = "\n".join((uninstall_if_diverged('"$m"', '"$v"', _K),
+                      f'dkms install -m "$m" -v "$v" -k "$k" || {{ rc=$?; {free_space(_K)}; exit $rc; }}',
+                      installed_check('-m "$m" -v "$v" -k "$k"', _K)))
 
 
 def package_name(key: CacheKey) -> str:
@@ -42,8 +51,8 @@ def package_version(key: CacheKey) -> str:
 def build_command(key: CacheKey) -> str:
     """Add the module to DKMS when its source is not added yet, build and install it for the kernel (compiles)."""
     return (f"{_vars(key)}; "
-            'if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v"; fi && '
-            'dkms install -m "$m" -v "$v" -k "$k" && dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"')
+            'if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v"; fi && {\n'
+            f'{_INSTALL}\n}}')
 
 
 FORMS = ("deb", "tar")
@@ -127,8 +136,7 @@ def install_command(key: CacheKey, sha256: str, form: str = "deb") -> str:
     return f"""{_received(key, sha256, ".deb", 'dpkg-deb -x "$f" "$x"')}
 if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v" >/dev/null; fi
 DEBIAN_FRONTEND=noninteractive dpkg -i "$f"
-dkms install -m "$m" -v "$v" -k "$k"
-dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"
+{_INSTALL}
 """
 
 
@@ -143,13 +151,11 @@ rm -rf /var/lib/dkms/$m/$v/$k/$a/module
 cp -a "$x"/var/lib/dkms/$m/$v/$k/$a/. /var/lib/dkms/$m/$v/$k/$a/
 if [ ! -f /usr/src/$m-$v/dkms.conf ]; then echo PLACED; exit 0; fi
 [ -L /var/lib/dkms/$m/$v/source ] || dkms add -m "$m" -v "$v" >/dev/null
-dkms install -m "$m" -v "$v" -k "$k"
-dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"
+{_INSTALL}
 """
 
 
 def finish_command(key: CacheKey) -> str:
     """After the driver package's own %post: the module installed for the kernel from the tree in place (dkms
     skips the compile for a built module; it builds when the tree is missing), and `dkms status` says installed."""
-    return (f"{_vars(key)}; "
-            'dkms install -m "$m" -v "$v" -k "$k" && dkms status -m "$m" -v "$v" -k "$k" | grep -q ": installed"')
+    return f"{_vars(key)}; {{\n{_INSTALL}\n}}"

@@ -8,6 +8,13 @@ from dataclasses import dataclass, field
 
 _NVIDIA_MODULES = re.compile(r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$")  # Debian: nvidia-current
 
+# What dkms adds after "installed" when the module files in the kernel tree are not the ones it built (it compares
+# them with `diff -q`): dell/dkms dkms.in module_status_built_extra, 793fdab5 lines 2257 and 2263; dkms < 3.0.3,
+# `dkms` line 2093 at 5375478c. A copy cut short by a full disk reads so; "(Original modules exist)" is benign.
+DIVERGED_WORDS = ("Built modules are missing in the kernel modules folder",
+                  "Differences between built and installed modules",
+                  "WARNING! Diff between built and installed module!")
+
 
 @dataclass(frozen=True)
 class DkmsEntry:
@@ -29,6 +36,11 @@ class DkmsEntry:
     def state(self) -> str:
         """The status's first word: installed, built, added (a 2.x "installed (WARNING! ...)" is installed)."""
         return (self.status.split() or [""])[0]
+
+    @property
+    def diverged(self) -> bool:
+        """Installed, but dkms says the module files in the kernel tree differ from (or lack) the ones it built."""
+        return self.state.startswith("installed") and any(words in self.status for words in DIVERGED_WORDS)
 
     @property
     def is_nvidia_driver(self) -> bool:
@@ -65,5 +77,12 @@ def parse_dkms_status(lines: list[str] | str) -> list[DkmsEntry]:
 
 
 def dkms_installed(entries: tuple[DkmsEntry, ...], modules: tuple[str, ...], kernel: str) -> bool:
-    """True when one of `modules` is DKMS-installed for `kernel` (dkms 2.x "installed" and 3.x forms)."""
-    return any(e.module in modules and e.kernel == kernel and e.status.startswith("installed") for e in entries)
+    """True when one of `modules` is DKMS-installed for `kernel` (dkms 2.x "installed" and 3.x forms) with the files
+    DKMS built (an install whose files differ, e.g. cut short by a full disk, is not installed)."""
+    return any(e.module in modules and e.kernel == kernel and e.status.startswith("installed") and not e.diverged
+               for e in entries)
+
+
+def diverged_entries(entries: tuple[DkmsEntry, ...], modules: tuple[str, ...], kernel: str) -> list[DkmsEntry]:
+    """The entries of `modules` for `kernel` that dkms says are installed with other files than it built."""
+    return [e for e in entries if e.module in modules and e.kernel == kernel and e.diverged]

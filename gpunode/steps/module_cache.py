@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gpunode.distros import for_os
 from gpunode.modcache import coord
+from gpunode.modcache.dkms_shell import DIVERGED_EXIT
 from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Entry, Store
@@ -186,6 +187,11 @@ def _send_entry(ctx: StepContext, action: ModuleAction, key: CacheKey, entry: En
                      timeout=action.timeout, label=f"{verb} {key.label} from the module cache")
     if result.ok:
         return True
+    if result.exit_code == DIVERGED_EXIT:
+        raise StepFailed(f"{doing} {key.label} from the module cache failed: the module files in the kernel tree are "
+                         f"not whole (exit {result.exit_code}):\n{result.tail()}",
+                         fix=f"free space where the kernel's modules go (/lib/modules/{key.kernel}, as said above), "
+                         "then run again: the cut-short install is undone and done again from the cache")
     if result.exit_code not in HOST_SIDE_REFUSAL:
         raise StepFailed(f"{doing} {key.label} from the module cache failed (exit {result.exit_code}):\n"
                          f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")

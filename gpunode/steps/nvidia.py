@@ -12,13 +12,15 @@ from gpunode.facts import Facts
 from gpunode.facts.packages import upstream_version
 from gpunode.gpu.driver_facts import NVIDIA
 from gpunode.gpu.modules import choose_kernel_modules
-from gpunode.parsers.dkms import dkms_installed, parse_dkms
+from gpunode.modcache.dkms_shell import installed_check
+from gpunode.parsers.dkms import diverged_entries, dkms_installed, parse_dkms
 from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.cache_setting import cache_store, check_cache_setting
 from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.module_cache import ModuleAction, apply_around, apply_module, plan_module
+from gpunode.steps.packages import repair_first
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
@@ -150,6 +152,8 @@ class NvidiaDriverStep(Step):
         snippets.update(self._el_precompiled_probe(facts, pkgs, names))
         if self._rpm_dkms(facts):
             snippets["dkms_conf"] = probe_file(DKMS_JOBS_CONF)
+        elif pkgs.dkms_module:  # where the install pauses autoinstall: a pause left by a run cut short
+            snippets["no_autoinstall"] = PAUSE_PROBE
         fresh = pkgs.version_from not in facts.installed_packages  # the version the install brings is not known yet
         candidate = for_os(facts.os).driver_candidate_probe(pkgs, self.branch) if fresh and pkgs.dkms_module else ""
         if candidate and self._cache_use(facts):
@@ -264,8 +268,12 @@ class NvidiaDriverStep(Step):
         sections = ctx.probe
         target = self._target(ctx)
         distro = for_os(facts.os)
-        actions: list[Action] = sources_actions(sections["apt_sources"], distro.driver_components(self.method),
-                                                distro.is_archive_entry, distro.driver_components_reason)
+        # a run cut short (a power cut during the driver's install): gpunode's pause of DKMS autoinstall goes first,
+        # then the transaction is finished, whatever else is planned (the driver package's postinst builds then)
+        actions: list[Action] = left_pause_actions(sections["no_autoinstall"]) + repair_first(ctx, manager,
+                                                                                             self.timeout)
+        actions += sources_actions(sections["apt_sources"], distro.driver_components(self.method),
+                                   distro.is_archive_entry, distro.driver_components_reason)
         actions += self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor, pkgs)
         held = manager.parse_held(sections["held"])
         switch = self._rpm_switch(pkgs, installed)
@@ -386,17 +394,26 @@ class NvidiaDriverStep(Step):
         """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it (through the
         module cache when it is on)."""
         target = ctx.target_kernel
-        if dkms_installed(parse_dkms(ctx.probe["dkms"]), (module,), target):
+        entries = parse_dkms(ctx.probe["dkms"])
+        if dkms_installed(entries, (module,), target):
             return []
         if version and self._cache_use(ctx.facts):
             return [plan_module(ctx, module, version, target, cache=self.module_cache, flavour=flavor,
                                 timeout=self.timeout)]
+        diverged = diverged_entries(entries, (module,), target)
+        undo = "".join(f"dkms uninstall -m {q(e.module)} -v {q(e.version)} -k {q(target)} >/dev/null; "
+                       for e in diverged)
+        summary, reason = (f"install the {module} DKMS module for kernel {target} again",
+                           f"dkms status: {diverged[0].line!r}: the files in the kernel tree are not the ones it "
+                           "built") if diverged else (f"build the {module} DKMS module for kernel {target}",
+                                                      "dkms status shows no build for it")
         return [Action(
-            f"build the {module} DKMS module for kernel {target}", "dkms status shows no build for it",
-            _with_build_errors(f"dkms autoinstall -k {q(target)} && dkms status -k {q(target)} | "
-                               "grep -q ': installed'"),
+            summary, reason,
+            _with_build_errors(f"{undo}dkms autoinstall -k {q(target)} && "
+                               f"{{ {installed_check(f'-k {q(target)}', q(target))}; }}"),
             timeout=self.timeout,
-            fix=f"headers for {target} must be installed; see /var/lib/dkms/{module}/*/build/make.log")]
+            fix=f"headers for {target} must be installed, and space for the module in /lib/modules/{target}; see "
+            f"/var/lib/dkms/{module}/*/build/make.log")]
 
     def apply(self, ctx: StepContext, actions: list[Action]) -> None:
         """As every step, except the module cache's actions (gpunode/steps/module_cache.py)."""
@@ -627,6 +644,10 @@ class CachedInstall(Action):
 
 
 NO_AUTOINSTALL = "/etc/dkms/no-autoinstall"
+# The first line gpunode writes into it, so that a file left by a run cut short (power cut, lost connection: the
+# trap that removes it never ran) is known as gpunode's and removed by the next run, and a user's own file is kept.
+NO_AUTOINSTALL_MARK = "# gpunode: DKMS autoinstall paused while the NVIDIA driver installs; removed when that ends"
+PAUSE_PROBE = f"head -n 1 {NO_AUTOINSTALL} 2>/dev/null"
 
 
 def cached_install(install: Action, use: bool, version_from: str, flavor: str, version_probe: str | None = None,
@@ -646,12 +667,28 @@ def cached_install(install: Action, use: bool, version_from: str, flavor: str, v
                              "built, so a cached build of the version the repository installs goes in first",
                              install.command, timeout=install.timeout, fix=install.fix, version_from=version_from,
                              flavor=flavor, version_probe=version_probe, version=version)
-    command = (f"mine=; [ -e {NO_AUTOINSTALL} ] || {{ mkdir -p /etc/dkms && : > {NO_AUTOINSTALL} && mine=1; }}; "
+    command = (f"mine=; if [ ! -e {NO_AUTOINSTALL} ] || {_is_ours()}; then mkdir -p /etc/dkms && "
+               f"echo {q(NO_AUTOINSTALL_MARK)} > {NO_AUTOINSTALL} && mine=1; fi; "
                f"trap '[ -z \"$mine\" ] || rm -f {NO_AUTOINSTALL}' EXIT; {install.command}")
     return CachedInstall(install.summary + said,
                          install.reason + "; the module is built once per group of hosts (module_cache)", command,
                          timeout=install.timeout, fix=install.fix, installs=install.installs, version_from=version_from,
                          flavor=flavor, version=version)
+
+
+def _is_ours() -> str:
+    """Shell: true when /etc/dkms/no-autoinstall is the one gpunode writes (its first line is the mark)."""
+    return f"[ \"$(head -n 1 {NO_AUTOINSTALL} 2>/dev/null)\" = {q(NO_AUTOINSTALL_MARK)} ]"
+
+
+def left_pause_actions(probed: str) -> list[Action]:
+    """The no-autoinstall file of a gpunode run cut short (its first line, `probed`, is gpunode's mark) removed:
+    while it is there, DKMS's kernel hook builds no module for a new kernel. A user's own file stays."""
+    if probed.splitlines()[:1] != [NO_AUTOINSTALL_MARK]:
+        return []
+    return [Action(f"remove {NO_AUTOINSTALL}", "gpunode's own pause of DKMS autoinstall, left by a run that was cut "
+                   "short: while it is there, the next kernel gets no NVIDIA module",
+                   f"if {_is_ours()}; then rm -f {NO_AUTOINSTALL}; fi")]
 
 
 def _runfile_nouveau_options(facts: Facts) -> tuple[str, str]:

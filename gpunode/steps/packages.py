@@ -46,18 +46,7 @@ class PackagesStep(Step):
             return []
         manager = manager_for(ctx.facts.os.package_manager)
         changes = self._plan(ctx, manager)
-        return self._repair(ctx, manager) + changes if changes else []
-
-    def _repair(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
-        """An interrupted transaction (a cut-off first-boot upgrade, a killed install) is finished before the package
-        manager runs (a converged step runs none: nothing to repair for)."""
-        why = ctx.facts.pkg.interrupted
-        if not why or ctx.state.package_manager_repaired:
-            return []
-        ctx.state.package_manager_repaired = True
-        return [Action("repair the interrupted package manager first" + (
-            " (dpkg --configure -a, apt-get -f install)" if manager.name == "apt" else ""), why, manager.repair(),
-            timeout=self.timeout, fix="run the repair by hand on the host and read its errors (dpkg --audit)")]
+        return repair_first(ctx, manager, self.timeout) + changes if changes else []
 
     def _plan(self, ctx: StepContext, manager: PackageManager) -> list[Action]:
         state = manager.parse(ctx.probe)
@@ -123,3 +112,15 @@ class PackagesStep(Step):
         command = action.command or ""
         if " update && " in command or "--refresh" in command:
             ctx.state.package_sources_changed = False  # the lists now know the new sources
+
+
+def repair_first(ctx: StepContext, manager: PackageManager, timeout: int) -> list[Action]:
+    """An interrupted transaction (a cut-off first-boot upgrade, a killed install) finished before the package
+    manager runs, once per run (the first step that meets it plans it)."""
+    why = ctx.facts.pkg.interrupted
+    if not why or ctx.state.package_manager_repaired:
+        return []
+    ctx.state.package_manager_repaired = True
+    return [Action("repair the interrupted package manager first" + (
+        " (dpkg --configure -a, apt-get -f install)" if manager.name == "apt" else ""), why, manager.repair(),
+        timeout=timeout, fix="run the repair by hand on the host and read its errors (dpkg --audit)")]
