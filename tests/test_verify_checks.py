@@ -290,3 +290,29 @@ def test_precompiled_modules_are_not_an_unbuilt_dkms_module(kernel, packages, mo
     assert "dkms-not-built" not in findings, findings.get("dkms-not-built")
     absent = by_id(analyze(evidence_from(facts, {**sections, "modules": ""}, Expectations())))
     assert ("dkms-not-built" in absent) == (not any(p.startswith(("linux-modules", "kmod")) for p in packages))
+
+
+def test_the_kernel_that_boots_next_without_its_module_is_a_warning():
+    """Issue 37: an unattended upgrade installed a newer kernel (the one the bootloader boots next) without the NVIDIA
+    module; the running kernel's module is fine, so only the next boot is at stake."""
+    running, newer = "6.1.0-27-cloud-amd64", "6.1.0-28-cloud-amd64"
+    built = [f"nvidia-current/535.216.01, {running}, x86_64: installed"]
+    smi = parse_smi_table(read(A10_TABLE))
+
+    def findings(status: list[str], following: str, headers: bool) -> dict:
+        return by_id(analyze(Evidence(smi=smi, dkms_status=status, running_kernel=running,
+                                      next_boot_kernel=following, next_boot_headers=headers)))
+
+    missing = findings(built, newer, False)["dkms-next-boot-kernel"]
+    assert missing.severity == "warning" and newer in missing.summary and "next reboot" in missing.summary
+    assert f"linux-headers-{newer}" in missing.remedy and f"dkms autoinstall -k {newer}" in missing.remedy
+    assert f"no headers installed for {newer}" in missing.evidence and built[0] in missing.evidence
+    with_headers = findings(built, newer, True)["dkms-next-boot-kernel"]
+    assert "linux-headers" not in with_headers.remedy
+    cut_short = [*built, f"nvidia-current/535.216.01, {newer}, x86_64: installed (Differences between built and "
+                 "installed modules)"]
+    assert "dkms-next-boot-kernel" in findings(cut_short, newer, True)
+    assert "dkms-next-boot-kernel" not in findings([*built, f"nvidia-current/535.216.01, {newer}, x86_64: installed"],
+                                                   newer, True)
+    assert "dkms-next-boot-kernel" not in findings(built, running, True)  # the running kernel boots next
+    assert "dkms-next-boot-kernel" not in findings([], newer, False)  # precompiled modules: DKMS not used

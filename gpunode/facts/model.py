@@ -51,6 +51,14 @@ class KernelInfo:
         ready = [k for k in self.installed if k in self.headers and k != self.running]
         return max(ready, key=version_key) if ready else None
 
+    @property
+    def next_boot(self) -> str:
+        """The kernel a stock bootloader boots next: the newest installed one (GRUB's util/grub.d/10_linux.in makes
+        `version_find_latest` of /boot/vmlinu[xz]-* its first entry, which GRUB_DEFAULT=0 boots; EL's kernel
+        install makes the new kernel the default, /etc/sysconfig/kernel UPDATEDEFAULT=yes); the running one when
+        none is listed. A GRUB_DEFAULT pinned to another entry is not read."""
+        return max(self.installed, key=version_key) if self.installed else self.running
+
 
 @dataclass(frozen=True)
 class PciGpu:

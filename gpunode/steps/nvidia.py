@@ -285,8 +285,9 @@ class NvidiaDriverStep(Step):
         driver_version = upstream_version(installed[pkgs.version_from]) \
             if pkgs.version_from in installed and not switch else None
         if pkgs.packages and pkgs.dkms_module and not missing:
-            actions += self._dkms_actions(ctx, for_os(facts.os).dkms_module_name(self.method, flavor, driver_version),
-                                          driver_version, flavor)
+            module = for_os(facts.os).dkms_module_name(self.method, flavor, driver_version)
+            actions += self._dkms_actions(ctx, module, driver_version, flavor)
+            actions += self._next_boot_actions(ctx, module, driver_version, flavor)
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
         actions += self._keep_actions(manager, [*pkgs.pinned, *fm], held, bool(switch), sections["persistenced"])
@@ -389,11 +390,37 @@ class NvidiaDriverStep(Step):
         return plan_module(ctx, module, version, ctx.target_kernel, cache=self.module_cache, flavour=flavor,
                            timeout=self.timeout).summary
 
+    def _next_boot_actions(self, ctx: StepContext, module: str, version: str | None, flavor: str) -> list[Action]:
+        """The module for the kernel the bootloader boots next when that is not the target (a kernel an unattended
+        upgrade installed after the driver): built there too, its headers installed first when missing, so that
+        the reboot into it keeps the GPUs."""
+        kernel = ctx.facts.kernel
+        following = kernel.next_boot
+        if following in (ctx.target_kernel, kernel.running) or ctx.state.target_kernel_unknown:
+            return []
+        if following in kernel.headers:
+            return self._dkms_actions(ctx, module, version, flavor, following,
+                                      why=f"the bootloader boots kernel {following} next (the newest installed)")
+        if dkms_installed(parse_dkms(ctx.probe["dkms"]), (module,), following):
+            return []
+        manager = manager_for(ctx.facts.os.package_manager)
+        headers = for_os(ctx.facts.os).headers_packages(following, kernel.package)
+        install = manager.install([Wanted(name) for name in headers], refresh=True, recommends=False)
+        return [Action(
+            f"install {', '.join(headers)} and build the {module} DKMS module for kernel {following}",
+            f"the bootloader boots kernel {following} next (the newest installed), and it has neither headers nor "
+            "the module: after a reboot the GPUs would be gone",
+            _with_build_errors(f"{install} && dkms autoinstall -k {q(following)} && "
+                               f"{{ {installed_check(f'-k {q(following)}', q(following))}; }}"),
+            timeout=self.timeout, installs=tuple(headers),
+            fix=f"the headers of kernel {following} must exist in the repositories; else remove that kernel or make "
+            "the bootloader boot the running one")]
+
     def _dkms_actions(self, ctx: StepContext, module: str, version: str | None = None,
-                      flavor: str = "") -> list[Action]:
-        """Build the driver's DKMS module for the target kernel when `dkms status` lists no build of it (through the
-        module cache when it is on)."""
-        target = ctx.target_kernel
+                      flavor: str = "", kernel: str = "", why: str = "") -> list[Action]:
+        """Build the driver's DKMS module for the target kernel (or `kernel`, for the reason `why`) when `dkms status`
+        lists no build of it (through the module cache when it is on)."""
+        target = kernel or ctx.target_kernel
         entries = parse_dkms(ctx.probe["dkms"])
         if dkms_installed(entries, (module,), target):
             return []
@@ -407,6 +434,7 @@ class NvidiaDriverStep(Step):
                            f"dkms status: {diverged[0].line!r}: the files in the kernel tree are not the ones it "
                            "built") if diverged else (f"build the {module} DKMS module for kernel {target}",
                                                       "dkms status shows no build for it")
+        reason = f"{why}; {reason}" if why else reason
         return [Action(
             summary, reason,
             _with_build_errors(f"{undo}dkms autoinstall -k {q(target)} && "

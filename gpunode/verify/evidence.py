@@ -46,6 +46,10 @@ class Evidence:
     fabricmanager: FabricManagerState | None = None
     dkms_status: list[str] | None = None
     running_kernel: str | None = None
+    # the kernel a stock bootloader boots next (the newest installed: facts KernelInfo.next_boot) and whether its
+    # headers are installed; None: not known
+    next_boot_kernel: str | None = None
+    next_boot_headers: bool | None = None
     # headers for the running kernel: "installed", "candidate VERSION", "candidate (none)" (apt knows no such
     # package: a remedy must not tell to install it) or None (not known)
     running_headers: str | None = None

@@ -32,6 +32,8 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
         expectations=expectations,
         dkms_status=_dkms_lines(facts),
         running_kernel=facts.kernel.running,
+        next_boot_kernel=facts.kernel.next_boot or None,
+        next_boot_headers=facts.kernel.next_boot in facts.kernel.headers,
         running_headers=sections.get("headers", "").strip() or None,
         running_module=sections["modules"].strip().partition("\n")[0] if "modules" in sections else None,
         precompiled_modules=_precompiled_modules(facts),

@@ -14,7 +14,8 @@ def _driver_works(evidence: Evidence) -> bool:
 
 def host_checks(evidence: Evidence) -> list[Finding]:
     """dkms-*, nouveau-loaded, fabricmanager-*, container checks."""
-    return [*_dkms(evidence), *_nouveau(evidence), *_fabric_manager(evidence), *_container(evidence)]
+    return [*_dkms(evidence), *_next_boot(evidence), *_nouveau(evidence), *_fabric_manager(evidence),
+            *_container(evidence)]
 
 
 def _dkms(evidence: Evidence) -> list[Finding]:
@@ -33,6 +34,29 @@ def _dkms(evidence: Evidence) -> list[Finding]:
     if not entries and (works or _precompiled(evidence)):
         return []  # driver from precompiled modules: DKMS is simply not used
     return [_dkms_not_built(evidence, kernel, entries, works)]
+
+
+def _next_boot(evidence: Evidence) -> list[Finding]:
+    """The driver is DKMS-built, and the kernel the bootloader boots next (not the running one) has no module:
+    the GPUs are gone after the next reboot (a kernel an unattended upgrade installed)."""
+    following, running = evidence.next_boot_kernel, (evidence.running_kernel or "").strip()
+    if evidence.dkms_status is None or not following or following == running:
+        return []
+    entries = [e for e in parse_dkms_status(evidence.dkms_status) if e.is_nvidia_driver]
+    if not entries or any(e.kernel == following and e.state == "installed" and not e.diverged for e in entries):
+        return []
+    shown = "; ".join(f"dkms status: {e.line!r}" for e in entries)
+    headers = "" if evidence.next_boot_headers else f"; no headers installed for {following}"
+    install = "" if evidence.next_boot_headers else f"install the headers of {following} (Debian/Ubuntu: " \
+        f"linux-headers-{following}; EL: kernel-devel-{following}), then "
+    return [Finding(
+        "dkms-next-boot-kernel", "warning",
+        f"the kernel the bootloader boots next ({following}) has no NVIDIA DKMS module: the GPUs are gone after "
+        "the next reboot",
+        f"{shown}; running kernel: {running}; newest installed kernel: {following}{headers}",
+        f"Run gpunode provision with the gpu-node playbook (it plans the headers and the build for that kernel), or "
+        f"{install}`dkms autoinstall -k {following}` and check `dkms status -k {following}` says installed. Hold "
+        "the kernel packages (gpu-node's hold_kernel: true) so that upgrades come when you choose.")]
 
 
 def _dkms_severity(works: bool) -> tuple[Severity, str]:
