@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bench.hosts import fresh_hosts
 from bench.measure import run_measured
+from gpunode.lab.apt_sources import RETRIED_UPDATE
 from gpunode.lab.lab import Lab
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,7 +34,7 @@ HELLO_PLAYBOOK = """steps:
   - name: hello module
     dkms_module: {name: gpunode-hello, version: "1.0", kernel: "{{ hello_kernel }}", cache: "{{ module_cache }}"}
 """
-SETUP = ("apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+SETUP = (f"{RETRIED_UPDATE} && DEBIAN_FRONTEND=noninteractive apt-get "
          "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends dkms {headers} "
          ">/tmp/setup.log 2>&1 || {{ tail -20 /tmp/setup.log; exit 1; }}; "
          "ls -d /usr/src/linux-headers-*-cloud-amd64 | sed 's,.*/linux-headers-,,' | sort -V | tail -1")

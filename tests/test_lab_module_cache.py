@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.ready import HELLO_PLAYBOOK, prepare_hello  # one setup for the bench and this test
+from gpunode.lab.apt_sources import RETRIED_UPDATE
 from gpunode.modcache.key import CacheKey
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Store
@@ -203,7 +204,7 @@ def test_check_mode_names_the_host_that_builds_the_nvidia_module(lab, new_host, 
 
     hosts = [new_host(), new_host()]
     for host in hosts:
-        refreshed = host.run_inside("apt-get update -qq -o Acquire::Languages=none", timeout=600)
+        refreshed = host.run_inside(RETRIED_UPDATE, timeout=600)
         assert refreshed.returncode == 0, refreshed.stderr
     version = hosts[0].run_inside("apt-cache show --no-all-versions nvidia-kernel-dkms | sed -n 's/^Version: //p'")
     upstream = version.stdout.strip().split("-")[0]

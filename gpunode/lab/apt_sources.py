@@ -79,6 +79,13 @@ def host_mirrors(apt_dir: Path = Path("/etc/apt"), override: str | None = None) 
 NO_PIPELINING = 'Acquire::http::Pipeline-Depth "0";'
 
 
+# `apt-get update` on a lab host, its stalls ended and retried: even without pipelining an update once stalled with
+# every apt process waiting in poll and the proxy's connection idle for 8 minutes (2026-11-28, two labs updating at
+# once; apt's Acquire::http::Timeout never fired). For tests and benches that refresh a lab host's lists.
+RETRIED_UPDATE = ("(for try in 1 2 3; do timeout 150 apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Languages=none "
+                  "update -qq && exit 0; done; exit 1)")
+
+
 def lab_apt_options() -> list[str]:
     """The apt options a lab host's rootfs gets: this machine's Acquire::Check-* options and no pipelining."""
     return [*host_apt_options(), NO_PIPELINING]
