@@ -111,6 +111,13 @@ def test_upgrade_defer_builds_the_driver_for_the_next_kernel(lab, fresh_host, tm
     findings = {f["id"]: f for f in json.loads(verify.stdout)["findings"]}
     assert "no-nvidia-gpu" in findings
     assert "dkms-built-other-kernel" in findings and kernel in findings["dkms-built-other-kernel"]["evidence"]
+    # the same host's `collect` bundle, diagnosed: the same findings and remedies (issue 37: the bundle's remedy
+    # named a headers package that does not exist)
+    bundle = run_cli("collect", "-i", str(inventory), fresh_host.name, "--output", str(tmp_path / "bundle"))
+    assert bundle.code == 0, bundle.output
+    diagnosed = run_cli("diagnose", bundle.stdout.strip().splitlines()[-1], "--json")
+    from_bundle = {f["id"]: (f["severity"], f["remedy"]) for f in json.loads(diagnosed.stdout)["findings"]}
+    assert from_bundle == {i: (f["severity"], f["remedy"]) for i, f in findings.items()}, diagnosed.stdout
 
     now = gpu_node(inventory, "--var", "kernel_policy=upgrade", "--var", "reboot=now", *NO_TOOLKIT,
                    report=tmp_path / "now.json")

@@ -383,7 +383,10 @@ def _merge_into(combined: Evidence, evidence: Evidence) -> None:
         combined.smi_error = "\n".join(t for t in (combined.smi_error, evidence.smi_error) if t)
     if evidence.kernel_log:
         combined.kernel_log = "\n".join(t for t in (combined.kernel_log, evidence.kernel_log) if t)
-    for name in ("dkms_status", "running_kernel", "nouveau_loaded", "fabricmanager"):
+    # every host fact a check reads (a collect bundle's gpunode-evidence.txt has them all: its findings and remedies
+    # must be verify-gpu's, issue 37), the last file that knows one winning
+    for name in ("dkms_status", "running_kernel", "running_headers", "running_module", "precompiled_modules",
+                 "next_boot_kernel", "next_boot_headers", "nouveau_loaded", "fabricmanager"):
         if getattr(evidence, name) is not None:
             setattr(combined, name, getattr(evidence, name))
     if evidence.pci_devices is not None:
