@@ -15,6 +15,7 @@ from typing import Any
 
 from gpunode.errors import UsageError
 from gpunode.playbook.builtin import resolve_playbook
+from gpunode.playbook.rollout import Rollout
 from gpunode.playbook.template import has_template
 from gpunode.playbook.validate import check_conditions, check_syntax
 from gpunode.steps import STEP_TYPES
@@ -24,7 +25,7 @@ from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
 STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
-PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers"}
+PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers", "serial", "max_fail_percentage"}
 # Ansible task keywords and modules gpunode has no key for: what to write instead (docs/guide.md, "Coming from Ansible")
 ANSIBLE_INSTEAD = {
     "loop": "loops are not supported: give the list to the step, e.g. `packages: {names: [...]}`",
@@ -87,6 +88,7 @@ class Playbook:
     steps: list[StepSpec]
     handlers: dict[str, StepSpec] = field(default_factory=dict)
     sha256: str = ""
+    rollout: Rollout = field(default_factory=Rollout)  # `serial` and `max_fail_percentage`: hosts in batches
 
     @property
     def tags(self) -> list[str]:
@@ -112,7 +114,18 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
     _check_notify(steps, handlers)
     digest = hashlib.sha256(path.read_bytes() + "".join(b.sha256 for b in included).encode()).hexdigest()
     return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
-                    steps, handlers, digest)
+                    steps, handlers, digest, _rollout(data, source))
+
+
+def _rollout(data: LineDict, source: str) -> Rollout:
+    """The play's `serial` and `max_fail_percentage` (Ansible's play keys), checked."""
+    try:
+        return Rollout.parse(data.get("serial"), data.get("max_fail_percentage"))
+    except ValueError as exc:
+        key = "serial" if str(exc).startswith("serial") else "max_fail_percentage"
+        raise UsageError(str(exc), source=source, line=data.line_of(key),
+                         fix="serial: 1, serial: 25%, or a list such as [1, 5, 25%] (the last size repeats); "
+                         "max_fail_percentage: 0 to 100") from None
 
 
 def _play(path: Path, source: str) -> LineDict:

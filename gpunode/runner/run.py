@@ -13,6 +13,7 @@ from typing import Any
 from gpunode.connection import Connection, ConnectOptions, connect
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook
+from gpunode.playbook.rollout import Rollout
 from gpunode.report.model import HostOutcome, RunResult
 from gpunode.runner.early import EarlyConnections
 from gpunode.runner.events import Events, NoEvents
@@ -43,7 +44,35 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
                     opening=opening.get(h.name), max_diff_size=options.max_diff_size) for h in hosts]
     outcomes: dict[str, HostOutcome] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, min(options.forks, len(hosts))), thread_name_prefix="host")
-    futures = {pool.submit(run.run): run for run in runs}
+    try:
+        batches = playbook.rollout.batches(runs)
+        for number, batch in enumerate(batches, 1):
+            if not _run_batch(pool, batch, outcomes, cancel, connections):
+                _not_run(runs, outcomes, "interrupted by the user (Ctrl-C) before it ran")
+                break
+            failed = sum(outcomes[run.host.name].failed for run in batch)
+            if number < len(batches) and playbook.rollout.stops_after(failed, len(batch)):
+                _not_run(runs, outcomes, f"not run: the rollout stopped after batch {number} of {len(batches)}, "
+                         f"where {failed} of {len(batch)} host(s) failed{_limit(playbook.rollout)}",
+                         "fix the failed hosts (their errors are above) and run again: the hosts done are converged "
+                         "and change nothing")
+                break
+    finally:
+        pool.shutdown(wait=True)
+    return RunResult(playbook.path, options.check, [outcomes[h.name] for h in hosts], time.monotonic() - started)
+
+
+def default_log_dir() -> Path:
+    """Per-run log folder: .gpunode/logs/<timestamp>-<pid>/ in the current directory (two runs started in the same
+    second never share a host's log)."""
+    return Path(".gpunode") / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _run_batch(pool: ThreadPoolExecutor, batch: list[HostRun], outcomes: dict[str, HostOutcome],
+               cancel: threading.Event, connections: dict[str, Connection]) -> bool:
+    """Run the batch's hosts at once into `outcomes`; False after Ctrl-C, which cancels cleanly (the hosts not
+    started are cancelled)."""
+    futures = {pool.submit(run.run): run for run in batch}
     try:
         for future in as_completed(futures):  # wakes as each host ends (Ctrl-C still interrupts the wait)
             outcomes[futures[future].host.name] = future.result()
@@ -60,12 +89,19 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
                 if not outcome.failed:  # never started, or finished cleanly while we stopped
                     outcome.status, outcome.error = "cancelled", "interrupted by the user (Ctrl-C) before it ran"
                 outcomes[run.host.name] = outcome
-    finally:
-        pool.shutdown(wait=True)
-    return RunResult(playbook.path, options.check, [outcomes[h.name] for h in hosts], time.monotonic() - started)
+        return False
+    return True
 
 
-def default_log_dir() -> Path:
-    """Per-run log folder: .gpunode/logs/<timestamp>-<pid>/ in the current directory (two runs started in the same
-    second never share a host's log)."""
-    return Path(".gpunode") / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+def _not_run(runs: list[HostRun], outcomes: dict[str, HostOutcome], why: str, fix: str = "") -> None:
+    """The hosts of the batches after a stopped one: cancelled, with why."""
+    for run in runs:
+        if run.host.name not in outcomes:
+            run.outcome.status, run.outcome.error, run.outcome.fix = "cancelled", why, fix
+            outcomes[run.host.name] = run.outcome
+
+
+def _limit(rollout: Rollout) -> str:
+    if rollout.max_fail_percentage is None:
+        return " (every host of a batch failed)"
+    return f" (more than max_fail_percentage {rollout.max_fail_percentage:g}%)"
