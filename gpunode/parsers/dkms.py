@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 _NVIDIA_MODULES = re.compile(r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$")  # Debian: nvidia-current
 
 # What dkms adds after "installed" when the module files in the kernel tree are not the ones it built (it compares
-# them with `diff -q`): dell/dkms dkms.in module_status_built_extra, 793fdab5 lines 2257 and 2263; dkms < 3.0.3,
-# `dkms` line 2093 at 5375478c. A copy cut short by a full disk reads so; "(Original modules exist)" is benign.
+# them with `diff -q`): dell/dkms dkms.in module_status_built_extra, 793fdab5 lines 2257 and 2263; up to dkms 3.1.2
+# (Debian 12's 3.0.10: dkms.in line 1727 at 3f72c9b0; v2.8.4: `dkms` line 2093 at 5375478c) the third wording.
+# A copy cut short by a full disk reads so; "(Original modules exist)" is benign.
 DIVERGED_WORDS = ("Built modules are missing in the kernel modules folder",
                   "Differences between built and installed modules",
                   "WARNING! Diff between built and installed module!")
