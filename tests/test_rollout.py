@@ -66,6 +66,7 @@ def test_a_failed_canary_stops_the_rollout_before_the_other_hosts(tmp_path):
     result = run_cli("provision", "-i", str(inventory), "--playbook", str(book), "--json-report",
                      str(tmp_path / "r.json"), "--log-dir", str(tmp_path / "logs"))
     assert result.code == 1, result.output
+    assert "rollout (serial: 1, 2): batch 1: n1; batch 2: n2, n3" in result.stdout  # said before any host runs
     hosts = {h["host"]: h for h in json.loads((tmp_path / "r.json").read_text())["hosts"]}
     assert hosts["n1"]["status"] == "unreachable"
     for name in ("n2", "n3"):

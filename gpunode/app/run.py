@@ -51,6 +51,10 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     options = RunOptions(check=check, forks=forks, extra_vars=extra_vars, connect=connect_options)
     if max_diff_size:
         options.max_diff_size = max_diff_size
+    if book.rollout.serial:
+        batches = book.rollout.batches([h.name for h in selected])
+        say(f"rollout (serial: {', '.join(book.rollout.serial)}): " +
+            "; ".join(f"batch {n}: {', '.join(names)}" for n, names in enumerate(batches, 1)))
     if is_tty() and not verbose:
         with LiveEvents([h.name for h in selected]) as events:
             result = run_playbook(book, selected, options, events, early)
