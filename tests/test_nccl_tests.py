@@ -91,3 +91,19 @@ def test_other_captures_are_not_claimed() -> None:
               and p.suffix in {".txt", ".log", ".xml", ".csv"}]
     claimed = [p.name for p in others if is_nccl_tests(p.read_text(encoding="utf-8", errors="replace"))]
     assert claimed == []
+
+
+@pytest.mark.parametrize("name", ["a3mega_2x8_h100_allreduce.txt", "a100x8_sendrecv.md"])
+def test_diagnose_reads_nccl_tests_and_gives_no_verdict_without_reference(name: str) -> None:
+    from gpunode.verify.diagnose import diagnose_files
+
+    result = diagnose_files([DATA / name])
+    assert result.files[0].kind == "nccl-tests"
+    assert "nccl-no-reference" in [f.id for f in result.findings]
+    assert result.healthy is None and result.verdict == "unknown"
+
+
+def test_detect_kind_names_nccl_tests() -> None:
+    from gpunode.verify.captures.detect import detect_kind
+
+    assert detect_kind(_read("a3mega_2x8_h100_allreduce.txt")) == "nccl-tests"

@@ -57,10 +57,12 @@ def nccl_findings(run: NcclRun, expect_model: str | None = None) -> list[Finding
     if measured is None:
         measured, at = run.max_busbw() or 0.0, f"the largest sizes run (reference is for {size // _GIB} GiB)"
     floor = float(ref["busbw_gbs"])
-    ok = measured >= floor
-    found.append(Finding("nccl-busbw-ok" if ok else "nccl-busbw-low", "ok" if ok else "critical",
-                         f"{name} bus bandwidth {measured:g} GB/s at {at} on {gpus}x {model} is "
-                         f"{'at or above' if ok else 'below'} the {floor:g} GB/s reference of {_source(ref)}",
-                         f"busbw column at {at}", "" if ok else
-                         "Check NVLink status (nvidia-smi nvlink -s), fabric manager and GPU clocks."))
+    claim = f"{name} bus bandwidth {measured:g} GB/s at {at} on {gpus}x {model}"
+    if measured >= floor:
+        found.append(Finding("nccl-busbw-ok", "ok", f"{claim} is at or above the {floor:g} GB/s reference of "
+                             f"{_source(ref)}", f"busbw column at {at}", ""))
+    else:
+        found.append(Finding("nccl-busbw-low", "critical", f"{claim} is below the {floor:g} GB/s reference of "
+                             f"{_source(ref)}", f"busbw column at {at}",
+                             "Check NVLink status (nvidia-smi nvlink -s), fabric manager and GPU clocks."))
     return found

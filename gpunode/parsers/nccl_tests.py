@@ -135,3 +135,12 @@ def parse_nccl_tests(text: str) -> NcclRun:
         if run.collective is None and (m := _BINARY.search(line)):
             run.collective = m[1]
     return run
+
+
+def with_program_line(run_text: str, whole: str) -> str:
+    """run_text led by the line of `whole` that names the test binary, when run_text names none (a capture's
+    command line often lands in a block of its own)."""
+    if _BINARY.search(run_text) or _CONCLUDED.search(run_text):
+        return run_text
+    named = next((line for line in whole.splitlines() if _BINARY.search(line)), None)
+    return f"{named}\n{run_text}" if named else run_text
