@@ -45,7 +45,8 @@ def test_sendrecv_without_rank_lines() -> None:
     assert [f.id for f in found] == ["nccl-no-reference"] and found[0].severity != "ok"
 
 
-@pytest.mark.parametrize("name", ["a3mega_2x8_h100_allreduce.txt", "a100x8_sendrecv.md"])
+@pytest.mark.parametrize("name", ["a3mega_2x8_h100_allreduce.txt", "a100x8_sendrecv.md",
+                                  "rtx2080ti_x2_pcie_allreduce.txt"])
 def test_captures_are_recognised(name: str) -> None:
     assert is_nccl_tests(_read(name))
 
@@ -93,7 +94,8 @@ def test_other_captures_are_not_claimed() -> None:
     assert claimed == []
 
 
-@pytest.mark.parametrize("name", ["a3mega_2x8_h100_allreduce.txt", "a100x8_sendrecv.md"])
+@pytest.mark.parametrize("name", ["a3mega_2x8_h100_allreduce.txt", "a100x8_sendrecv.md",
+                                  "rtx2080ti_x2_pcie_allreduce.txt"])
 def test_diagnose_reads_nccl_tests_and_gives_no_verdict_without_reference(name: str) -> None:
     from gpunode.verify.diagnose import diagnose_files
 
@@ -107,3 +109,12 @@ def test_detect_kind_names_nccl_tests() -> None:
     from gpunode.verify.captures.detect import detect_kind
 
     assert detect_kind(_read("a3mega_2x8_h100_allreduce.txt")) == "nccl-tests"
+
+
+def test_rtx2080ti_pair_over_pcie() -> None:
+    run = parse_nccl_tests(_read("rtx2080ti_x2_pcie_allreduce.txt"))
+    assert run.collective == "all_reduce" and run.n_ranks == 2 and run.n_gpus_per_thread == 2
+    assert run.models == ["NVIDIA GeForce RTX 2080 Ti"] and run.hosts == ["autodl-container-xxxxx"]
+    assert len(run.rows) == 28 and run.busbw_at(1073741824) == 4.00
+    assert run.avg_busbw == 2.05774 and run.wrong == 0
+    assert [f.id for f in nccl_findings(run)] == ["nccl-no-reference"]
