@@ -350,6 +350,8 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
                      unit_findings(read.units, read.fabric, evidence.smi))
     messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
     partial = list(evidence.smi.missing) if evidence.smi else []
+    if any(f.id == "nccl-no-reference" for f in findings):  # a benchmark with nothing to compare to is no verdict
+        partial.append("a published bandwidth reference for this nccl-tests run (no verdict on its bandwidth)")
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
                       read.has_evidence or bool(findings), partial, read.kernel_lines, read.nvidia_lines,
                       read.reports, sorted(gpus_seen(evidence)), read.foreign, read.units, read.fabric), evidence
@@ -370,13 +372,19 @@ def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[Fi
 
 def _has_any(evidence: Evidence) -> bool:
     return any(x is not None for x in (evidence.smi, evidence.smi_error, evidence.pci_devices, evidence.link_states,
-                                        evidence.dcgmi, evidence.kernel_log, evidence.dkms_status,
+                                        evidence.dcgmi, evidence.nccl_tests, evidence.kernel_log, evidence.dkms_status,
                                         evidence.running_kernel))
 
 
+def _join_texts(combined: Evidence, evidence: Evidence, names: tuple[str, ...]) -> None:
+    """Append evidence's text fields (dcgmi tables, nccl-tests runs) to combined's."""
+    for name in names:
+        if getattr(evidence, name):
+            setattr(combined, name, "\n".join(t for t in (getattr(combined, name), getattr(evidence, name)) if t))
+
+
 def _merge_into(combined: Evidence, evidence: Evidence) -> None:
-    if evidence.dcgmi:
-        combined.dcgmi = "\n".join(t for t in (combined.dcgmi, evidence.dcgmi) if t)
+    _join_texts(combined, evidence, ("dcgmi", "nccl_tests"))
     if evidence.link_states:
         combined.link_states = [*(combined.link_states or []), *evidence.link_states]
     if evidence.smi_error:

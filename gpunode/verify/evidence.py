@@ -61,6 +61,7 @@ class Evidence:
     container_test: ContainerTest | None = None
     link_states: list[LinkState] | None = None  # from `lspci -vv`
     dcgmi: str | None = None  # `dcgmi diag` result tables
+    nccl_tests: str | None = None  # nccl-tests output (all_reduce_perf ...)
 
     @property
     def pci_gpus(self) -> list[PciDevice] | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gpunode.parsers.dcgmi import is_dcgmi_diag
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci_vv import is_lspci_vv
+from gpunode.parsers.nccl_tests import is_nccl_tests
 from gpunode.parsers.vendor_lines import foreign
 from gpunode.verify.captures.detect import detect_kind
 from gpunode.verify.captures.units import failed_units
@@ -161,6 +162,8 @@ def _kind(piece: str, command: str | None) -> str:
         return "lspci-vv"
     if is_dcgmi_diag(piece):
         return "dcgmi-diag"
+    if is_nccl_tests(piece):
+        return "nccl-tests"
     kind = detect_kind(piece)
     if kind == "unknown" and command and re.match(r"(?:sudo\s+)?(?:dmesg|journalctl)\b", command) and \
             has_kernel_markers(piece):

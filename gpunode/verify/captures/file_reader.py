@@ -12,6 +12,7 @@ from gpunode.parsers.kernel_log import scan_kernel_log
 from gpunode.parsers.lspci import PciDevice, parse_lspci
 from gpunode.parsers.lspci_vv import LinkState, parse_lspci_vv
 from gpunode.parsers.model import Finding, SmiReport
+from gpunode.parsers.nccl_tests import parse_nccl_tests, with_program_line
 from gpunode.parsers.smi_csv import csv_query_kind, parse_smi_csv
 from gpunode.parsers.smi_list import gpus_listed_in, parse_smi_list
 from gpunode.parsers.smi_nvlink import nvlink_findings, parse_nvlink
@@ -28,7 +29,7 @@ from gpunode.verify.evidence import Evidence, Expectations
 SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
-_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "lspci-vv", "lspci",
+_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "nccl-tests", "lspci-vv", "lspci",
             "error-text", "kernel-log", "unit-failure", "other-vendor")
 _FOREIGN_SAMPLES = 2  # lines quoted per kind of foreign message
 
@@ -81,7 +82,8 @@ class FileRead:
         scan, a link state or an error message."""
         ev = self.evidence
         return bool((ev.smi is not None and ev.smi.gpus) or self.nvidia_lines or ev.smi_error
-                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi or self.findings or self.units)
+                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi or ev.nccl_tests or self.findings
+                    or self.units)
 
 
 def read_text(text: str, expectations: Expectations) -> FileRead:
@@ -93,6 +95,9 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     links: list[LinkState] = []
     dcgmi: list[str] = []
     for block in split_blocks(text):
+        if block.kind == "nccl-tests":
+            result.blocks.append(BlockResult(*_read_nccl(block.text, result.evidence)))
+            continue
         try:
             message, found = _read_block(block, result, errors, kernel, links, dcgmi)
         except SmiParseError as exc:
@@ -116,6 +121,8 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     ev.pci_devices = pci
     ev.link_states = links or None
     ev.dcgmi = "\n".join(dcgmi) or None
+    if ev.nccl_tests:
+        ev.nccl_tests = with_program_line(ev.nccl_tests, plain)
     if ev.kernel_log:
         messages = kernel_messages(ev.kernel_log)
         result.kernel_lines = len(messages)
@@ -185,6 +192,14 @@ def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[st
         return (kind, True, "not NVIDIA's: " + "; ".join(f"{what} x{count}" for what, (count, _) in
                                                          foreign.items())), None
     return _not_applicable(text, read), None
+
+
+def _read_nccl(text: str, ev: Evidence) -> tuple[str, bool, str]:
+    """Keep one nccl-tests run's text in the evidence, and describe it."""
+    ev.nccl_tests = f"{ev.nccl_tests}\n{text}" if ev.nccl_tests else text
+    run = parse_nccl_tests(text)
+    return ("nccl-tests", True, f"{run.collective or 'collective not named'}: {run.n_ranks} rank(s), "
+                                f"{len(run.rows)} size(s), max busbw {run.max_busbw()} GB/s")
 
 
 def _not_applicable(text: str, read: FileRead) -> tuple[str, bool, str]:

@@ -7,6 +7,8 @@ from gpunode.parsers.errors_text import classify_errors
 from gpunode.parsers.kernel_log import KernelScan, scan_kernel_log
 from gpunode.parsers.lspci_vv import link_findings
 from gpunode.parsers.model import Finding
+from gpunode.parsers.nccl_findings import nccl_findings
+from gpunode.parsers.nccl_tests import parse_nccl_tests
 from gpunode.verify.checks.catalogue import kernel_message_findings
 from gpunode.verify.checks.driver import driver_checks
 from gpunode.verify.checks.gpu import gpu_checks
@@ -34,6 +36,8 @@ def analyze(evidence: Evidence) -> list[Finding]:
         *kernel_message_findings("\n".join(t for t in (evidence.kernel_log, evidence.smi_error) if t), scan),
         *link_findings(evidence.link_states or []),
         *(dcgmi_findings(evidence.dcgmi)[1] if evidence.dcgmi else []),
+        *(nccl_findings(parse_nccl_tests(evidence.nccl_tests), evidence.expectations.expect_model)
+          if evidence.nccl_tests else []),
     ]
     if evidence.smi is not None and evidence.smi.gpus:  # nvidia-smi works: nouveau does not hold these GPUs
         findings = [Finding(f.id, "warning", f.summary, f.evidence + "; nvidia-smi still works", f.remedy, f.gpu)
