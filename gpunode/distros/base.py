@@ -162,6 +162,11 @@ class Distro:
         """Those of `names` (held packages) that belong to another branch or flavour of this method's driver."""
         return []
 
+    def coexisting_flavour_packages(self, method: str, branch: int, flavor: str) -> tuple[str, ...]:
+        """The other module flavour's packages that installing `flavor` leaves installed beside it (the packages do
+        not conflict): they must be removed, or DKMS keeps building the other flavour at every kernel install."""
+        return ()
+
     # The reason an apt sources edit gives when driver_components are missing from the host's sources.
     driver_components_reason: ClassVar[str] = ""
 

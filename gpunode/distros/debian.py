@@ -38,6 +38,20 @@ DEBIAN_DRIVER_SOURCES = fact_table("debian-driver-sources", {
         "Debian 11: the driver packages non-free/*, nvidia-persistenced contrib/utils; non-free-firmware begins "
         "with Debian 12"),
 })
+# Debian 13's two module flavours are separate source packages (nvidia-graphics-drivers, nvidia-open-gpu-kernel-modules)
+# whose packages declare no Conflicts, Breaks or Replaces with each other: apt installs one beside the other. Each
+# -kernel-dkms depends on its own -kernel-support (the modprobe configuration under /etc/nvidia/current[-open]).
+# Read in trixie's indexes 2026-11-28 (contrib: nvidia-open-kernel-dkms 550.163.01-2; non-free: nvidia-kernel-dkms).
+DEBIAN_MODULE_FLAVOURS = fact_table("debian-module-flavours", {
+    "proprietary": Fact(("nvidia-kernel-dkms", "nvidia-kernel-support"),
+                        Source(url=_ARCHIVE.format(suite="trixie", component="non-free")),
+                        "Package nvidia-kernel-dkms: Depends nvidia-kernel-support--v1 (provided by "
+                        "nvidia-kernel-support); no Conflicts with the open packages"),
+    "open": Fact(("nvidia-open-kernel-dkms", "nvidia-open-kernel-support"),
+                 Source(url=_ARCHIVE.format(suite="trixie", component="contrib")),
+                 "Package nvidia-open-kernel-dkms: Depends nvidia-open-kernel-support--v1 (provided by "
+                 "nvidia-open-kernel-support); Conflicts only nvidia-open-kernel-support-<version>"),
+})
 # The suites of a release's own archive: <codename>, <codename>-updates, -security, -backports, -proposed-updates.
 ARCHIVE_SUITE_SEPARATOR = "-"
 # Debian's AWS account for release AMIs: widely used, but no Debian-authored page or file stating it was reachable
@@ -119,6 +133,11 @@ class Debian(AptDistro):
         pkgs = (kernel_pkg, "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "firmware-nvidia-gsp")
         return DriverPackages(pkgs, pkgs[:4] + pkgs[5:], self.dkms_module_name("distro", flavor, None), (),
                               version_from=kernel_pkg)
+
+    def coexisting_flavour_packages(self, method: str, branch: int, flavor: str) -> tuple[str, ...]:
+        if method != "distro" or (self.os.version_major or 0) < 13:
+            return ()
+        return value(DEBIAN_MODULE_FLAVOURS, "proprietary" if flavor == "open" else "open")
 
     def dkms_module_name(self, method: str, flavor: str, driver_version: str | None) -> str:
         if method == "distro":

@@ -20,6 +20,13 @@ from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, regis
 from gpunode.steps.cache_setting import cache_store, check_cache_setting
 from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.module_cache import ModuleAction, apply_around, apply_module, plan_module
+from gpunode.steps.nvidia_switch import (
+    check_driver_version,
+    hold_action,
+    kin_installed,
+    leftover_flavour_action,
+    update_holds,
+)
 from gpunode.steps.packages import repair_first
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted, manager_for
 from gpunode.steps.probe import Snippets, nested
@@ -94,7 +101,11 @@ class NvidiaDriverStep(Step):
     runfile: str | None = arg(None, "method runfile: the runfile's path on the host or its URL")
     fabricmanager: Literal["auto", "yes", "no"] = arg("auto", "the fabric manager and NSCQ; auto: when the host "
                                                       "has NVSwitches")
-    hold: bool = arg(True, "hold the driver packages (apt-mark hold, dnf versionlock)")
+    version: str | None = arg(None, "the driver's exact version within the branch (535.309.01): an installed driver "
+                                    "of another version is updated (or downgraded) to it; unset: the newest of the "
+                                    "branch at the first install, kept afterwards")
+    hold: bool = arg(True, "hold the driver packages and their separately versioned kin (nvidia-modprobe...): apt-mark "
+                           "hold, dnf versionlock")
     persistenced: bool = arg(True, "enable nvidia-persistenced")
     allow_secure_boot: bool = arg(False, "build with Secure Boot on (the modules must be signed with an enrolled "
                                          "key)")
@@ -109,6 +120,7 @@ class NvidiaDriverStep(Step):
         if self.method == "runfile" and not self.runfile:
             raise ValueError("nvidia_driver.runfile (a URL or a path on the host) is required with method: runfile")
         check_cache_setting(self.module_cache, "module_cache")
+        check_driver_version(self.version, self.branch)
 
     def _packages(self, facts: Facts) -> tuple[DriverPackages, str, str]:
         distro = for_os(facts.os)
@@ -270,14 +282,20 @@ class NvidiaDriverStep(Step):
         distro = for_os(facts.os)
         # a run cut short (a power cut during the driver's install): gpunode's pause of DKMS autoinstall goes first,
         # then the transaction is finished, whatever else is planned (the driver package's postinst builds then)
-        actions: list[Action] = left_pause_actions(sections["no_autoinstall"]) + repair_first(ctx, manager,
-                                                                                             self.timeout)
+        held = manager.parse_held(sections["held"])
+        # a failed attempt at the other flavour (its build left half-configured) goes before the repair would build
+        # it again
+        leftover, removed = leftover_flavour_action(facts, distro, self.method, self.branch, flavor, held)
+        actions: list[Action] = left_pause_actions(sections["no_autoinstall"]) + leftover + \
+            repair_first(ctx, manager, self.timeout, removed)
         actions += sources_actions(sections["apt_sources"], distro.driver_components(self.method),
                                    distro.is_archive_entry, distro.driver_components_reason)
         actions += self._nouveau_actions(ctx) + self._dkms_jobs_actions(ctx, flavor, pkgs)
-        held = manager.parse_held(sections["held"])
         switch = self._rpm_switch(pkgs, installed)
+        update = self._update(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
+        if update:  # the held driver and its kin let go of first
+            held, why = held - set(update_holds([*pkgs.pinned], facts, held)), f"{update}; {why}"
         if missing:
             actions.append(self._cached_install(ctx, manager, pkgs, flavor, why, missing, held, switch))
         if self.method == "runfile":
@@ -290,8 +308,11 @@ class NvidiaDriverStep(Step):
             actions += self._next_boot_actions(ctx, module, driver_version, flavor)
         fm = pkgs.fabricmanager if wants_fm else ()
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
-        actions += self._keep_actions(manager, [*pkgs.pinned, *fm], held, bool(switch), sections["persistenced"])
         installing = bool(missing) or self._runfile_installs(facts)
+        actions += self._keep_actions(ctx, manager, [*pkgs.pinned, *fm], held, bool(switch), installing)
+        if update:
+            actions = self._unhold_first(actions, manager, update_holds([*pkgs.pinned], facts,
+                                                                        manager.parse_held(sections["held"])))
         return actions + self._ready_actions(ctx, installing, wants_fm) + self._initramfs_actions(ctx, actions)
 
     @staticmethod
@@ -318,16 +339,12 @@ class NvidiaDriverStep(Step):
                               else None, version=version,
                               outlook=self._module_outlook(ctx, flavor, version) if use else "")
 
-    def _keep_actions(self, manager: PackageManager, pinned: list[str], held: set[str], switch: bool,
-                      persistenced: str) -> list[Action]:
-        """The driver packages held (unattended upgrades cause version mismatches) and nvidia-persistenced enabled."""
-        actions = []
-        unheld = [p for p in pinned if p not in held or switch] if self.hold else []
-        if unheld:
-            actions.append(Action(f"hold {', '.join(unheld)}",
-                                  "unattended upgrades must not cause a driver/library version mismatch",
-                                  manager.hold(unheld)))
-        if self.persistenced and parse_is_enabled(persistenced) not in ("enabled", "static"):
+    def _keep_actions(self, ctx: StepContext, manager: PackageManager, pinned: list[str], held: set[str],
+                      switch: bool, installing: bool) -> list[Action]:
+        """The driver packages and their kin held (unattended upgrades cause version mismatches) and
+        nvidia-persistenced enabled."""
+        actions = hold_action(manager, pinned, held, switch, installing, ctx.facts) if self.hold else []
+        if self.persistenced and parse_is_enabled(ctx.probe["persistenced"]) not in ("enabled", "static"):
             actions.append(Action("enable nvidia-persistenced", "keeps the GPUs initialised between jobs",
                                   "systemctl enable nvidia-persistenced",
                                   fix="the driver packages provide the unit; check that they installed"))
@@ -541,9 +558,26 @@ class NvidiaDriverStep(Step):
         return "" if kmod in installed else \
             f"driver {version} is installed without {kmod} (the other module flavour's stream, or cut off)"
 
+    def _update(self, pkgs: DriverPackages, installed: dict[str, str]) -> str:
+        """Why the installed driver is updated within its branch ("" when it is not): `version` asks for another."""
+        have = installed.get(pkgs.version_from)
+        if not self.version or have is None or upstream_version(have) == self.version:
+            return ""
+        return f"driver {upstream_version(have)} is installed, version {self.version} is asked for"
+
+    @staticmethod
+    def _unhold_first(actions: list[Action], manager: PackageManager, holds: list[str]) -> list[Action]:
+        """An update within the branch: the held driver packages and kin let go of before the install."""
+        if not holds:
+            return actions
+        return [Action(f"let go of the driver's holds for the update: {', '.join(holds)}",
+                       "apt and dnf refuse to change a held package; the hold is put back after the install",
+                       manager.unhold(holds)), *actions]
+
     def _missing(self, facts: Facts, pkgs: DriverPackages, installed: dict[str, str], switch: str) -> list[Wanted]:
         """The driver packages to install (all of them when the module stream switches)."""
-        pin = for_os(facts.os).driver_pin(self.method, self.branch) or (f"{pkgs.version}*" if pkgs.version else None)
+        pin = (f"{self.version}*" if self.version else None) or for_os(facts.os).driver_pin(self.method, self.branch) \
+            or (f"{pkgs.version}*" if pkgs.version else None)
         wanted = [Wanted(p, pin if p in pkgs.pinned and not p.startswith("kmod-") else None) for p in pkgs.packages]
         return wanted if switch else [w for w in wanted if not w.satisfied_by(installed.get(w.name))]
 
@@ -559,7 +593,7 @@ class NvidiaDriverStep(Step):
         repos = _dkms_repos(facts, manager) if pkgs.dkms_module else ""  # precompiled modules need no dkms
         steps = [manager.unhold(stale) if stale else "", repos, setup]
         setup = " && ".join(x for x in steps if x)
-        install = manager.install(missing, refresh=True, recommends=False)
+        install = manager.install(missing, refresh=True, recommends=False, downgrades=bool(self.version))
         reason = f"{why}; building for kernel {_kernel_to_run(ctx)}" if pkgs.dkms_module else \
             f"{why}; for kernel {_kernel_to_run(ctx)}"
         if switch or stale:
@@ -580,10 +614,12 @@ class NvidiaDriverStep(Step):
             other = set(distro.other_driver_packages(self.method, self.branch, flavor, held))
             if distro.archive_precompiled(self.method):
                 other |= {n for n in held if n not in pkgs.packages and distro.is_precompiled_package(n)}
-            return sorted(other)
+            # another branch's driver: its held kin (nvidia-modprobe...) would keep the new branch's from installing
+            return sorted(other | ({n for n in kin_installed(facts) if n in held} if other else set()))
         if not switch:
             return []
-        ours = set(pkgs.pinned) | set(distro.fabricmanager_packages(self.method, self.branch))
+        ours = set(pkgs.pinned) | set(distro.fabricmanager_packages(self.method, self.branch)) | \
+            set(kin_installed(facts))
         return sorted(n for n in held if n in ours or n.startswith(("nvidia-fabric", "libnvidia-nscq")))
 
     def _ready_actions(self, ctx: StepContext, installing: bool, wants_fm: bool) -> list[Action]:

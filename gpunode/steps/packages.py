@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from gpunode.connection import ExecResult
@@ -114,10 +115,14 @@ class PackagesStep(Step):
             ctx.state.package_sources_changed = False  # the lists now know the new sources
 
 
-def repair_first(ctx: StepContext, manager: PackageManager, timeout: int) -> list[Action]:
+def repair_first(ctx: StepContext, manager: PackageManager, timeout: int,
+                 removed: Collection[str] = ()) -> list[Action]:
     """An interrupted transaction (a cut-off first-boot upgrade, a killed install) finished before the package
-    manager runs, once per run (the first step that meets it plans it)."""
-    why = ctx.facts.pkg.interrupted
+    manager runs, once per run (the first step that meets it plans it). Packages left half-way that an earlier
+    action removes (`removed`) need no repair."""
+    pkg = ctx.facts.pkg
+    left = tuple(e for e in pkg.dpkg_unfinished if e.partition(":")[0] not in removed)
+    why = replace(pkg, dpkg_unfinished=left).interrupted
     if not why or ctx.state.package_manager_repaired:
         return []
     ctx.state.package_manager_repaired = True

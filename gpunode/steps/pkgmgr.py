@@ -56,7 +56,9 @@ class PackageManager:
     def parse(self, output: ProbeOutput) -> PackageState:
         raise NotImplementedError
 
-    def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
+    def install(self, wanted: list[Wanted], refresh: bool, recommends: bool, downgrades: bool = False) -> str:
+        """Install `wanted`; `downgrades`: a pinned version older than the installed one is allowed (dnf installs an
+        older version it is given by name and version without being asked)."""
         raise NotImplementedError
 
     def swaps(self, wanted: list[Wanted], state: PackageState) -> list[tuple[str, str]]:
@@ -129,9 +131,9 @@ class AptManager(PackageManager):
     def specs(wanted: list[Wanted]) -> list[str]:
         return [f"{w.name}={w.version}" if w.version else w.name for w in wanted]
 
-    def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
+    def install(self, wanted: list[Wanted], refresh: bool, recommends: bool, downgrades: bool = False) -> str:
         update = f"{self.update()} && " if refresh else ""
-        extra = [] if recommends else ["--no-install-recommends"]
+        extra = ([] if recommends else ["--no-install-recommends"]) + (["--allow-downgrades"] if downgrades else [])
         return f"{APT_ENV} {update}apt-get {join(APT_OPTS + extra)} install -- {join(self.specs(wanted))}"
 
     def print_uris(self, specs: list[str], recommends: bool) -> str:
@@ -218,7 +220,7 @@ class DnfManager(PackageManager):
         # dnf swap removes and installs in one transaction, nothing else erased (AWS's AL2023 docs, the ECS AMI)
         return " && ".join(f"{self.name} -y swap {q(minimal)} {q(full)}" for minimal, full in pairs)
 
-    def install(self, wanted: list[Wanted], refresh: bool, recommends: bool) -> str:
+    def install(self, wanted: list[Wanted], refresh: bool, recommends: bool, downgrades: bool = False) -> str:
         specs = [f"{w.name}-{w.version}" if w.version else w.name for w in wanted]
         weak = [] if recommends or self.name != "dnf" else ["--setopt=install_weak_deps=False"]  # yum has none
         weak += ["--refresh"] if refresh and self.name == "dnf" else []  # new repositories: fresh metadata
