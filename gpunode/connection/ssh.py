@@ -18,7 +18,7 @@ from gpunode.connection.failures import classify, key_file_failure
 from gpunode.connection.guard import guarded
 from gpunode.connection.hostkeys import VerifyPolicy, changed_key_error, load_known_hosts
 from gpunode.connection.transcript import Transcript
-from gpunode.errors import ConnectError, GpunodeError, HostKeyError
+from gpunode.errors import ConnectError, GpunodeError, HostKeyError, disk_full_fix
 from gpunode.inventory import Host
 
 _READ = 65536
@@ -182,7 +182,7 @@ class SshConnection(Connection):
             channel.exec_command(command)
             out, err = self._handshake(channel, password) if password else (bytearray(), bytearray())
             if stdin:
-                send_all(channel, stdin)
+                _send_input(channel, stdin)
             # The input stays open until the command ends: its end tells the remote guard the channel closed.
             return _collect(channel, timeout, on_output, self.name, out, err)
         except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -236,6 +236,16 @@ def _detect_dead_peer(sock: object) -> None:
     """Let the kernel drop the connection when the host vanishes (network cut, crash) instead of hanging."""
     if isinstance(sock, socket.socket) and hasattr(socket, "TCP_USER_TIMEOUT"):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, DEAD_PEER_SECONDS * 1000)
+
+
+def _send_input(channel: paramiko.Channel, data: bytes) -> None:
+    """Send a command's input; a command that ended before reading all of it (`cat > file` on a full disk) is not a
+    broken connection: the rest is dropped and its own exit status and stderr, collected next, say why."""
+    try:
+        send_all(channel, data)
+    except (OSError, EOFError, paramiko.SSHException):
+        if _connection_lost(channel):
+            raise
 
 
 def send_all(channel: paramiko.Channel, data: bytes) -> None:
@@ -310,9 +320,11 @@ def _collect(channel: paramiko.Channel, timeout: float | None, on_output: Output
         lines.close()
     code = channel.recv_exit_status() if channel.exit_status_ready() else -1
     if code == -1 and _connection_lost(channel):  # closed under us: not the command's own failure
-        raise ConnectError("the SSH connection was lost while the command ran (no exit status came back)",
-                           fix="the host may have rebooted, lost its network or had sshd killed; run again once it "
-                           "is back (steps are idempotent)", host=name)
+        said = err.decode(errors="replace").strip().splitlines()[-5:]
+        last = "; the host's last stderr:\n" + "\n".join(said) if said else ""
+        raise ConnectError(f"the SSH connection was lost while the command ran (no exit status came back){last}",
+                           fix=disk_full_fix("\n".join(said)) or "the host may have rebooted, lost its network or had "
+                           "sshd killed; run again once it is back (steps are idempotent)", host=name)
     return code, out.decode(errors="replace"), err.decode(errors="replace")
 
 

@@ -118,7 +118,8 @@ def _received(key: CacheKey, sha256: str, suffix: str, unpack: str) -> str:
     by `unpack`, and the module in it checked against the kernel by its vermagic (exit 4)."""
     return f"""set -e; {_vars(key)}; a=$(uname -m)
 f=$(mktemp --suffix={suffix}); x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
-cat > "$f"
+cat > "$f" || {{ echo "the package could not be stored in '$f' ($(df -Ph "${{f%/*}}" | \
+awk 'NR == 2 {{print $4 " free of " $2 " on " $6}}'))" >&2; exit 1; }}
 echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
 {unpack}
 ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gpunode.connection import Connection, ExecResult
-from gpunode.errors import GpunodeError
+from gpunode.errors import GpunodeError, disk_full_fix
 from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.diffs import FileDiff
@@ -123,16 +123,10 @@ SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/lib/systemd/sy
 UNIT_SUFFIXES = (".service", ".socket", ".timer", ".mount", ".automount", ".path", ".target", ".slice", ".swap")
 PACKAGE_SOURCE_PATHS = ("/etc/apt/sources.list", "/etc/apt/trusted.gpg", "/etc/apt/keyrings/",
                         "/usr/share/keyrings/", "/etc/yum.repos.d/", "/etc/dnf/")
-DISK_FULL = ("No space left on device", "You don't have enough free space", "not enough free space",
-             "Disk quota exceeded")
-
-
-def failure_fix(output: str) -> str:
-    """A fix that the output itself points at (a full disk), whatever the command was; "" when none."""
-    if any(marker in output for marker in DISK_FULL):
-        return ("the host is out of disk space: see `df -h / /var` on it, free space (`apt-get clean` or "
-                "`dnf clean all`, old logs with `journalctl --vacuum-size=200M`) or grow the disk, then run again")
-    return ""
+def failure_fix(output: str, writing: str = "") -> str:
+    """A fix that the output itself points at (a full disk, where `writing` is the file written), whatever the
+    command was; "" when none."""
+    return disk_full_fix(output, writing)
 
 
 class StepFailed(GpunodeError):
@@ -396,7 +390,7 @@ def _fix(action: Action, result: ExecResult) -> str:
     """What to tell the user: a kill by a signal (OOM), a program the host lacks or what the output points at (a
     full disk) first; for a file write, that the old file was kept; else the action's own fix."""
     output = result.stdout + result.stderr
-    pointed = killed_fix(result.exit_code) or missing_program_fix(output) or failure_fix(output)
+    pointed = killed_fix(result.exit_code) or missing_program_fix(output) or failure_fix(output, action.writes)
     if pointed:
         return f"{pointed}; {action.fix}" if action.writes and action.fix else pointed
     return action.fix or "read the output above and the host's log; fix the cause and run again"

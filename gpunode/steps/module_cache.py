@@ -19,7 +19,7 @@ from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Entry, Store
 from gpunode.modcache.url_source import SourceError, fetch, source_of
-from gpunode.steps.base import Action, StepContext, StepFailed
+from gpunode.steps.base import Action, StepContext, StepFailed, failure_fix
 from gpunode.steps.cache_setting import cache_store
 
 HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
@@ -194,7 +194,8 @@ def _send_entry(ctx: StepContext, action: ModuleAction, key: CacheKey, entry: En
                          "then run again: the cut-short install is undone and done again from the cache")
     if result.exit_code not in HOST_SIDE_REFUSAL:
         raise StepFailed(f"{doing} {key.label} from the module cache failed (exit {result.exit_code}):\n"
-                         f"{result.tail()}", fix=f"{action.fix}; the entry is {entry.folder}")
+                         f"{result.tail()}", fix=failure_fix(result.stdout + result.stderr) or
+                         f"{action.fix}; the entry is {entry.folder}")
     ctx.notes.append(f"module cache: refused the cached {key.label}: {HOST_SIDE_REFUSAL[result.exit_code]}; "
                      "rebuilt it here")
     return False
