@@ -22,6 +22,7 @@ One YAML file per topic, `tests/runs/<topic>.yaml`, a list of cases:
         steps: {write: changed}                 # every step (handlers too) in order: its status
         ran: ["run: touch /x"]                  # the commands sent in sessions of their own (not the lock's,
                                                 # nor the boot marker), by label, in order
+        inside_lock: ["probe of 1 step"]        # the scripts run inside the lock's session (probes), by label
         execs: 2                                # remote execs (the report's count: the lock's exec included)
         notes: ["part of a note"]               # each a part of some note, in any order
         error: "part of the error"
@@ -52,7 +53,7 @@ OS_RELEASE_DIR = Path(__file__).parent / "data" / "os-release"
 
 CASE_KEYS = {"name", "says", "check", "os", "host", "last_run_facts", "cancelled", "playbook", "replies", "expect",
              "vars"}
-EXPECT_KEYS = {"status", "steps", "ran", "execs", "notes", "error", "failed_step"}
+EXPECT_KEYS = {"status", "steps", "ran", "inside_lock", "execs", "notes", "error", "failed_step"}
 
 
 def case_files() -> list[Path]:
@@ -110,12 +111,17 @@ def ran(outcome: HostOutcome) -> list[str]:
             if c["new_session"] and not c["label"].startswith("lock + facts") and c["label"] != "boot marker"]
 
 
+def inside_lock(outcome: HostOutcome) -> list[str]:
+    """The scripts run inside the lock's session (probes, a guessed probe), by the runner's label."""
+    return [c["label"].removesuffix(", inside the lock's session") for c in outcome.commands if not c["new_session"]]
+
+
 def mismatches(expect: dict[str, Any], outcome: HostOutcome) -> list[str]:
     """Where the outcome differs from `expect`, each key it names."""
     got = {"status": outcome.status, "steps": {s.name: s.status for s in outcome.steps}, "ran": ran(outcome),
-           "execs": outcome.exec_count, "failed_step": outcome.failed_step}
+           "inside_lock": inside_lock(outcome), "execs": outcome.exec_count, "failed_step": outcome.failed_step}
     found = []
-    for key in ("status", "ran", "execs", "failed_step"):
+    for key in ("status", "ran", "inside_lock", "execs", "failed_step"):
         if key in expect and expect[key] != got[key]:
             found.append(f"{key}: expected {expect[key]!r}, got {got[key]!r}")
     if "steps" in expect and list((expect["steps"] or {}).items()) != [(s.name, s.status) for s in outcome.steps]:
@@ -131,7 +137,8 @@ def mismatches(expect: dict[str, Any], outcome: HostOutcome) -> list[str]:
 def shown(outcome: HostOutcome) -> str:
     """The outcome in a case's `expect` shape, for failure messages."""
     return yaml.safe_dump({"status": outcome.status, "steps": {s.name: s.status for s in outcome.steps},
-                           "ran": ran(outcome), "execs": outcome.exec_count, "notes": outcome.notes,
+                           "ran": ran(outcome), "inside_lock": inside_lock(outcome), "execs": outcome.exec_count,
+                           "notes": outcome.notes,
                            "error": outcome.error, "failed_step": outcome.failed_step,
                            "messages": {s.name: s.message for s in outcome.steps if s.message}},
                           sort_keys=False, width=120)
