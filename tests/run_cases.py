@@ -7,7 +7,10 @@ One YAML file per topic, `tests/runs/<topic>.yaml`, a list of cases:
       check: false                              # --check (default false)
       os: debian-12                             # tests/data/os-release/<os>.txt (default debian-12)
       host: {uid: "1000", user: alice}          # facts.sh's `host` block, where it differs (uid 0, root)
+      more_facts: "@@kv pkgmgr\nreboot_required=1\n"   # more facts.sh blocks, at every boot ...
+      more_facts_after_reboot: ""               # ... or only until the first reboot, then these
       last_run_facts: true                      # the facts cache holds this host's facts: the probe is guessed
+                                                # (a string: the cached facts' more_facts, which differ from now)
       cancelled: true                           # Ctrl-C before the run starts (the cancel event is set)
       playbook: |                               # the playbook, inline
         steps:
@@ -51,8 +54,8 @@ from tests.standin import Reply, StandinConnection, minimal_facts
 CASES_DIR = Path(__file__).parent / "runs"
 OS_RELEASE_DIR = Path(__file__).parent / "data" / "os-release"
 
-CASE_KEYS = {"name", "says", "check", "os", "host", "last_run_facts", "cancelled", "playbook", "replies", "expect",
-             "vars"}
+CASE_KEYS = {"name", "says", "check", "os", "host", "more_facts", "more_facts_after_reboot", "last_run_facts",
+             "cancelled", "playbook", "replies", "expect", "vars"}
 EXPECT_KEYS = {"status", "steps", "ran", "inside_lock", "execs", "notes", "error", "failed_step"}
 
 
@@ -92,10 +95,13 @@ def run_case(case: dict[str, Any], folder: Path) -> tuple[HostOutcome, StandinCo
     host = Host(name=f"standin-{case['name']}", address="192.0.2.1")
 
     def facts(boot: int) -> str:
-        return minimal_facts(os_release, host_block, boot)
+        more = case.get("more_facts_after_reboot", case.get("more_facts", "")) if boot > 1 else \
+            case.get("more_facts", "")
+        return minimal_facts(os_release, host_block, boot, more)
 
-    if case.get("last_run_facts"):
-        facts_cache.save(host, facts(1))
+    last = case.get("last_run_facts")
+    if last is not None and last is not False:
+        facts_cache.save(host, facts(1) if last is True else minimal_facts(os_release, host_block, 1, last))
     cancel = threading.Event()
     if case.get("cancelled"):
         cancel.set()

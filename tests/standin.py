@@ -76,13 +76,14 @@ class Exec:
     stdin_bytes: int = 0
 
 
-def minimal_facts(os_release: str, host: dict[str, str] | None = None, boot: int = 1) -> str:
-    """facts.sh's output for a bare host: its os-release text and a `host` block (uid 0, root unless `host` says
-    otherwise); no `gathered` line, so every section counts as gathered (empty)."""
+def minimal_facts(os_release: str, host: dict[str, str] | None = None, boot: int = 1, more: str = "") -> str:
+    """facts.sh's output for a bare host: its os-release text, a `host` block (uid 0, root unless `host` says
+    otherwise) and `more` blocks as facts.sh prints them (`@@kv pkgmgr\nreboot_required=1`); no `gathered` line,
+    so every section counts as gathered (empty where not given)."""
     values = {"arch": "x86_64", "hostname": "standin", "uid": "0", "user": "root",
               "boot_id": f"standin-boot-{boot}", "pid1_starttime": "1", **(host or {})}
     lines = ["@@gpunode-facts 1", "@@kv host", *(f"{k}={v}" for k, v in values.items()), "@@raw file /etc/os-release",
-             *(f"|{line}" for line in os_release.splitlines()), "@@end"]
+             *(f"|{line}" for line in os_release.splitlines()), *more.splitlines(), "@@end"]
     return "\n".join(lines) + "\n"
 
 
