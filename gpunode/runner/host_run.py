@@ -77,7 +77,8 @@ class HostRun:
         self.registered: dict[str, Any] = {}  # `register:` name -> the step's result, for later steps
         self.unknown_results: set[str] = set()  # --check: registered results of steps that would run (not known)
         self._register_names = {s.register for s in self.playbook.steps if s.register}
-        self._share: Callable[[StepContext, Action], str] | None | bool = False  # False: not read yet
+        self._share: Callable[[StepContext, Action], str] | None = None  # the package share (None: none)
+        self._share_read = False  # whether `_share` was read from the variables yet (once per host run)
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -171,8 +172,8 @@ class HostRun:
 
     def _package_share(self, facts: Facts) -> Callable[[StepContext, Action], str] | None:
         """The package share the `package_cache` variable asks for (read once per host run)."""
-        if self._share is False:
-            self._share = share_for(self._variables(facts).get("package_cache"))
+        if not self._share_read:
+            self._share, self._share_read = share_for(self._variables(facts).get("package_cache")), True
         return self._share
 
     def _plan_step(self, spec: StepSpec, facts: Facts) -> PlannedStep:
