@@ -320,12 +320,17 @@ def _collect(channel: paramiko.Channel, timeout: float | None, on_output: Output
         lines.close()
     code = channel.recv_exit_status() if channel.exit_status_ready() else -1
     if code == -1 and _connection_lost(channel):  # closed under us: not the command's own failure
-        said = err.decode(errors="replace").strip().splitlines()[-5:]
-        last = "; the host's last stderr:\n" + "\n".join(said) if said else ""
-        raise ConnectError(f"the SSH connection was lost while the command ran (no exit status came back){last}",
-                           fix=disk_full_fix("\n".join(said)) or "the host may have rebooted, lost its network or had "
-                           "sshd killed; run again once it is back (steps are idempotent)", host=name)
+        raise _lost_during(name, err)
     return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _lost_during(name: str, err: bytearray) -> ConnectError:
+    """The connection lost while a command ran, with the host's last stderr (a full disk is named as such)."""
+    said = err.decode(errors="replace").strip().splitlines()[-5:]
+    last = "; the host's last stderr:\n" + "\n".join(said) if said else ""
+    return ConnectError(f"the SSH connection was lost while the command ran (no exit status came back){last}",
+                        fix=disk_full_fix("\n".join(said)) or "the host may have rebooted, lost its network or had "
+                        "sshd killed; run again once it is back (steps are idempotent)", host=name)
 
 
 def _connection_lost(channel: paramiko.Channel) -> bool:
