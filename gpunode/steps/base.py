@@ -180,7 +180,7 @@ class Step:
 
 
 # ---- registry and argument validation ---------------------------------------------------------------
-# A step kind is declared once: the `kind = "..."` attribute of its class, in its module under gpunode/steps/
+# A step kind is declared once: the `kind` class attribute of its class, in its module under gpunode/steps/
 # (found by reading the source: steps/registry.py). Its module is imported when a playbook first uses it.
 
 
@@ -191,6 +191,13 @@ class StepTypes(Mapping[str, "type[Step]"]):
         self._classes: dict[str, type[Step]] = {}
 
     def register(self, cls: type[Step]) -> None:
+        if dataclasses.is_dataclass(cls) and "kind" in {f.name for f in dataclasses.fields(cls)}:
+            raise StepDeclarationError(
+                f"{cls.__module__}.{cls.__qualname__}: `kind` is annotated as a dataclass field, so it would be a "
+                "step argument", fix=f'write `kind = "{cls.kind}"` (or `kind: ClassVar[str] = "{cls.kind}"`)')
+        if not isinstance(cls.kind, str) or not cls.kind:
+            raise StepDeclarationError(f"{cls.__module__}.{cls.__qualname__} has no `kind`",
+                                       fix='give the class `kind = "my_step"`')
         first = self._classes.get(cls.kind)
         if first and (first.__module__, first.__qualname__) != (cls.__module__, cls.__qualname__):
             raise StepDeclarationError(f"step kind {cls.kind!r} is registered twice: {first.__module__}."
