@@ -19,7 +19,7 @@ from gpunode.playbook.rollout import Rollout
 from gpunode.playbook.template import has_template
 from gpunode.playbook.validate import check_conditions, check_syntax
 from gpunode.steps import STEP_TYPES
-from gpunode.steps.base import build_step, coerce
+from gpunode.steps.base import argument_fix, build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
 TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
@@ -397,4 +397,4 @@ def check_static_args(spec: StepSpec, args: dict[str, Any]) -> None:
     except ValueError as exc:
         bad = getattr(exc, "arg", None)
         raise UsageError(str(exc), source=spec.source, line=_line(args, bad, spec.line) if bad else spec.line,
-                         fix=f"see `gpunode steps --show {spec.kind}` (docs/steps.md)") from None
+                         fix=argument_fix(spec.kind)) from None

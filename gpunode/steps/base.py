@@ -248,6 +248,11 @@ def _type_hints(cls: type[Step]) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def argument_fix(kind: str) -> str:
+    """What to tell a user whose arguments a step refused (build_step raised ArgumentError / ValueError)."""
+    return f"see `gpunode steps --show {kind}` (docs/steps.md)"
+
+
 def build_step(kind: str, args: dict[str, Any]) -> Step:
     """Validate arguments against the step's dataclass fields and build it; raises ValueError with the reason."""
     cls = STEP_TYPES[kind]
