@@ -13,7 +13,8 @@ One YAML file per step kind, `tests/plans/<kind>.yaml`, a list of cases:
       shared: {...}                             # HostState from earlier steps
       probe: {section: "what it printed\n", file: {content: "...", mode: "600"}}
       expect: {actions: [{summary, command | contains, reason, diff}], reboot_required, target_kernel, notes}
-      # or expect: {error: {message, fix}} (a refused plan, or arguments the step refuses); xfail: "why" when the planner is wrong against the source;
+      # or expect: {error: {message, fix}} (a refused plan, or arguments the step refuses);
+      # xfail: "why" when the planner is wrong against the source;
       # check: false plans as a real run does (default: check mode)
 
 `run_case` plans a case with the current code; tests/test_plan_cases.py compares it with `expect` (each key named,
