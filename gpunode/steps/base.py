@@ -198,12 +198,24 @@ class StepTypes(Mapping[str, "type[Step]"]):
         if not isinstance(cls.kind, str) or not cls.kind:
             raise StepDeclarationError(f"{cls.__module__}.{cls.__qualname__} has no `kind`",
                                        fix='give the class `kind = "my_step"`')
+        if not dataclasses.is_dataclass(cls):
+            raise StepDeclarationError(f"{cls.__module__}.{cls.__qualname__} is not a dataclass (its fields are the "
+                                       "step's arguments)", fix="put @dataclass under @register")
+        builtin = declared().get(cls.kind)
+        if builtin and builtin.module != cls.__module__:
+            raise StepDeclarationError(f"step kind {cls.kind!r} is a built-in step ({builtin.where}); "
+                                       f"{cls.__module__}.{cls.__qualname__} cannot take it",
+                                       fix="give the class another `kind`")
         first = self._classes.get(cls.kind)
         if first and (first.__module__, first.__qualname__) != (cls.__module__, cls.__qualname__):
             raise StepDeclarationError(f"step kind {cls.kind!r} is registered twice: {first.__module__}."
                                        f"{first.__qualname__} and {cls.__module__}.{cls.__qualname__}",
                                        fix="give one of the two step classes another `kind`")
         self._classes[cls.kind] = cls
+
+    def registered(self, kind: str) -> type[Step] | None:
+        """The class registered under `kind` so far (no import); None when none is."""
+        return self._classes.get(kind)
 
     def __getitem__(self, kind: str) -> type[Step]:
         declaration = declared().get(kind)
