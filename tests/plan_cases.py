@@ -13,7 +13,8 @@ One YAML file per step kind, `tests/plans/<kind>.yaml`, a list of cases:
       shared: {...}                             # HostState from earlier steps
       probe: {section: "what it printed\n", file: {content: "...", mode: "600"}}
       expect: {actions: [{summary, command | contains, reason, diff}], reboot_required, target_kernel, notes}
-      # or expect: {error: {message, fix}}; xfail: "why" when the planner is wrong against the source;
+      # or expect: {error: {message, fix}} (a refused plan, or arguments the step refuses);
+      # xfail: "why" when the planner is wrong against the source;
       # check: false plans as a real run does (default: check mode)
 
 `run_case` plans a case with the current code; tests/test_plan_cases.py compares it with `expect` (each key named,
@@ -47,7 +48,7 @@ from gpunode.image.image_state import answer, facts_of, load_state
 from gpunode.inventory import Host
 from gpunode.scripts import SCRIPTS_DIR, script_text
 from gpunode.steps import build_step
-from gpunode.steps.base import StepContext
+from gpunode.steps.base import StepContext, argument_fix
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE, render
 from gpunode.steps.probe import ProbeOutput
 from gpunode.steps.state import HostState
@@ -161,6 +162,10 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"probe": None, "actions": [], "error": None}
     try:
         step = build_step(case["kind"], dict(case.get("args") or {}))
+    except ValueError as exc:  # the step's argument checks (types, __post_init__): what `gpunode check` reports
+        result["error"] = {"message": str(exc), "fix": argument_fix(case["kind"])}
+        return result
+    try:
         probe = step.probe(ctx.facts)
         if case.get("image"):
             ctx.probe = image_probe(case["image"], probe or {})

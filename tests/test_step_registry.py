@@ -94,3 +94,27 @@ def test_the_package_scan_finds_the_nfs_subpackage_and_no_module_twice():
     assert kinds["nfs_mount"].module == "gpunode.steps.nfs.mount"
     assert kinds["line"].module == kinds["file"].module == "gpunode.steps.files"
     assert "" not in kinds  # Step's own empty `kind` declares nothing
+
+
+def test_a_kind_is_found_in_any_class_attribute_form(tmp_path):
+    """ClassVar-annotated, deeper indentation, a trailing comment: each declares; a nested class does not."""
+    text = ('from typing import ClassVar\n\n\nclass A(Step):\n  kind: ClassVar[str] = "two_spaces"  # note\n\n\n'
+            'class B(Step):\n        kind: "ClassVar[str]" = \'eight\'\n\n\n'
+            'class C(Step):\n    class Inner:\n        kind = "nested"\n')
+    root = _package(tmp_path, {"m.py": text})
+    assert {k: d.line for k, d in scan(root, "pkg").items()} == {"two_spaces": 5, "eight": 9}
+
+
+def test_kind_annotated_as_a_dataclass_field_is_refused_never_an_argument():
+    """`kind: str = "x"` in a dataclass would make `kind` an argument of the step: register says what to write."""
+    from dataclasses import dataclass
+
+    from gpunode.steps.base import Step, register
+
+    @dataclass
+    class Wrong(Step):
+        kind: str = "wrong_kind_field"  # type: ignore[misc]
+
+    with pytest.raises(StepDeclarationError, match="would be a step argument") as caught:
+        register(Wrong)
+    assert 'kind = "wrong_kind_field"' in caught.value.fix

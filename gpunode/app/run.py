@@ -29,6 +29,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     The connections start opening first: the code for the run, the live display and the summary imports while the
     hosts answer."""
     check_arguments(book, selected, extra_vars)  # a wrong value is refused before any host is contacted
+    for user in book.library:  # code taken from the project's library/ folder is never taken silently
+        say(f"user steps: {user.shown}")
     for warning in misspelt_variables(book, selected, extra_vars):
         say(f"warning: {warning}", stream=sys.stderr)
     logs = Path(log_dir) if log_dir else default_log_path()

@@ -24,7 +24,8 @@ def steps_md() -> str:
            "Each step of a playbook names one of these kinds with its arguments (`- packages: {names: [jq]}`), "
            "plus the step keys (`name`, `when`, `tags`, `notify`, `register`, ...: [playbook language]"
            "(playbook-language.md)). A kind is the `kind` attribute of its class in `gpunode/steps/`; an argument's "
-           "doc is the `arg(default, doc)` of its field.", ""]
+           "doc is the `arg(default, doc)` of its field. A project's own kinds live in `library/` beside its "
+           "playbook: [a step kind in ten minutes](writing-steps.md).", ""]
     out += [f"- [`{k}`](#{k}): {cell(first_line(STEP_TYPES[k].__doc__))}" for k in kinds]
     for kind in kinds:
         out += ["", *step_section(kind)]

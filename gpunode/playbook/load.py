@@ -15,11 +15,12 @@ from typing import Any
 
 from gpunode.errors import UsageError
 from gpunode.playbook.builtin import resolve_playbook
+from gpunode.playbook.library import UserSteps, load_library, user_step_file
 from gpunode.playbook.rollout import Rollout
 from gpunode.playbook.template import has_template
 from gpunode.playbook.validate import check_conditions, check_syntax
 from gpunode.steps import STEP_TYPES
-from gpunode.steps.base import build_step, coerce
+from gpunode.steps.base import argument_fix, build_step, coerce
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
 TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
@@ -89,6 +90,7 @@ class Playbook:
     handlers: dict[str, StepSpec] = field(default_factory=dict)
     sha256: str = ""
     rollout: Rollout = field(default_factory=Rollout)  # `serial` and `max_fail_percentage`: hosts in batches
+    library: list[UserSteps] = field(default_factory=list)  # user step files loaded (library/ beside a playbook)
 
     @property
     def tags(self) -> list[str]:
@@ -109,12 +111,15 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
         raise UsageError("`steps` must be a non-empty list", source=source, line=data.line_of("steps"),
                          fix="add steps, e.g. `- packages: {names: [curl]}`")
     chain = (*_chain, path.resolve())
+    library = load_library(path)  # before the steps: they may use its kinds
     steps, handlers, included = _steps(steps_data, data.line_of("steps"), source, variables, chain)
     _add_handlers(data, source, handlers)
     _check_notify(steps, handlers)
-    digest = hashlib.sha256(path.read_bytes() + "".join(b.sha256 for b in included).encode()).hexdigest()
+    library = list({u.path: u for u in [*library, *(u for b in included for u in b.library)]}.values())
+    parts = "".join([*(b.sha256 for b in included), *(u.sha256 for u in library)])
+    digest = hashlib.sha256(path.read_bytes() + parts.encode()).hexdigest()
     return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
-                    steps, handlers, digest, _rollout(data, source))
+                    steps, handlers, digest, _rollout(data, source), library)
 
 
 def _rollout(data: LineDict, source: str) -> Rollout:
@@ -397,4 +402,10 @@ def check_static_args(spec: StepSpec, args: dict[str, Any]) -> None:
     except ValueError as exc:
         bad = getattr(exc, "arg", None)
         raise UsageError(str(exc), source=spec.source, line=_line(args, bad, spec.line) if bad else spec.line,
-                         fix=f"see `gpunode steps --show {spec.kind}` (docs/steps.md)") from None
+                         fix=_argument_fix(spec.kind)) from None
+
+
+def _argument_fix(kind: str) -> str:
+    """Where a step's arguments are documented: `gpunode steps --show` for a built-in, the file for a user step."""
+    user = user_step_file(kind)
+    return f"see the step's class (its fields are its arguments) in {user}" if user else argument_fix(kind)

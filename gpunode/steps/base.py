@@ -180,7 +180,7 @@ class Step:
 
 
 # ---- registry and argument validation ---------------------------------------------------------------
-# A step kind is declared once: the `kind = "..."` attribute of its class, in its module under gpunode/steps/
+# A step kind is declared once: the `kind` class attribute of its class, in its module under gpunode/steps/
 # (found by reading the source: steps/registry.py). Its module is imported when a playbook first uses it.
 
 
@@ -191,12 +191,31 @@ class StepTypes(Mapping[str, "type[Step]"]):
         self._classes: dict[str, type[Step]] = {}
 
     def register(self, cls: type[Step]) -> None:
+        if dataclasses.is_dataclass(cls) and "kind" in {f.name for f in dataclasses.fields(cls)}:
+            raise StepDeclarationError(
+                f"{cls.__module__}.{cls.__qualname__}: `kind` is annotated as a dataclass field, so it would be a "
+                "step argument", fix=f'write `kind = "{cls.kind}"` (or `kind: ClassVar[str] = "{cls.kind}"`)')
+        if not isinstance(cls.kind, str) or not cls.kind:
+            raise StepDeclarationError(f"{cls.__module__}.{cls.__qualname__} has no `kind`",
+                                       fix='give the class `kind = "my_step"`')
+        if not dataclasses.is_dataclass(cls):
+            raise StepDeclarationError(f"{cls.__module__}.{cls.__qualname__} is not a dataclass (its fields are the "
+                                       "step's arguments)", fix="put @dataclass under @register")
+        builtin = declared().get(cls.kind)
+        if builtin and builtin.module != cls.__module__:
+            raise StepDeclarationError(f"step kind {cls.kind!r} is a built-in step ({builtin.where}); "
+                                       f"{cls.__module__}.{cls.__qualname__} cannot take it",
+                                       fix="give the class another `kind`")
         first = self._classes.get(cls.kind)
         if first and (first.__module__, first.__qualname__) != (cls.__module__, cls.__qualname__):
             raise StepDeclarationError(f"step kind {cls.kind!r} is registered twice: {first.__module__}."
                                        f"{first.__qualname__} and {cls.__module__}.{cls.__qualname__}",
                                        fix="give one of the two step classes another `kind`")
         self._classes[cls.kind] = cls
+
+    def registered(self, kind: str) -> type[Step] | None:
+        """The class registered under `kind` so far (no import); None when none is."""
+        return self._classes.get(kind)
 
     def __getitem__(self, kind: str) -> type[Step]:
         declaration = declared().get(kind)
@@ -239,6 +258,11 @@ def step_facts_sections(kinds: Iterable[str]) -> frozenset[str]:
 @functools.cache
 def _type_hints(cls: type[Step]) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+def argument_fix(kind: str) -> str:
+    """What to tell a user whose arguments a step refused (build_step raised ArgumentError / ValueError)."""
+    return f"see `gpunode steps --show {kind}` (docs/steps.md)"
 
 
 def build_step(kind: str, args: dict[str, Any]) -> Step:

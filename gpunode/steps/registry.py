@@ -1,14 +1,16 @@
 """Which module declares which step kind, found by reading the step modules' source (no import).
 
-A step kind is declared in one place: the `kind = "name"` class attribute of a step class in a module under
-gpunode/steps/ (subpackages included). The scan reads each module's text with one regular expression (about 3 ms
-for the whole package, once per process) instead of importing every module: a playbook imports only the step
-modules it uses (tests/test_startup_imports.py). A new module dropped into gpunode/steps/ is found with no other
-edit.
+A step kind is declared in one place: the `kind` class attribute of a step class in a module under gpunode/steps/
+(subpackages included), in any form Python allows: `kind = "name"`, `kind: ClassVar[str] = "name"`, any
+indentation. Each module is parsed (ast) rather than imported: a playbook imports only the step modules it uses
+(tests/test_startup_imports.py). A cheap text test skips the modules that cannot declare one. A new module dropped
+into gpunode/steps/ is found with no other edit. `kind: str = "x"` in a dataclass would be an argument: `register`
+refuses it (base.py).
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from dataclasses import dataclass
@@ -19,9 +21,8 @@ from gpunode.errors import GpunodeError
 PACKAGE = __name__.rpartition(".")[0]  # the package this module is in and scans
 STEPS_DIR = Path(__file__).resolve().parent
 
-# a class-level `kind = "name"` (4 spaces in, optionally annotated, optionally followed by a comment)
-_KIND = re.compile(r"""^    kind(?:\s*:\s*[\w\[\].]+)?\s*=\s*(["'])([A-Za-z_][\w-]*)\1\s*(?:#.*)?$""", re.MULTILINE)
-_TOP_LEVEL = re.compile(r"^[^\s#)\]}\"']", re.MULTILINE)  # a line at column 0: a statement of the module itself
+_MAYBE = re.compile(r"^\s+kind\b", re.MULTILINE)  # a module without an indented `kind` declares none: not parsed
+KIND_NAME = re.compile(r"[A-Za-z_][\w-]*")
 
 
 class StepDeclarationError(GpunodeError):
@@ -58,16 +59,32 @@ def scan(root: Path = STEPS_DIR, package: str = PACKAGE) -> dict[str, Declaratio
 
 
 def declarations(source: str, module: str, path: Path) -> list[Declaration]:
-    """The `kind = "..."` attributes of the classes at the top level of one module's source."""
-    tops = [m.start() for m in _TOP_LEVEL.finditer(source)]
+    """The `kind` attributes (plain or annotated) of the classes at the top level of one module's source; a
+    `kind` inside a function or a nested class declares nothing."""
+    if not _MAYBE.search(source):
+        return []
     found = []
-    for match in _KIND.finditer(source):
-        owner = max((s for s in tops if s < match.start()), default=None)
-        if owner is None or not source.startswith("class ", owner):
-            continue  # inside a function (or a nested class): not a step's declaration
-        line = source.count("\n", 0, match.start()) + 1
-        found.append(Declaration(match.group(2), module, path, line))
+    for node in ast.parse(source, str(path)).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for statement in node.body:
+            name, value = _assigned(statement)
+            if name != "kind" or not isinstance(value, ast.Constant) or not isinstance(value.value, str):
+                continue
+            if not KIND_NAME.fullmatch(value.value):
+                continue  # Step's own "" declares nothing
+            found.append(Declaration(value.value, module, path, statement.lineno))
     return found
+
+
+def _assigned(statement: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    """`name = value` or `name: T = value` as (name, value); (None, None) for any other statement."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0],
+                                                                                          ast.Name):
+        return statement.targets[0].id, statement.value
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+        return statement.target.id, statement.value
+    return None, None
 
 
 @functools.cache
