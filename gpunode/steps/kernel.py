@@ -10,6 +10,7 @@ from gpunode.distros import UnsupportedDistro, for_os
 from gpunode.facts import Facts
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
+from gpunode.steps.packages import repair_first
 from gpunode.steps.pkgmgr import manager_for
 from gpunode.steps.probe import Snippets
 
@@ -103,7 +104,9 @@ class KernelHeadersStep(Step):
         # hold: the kernel an apt upgrade installs is known now (the meta package's dependency), so it is held in
         # this run, not by the next one (which would then not be converged); elsewhere the next run holds it
         upgraded = following if self.policy == "upgrade" and candidate == "(none)" else ""
-        return [install, *(self._hold_actions(facts, upgraded, held) if upgraded else [])]
+        # a transaction cut short (a power cut during the last run's install) is finished first: apt refuses to run
+        repair = repair_first(ctx, manager_for(facts.os.package_manager), self.timeout)
+        return [*repair, install, *(self._hold_actions(facts, upgraded, held) if upgraded else [])]
 
     @staticmethod
     def _predict_upgrade(ctx: StepContext, upgrade: list[str], following: str) -> None:
