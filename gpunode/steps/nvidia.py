@@ -102,8 +102,8 @@ class NvidiaDriverStep(Step):
     fabricmanager: Literal["auto", "yes", "no"] = arg("auto", "the fabric manager and NSCQ; auto: when the host "
                                                       "has NVSwitches")
     version: str | None = arg(None, "the driver's exact version within the branch (535.309.01): an installed driver "
-                                    "of another version is updated (or downgraded) to it; unset: the newest of the "
-                                    "branch at the first install, kept afterwards")
+                                    "of another version is updated to it; unset: the newest of the branch at the "
+                                    "first install, kept afterwards")
     hold: bool = arg(True, "hold the driver packages and their separately versioned kin (nvidia-modprobe...): apt-mark "
                            "hold, dnf versionlock")
     persistenced: bool = arg(True, "enable nvidia-persistenced")
@@ -294,8 +294,9 @@ class NvidiaDriverStep(Step):
         switch = self._rpm_switch(pkgs, installed)
         update = self._update(pkgs, installed)
         missing = self._missing(facts, pkgs, installed, switch)
-        if update:  # the held driver and its kin let go of first
-            held, why = held - set(update_holds([*pkgs.pinned], facts, held)), f"{update}; {why}"
+        lifted = update_holds([*pkgs.pinned], facts, held) if update else []  # let go of first, held again after
+        if update:
+            held, why = held - set(lifted), f"{update}; {why}"
         if missing:
             actions.append(self._cached_install(ctx, manager, pkgs, flavor, why, missing, held, switch))
         if self.method == "runfile":
@@ -310,9 +311,7 @@ class NvidiaDriverStep(Step):
         actions += self._fabricmanager_actions(manager, pkgs, fm, installed, driver_version)
         installing = bool(missing) or self._runfile_installs(facts)
         actions += self._keep_actions(ctx, manager, [*pkgs.pinned, *fm], held, bool(switch), installing)
-        if update:
-            actions = self._unhold_first(actions, manager, update_holds([*pkgs.pinned], facts,
-                                                                        manager.parse_held(sections["held"])))
+        actions = self._unhold_first(actions, manager, lifted)
         return actions + self._ready_actions(ctx, installing, wants_fm) + self._initramfs_actions(ctx, actions)
 
     @staticmethod
