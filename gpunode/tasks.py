@@ -15,8 +15,9 @@ from invoke.tasks import Task
 
 from gpunode.cliflags import flag_words, whole_numbers
 from gpunode.clihelp import HELP_FLAGS, help_argv
+from gpunode.clouds import bases_help, builders_help
 from gpunode.commands.common import cli_errors
-from gpunode.distros import DEFAULT_BASE, bases_help
+from gpunode.distros import DEFAULT_BASE
 from gpunode.errors import GpunodeError, UsageError
 
 PINNED_STATES = Path(__file__).parent / "image" / "states"  # one YAML per base (gpunode/image/image_state.py)
@@ -642,14 +643,14 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base=DEFAULT_BASE, driv
 
 @gtask(iterable=["var", "packer_var", "extra_vars"], help={
     **{k: v for k, v in IMAGE_HELP.items() if k not in ("launch_template", "batch")},
-    "builder": "qemu (a local qcow2), alicloud or tencent",
-    "source_image": "the base: a qcow2 path/URL (qemu), an image id (tencent: required; alicloud: instead of the "
-                    "family of --base)",
+    "builder": builders_help("qemu"),
+    "source_image": "the base image: a qcow2 path/URL (qemu) or the cloud's image id (the bases a cloud finds by "
+                    "name need none: docs/clouds.md)",
 })
 def build_image(c, builder="qemu", region=None, instance_type=None, base=DEFAULT_BASE, driver_branch=None,
                 playbook="", var=None, validate_only=False, name=None, source_image=None,
                 packer_var=None, ssh_key=None, verify="auto", expect_gpus=None, min_free_gb=None, extra_vars=None):
-    """Bake a node image with Packer on another builder: qemu (local qcow2), alicloud (ECS), tencent (CVM)."""
+    """Bake a node image with Packer on a builder other than AWS (--builder; docs/clouds.md)."""
     from gpunode.commands.image_cmd import build
 
     with cli_errors():

@@ -10,22 +10,6 @@
 # The plugin range stays below 1.1.3: from there the plugin creates the instance with RunInstances, which gives it a
 # public IP itself, and associate_public_ip_address would then attach an EIP to it as well (cloud_facts.ALICLOUD).
 
-variable "build_dir" {
-  type        = string
-  description = "The toolkit's folder for this build: build.json (the spec), known_hosts, reports."
-}
-
-variable "save_packer_key" {
-  type        = bool
-  default     = true
-  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
-}
-
-variable "gpunode_python" {
-  type    = string
-  default = "python3"
-}
-
 variable "region" {
   type    = string
   default = "cn-hangzhou"
@@ -71,7 +55,7 @@ variable "ssh_keypair_name" {
 variable "vpc_id" {
   type        = string
   default     = ""
-  description = "Your VPC, always with vswitch_id (gpunode refuses either one alone: see gpunode/image/names.py)."
+  description = "Your VPC, always with vswitch_id (gpunode refuses either one alone: see gpunode/clouds/alicloud.py)."
 }
 
 variable "vswitch_id" {
@@ -123,24 +107,4 @@ source "alicloud-ecs" "gpu-node" {
   ssh_private_key_file = var.ssh_private_key_file
   ssh_keypair_name     = var.ssh_keypair_name
   ssh_timeout          = "15m"
-}
-
-build {
-  sources = ["source.alicloud-ecs.gpu-node"]
-
-  # gpunode provisions the build instance over its own SSH connection; see packer/aws.pkr.hcl.
-  provisioner "shell-local" {
-    inline = [
-      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
-      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
-      var.save_packer_key ? build.SSHPrivateKey : "",
-      "GPUNODE_KEY",
-      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
-    ]
-  }
-
-  post-processor "manifest" {
-    output     = "${var.build_dir}/manifest.json"
-    strip_path = true
-  }
 }

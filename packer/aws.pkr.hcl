@@ -5,24 +5,8 @@
 # (<build_dir>/build.json: playbook, variables, report paths), owns the SSH key and tags the AMI afterwards.
 # Credentials come from the AWS SDK's usual places (AWS_PROFILE, AWS_ACCESS_KEY_ID/..., ~/.aws, instance role);
 # nothing secret is written here. Works on Debian's packer 1.6.6 (built-in amazon-ebs) and on Packer 1.7+
-# with the amazon plugin (packer/plugins.pkr.hcl, staged by the toolkit on modern Packer).
-
-variable "build_dir" {
-  type        = string
-  description = "The toolkit's folder for this build: build.json (the spec), key, known_hosts, reports."
-}
-
-variable "save_packer_key" {
-  type        = bool
-  default     = true
-  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
-}
-
-variable "gpunode_python" {
-  type        = string
-  default     = "python3"
-  description = "The Python that has gpunode installed (the toolkit passes its own)."
-}
+# with the amazon plugin (staged by the toolkit on modern Packer). The build block is
+# packer/build.pkr.hcl.in, shared by every template.
 
 variable "region" {
   type    = string
@@ -181,25 +165,4 @@ source "amazon-ebs" "gpu-node" {
   skip_credential_validation = var.aws_endpoint != ""
   skip_region_validation     = var.aws_endpoint != ""
   skip_metadata_api_check    = var.aws_endpoint != ""
-}
-
-build {
-  sources = ["source.amazon-ebs.gpu-node"]
-
-  # gpunode provisions the build instance over its own SSH connection: playbook, verify-gpu (GPU instances),
-  # image_cleanup, image_validate. Its JSON report lands in <build_dir>/report.json either way.
-  provisioner "shell-local" {
-    inline = [
-      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
-      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
-      var.save_packer_key ? build.SSHPrivateKey : "",
-      "GPUNODE_KEY",
-      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
-    ]
-  }
-
-  post-processor "manifest" {
-    output     = "${var.build_dir}/manifest.json"
-    strip_path = true
-  }
 }

@@ -7,22 +7,6 @@
 # No credentials. Reboots during provisioning work: gpunode reconnects, and at the end gpunode powers the VM off
 # itself (Packer's shutdown command would need a new login after a reboot, once image_cleanup removed the build key).
 
-variable "build_dir" {
-  type        = string
-  description = "The toolkit's folder for this build: build.json (the spec), key, seed, reports."
-}
-
-variable "save_packer_key" {
-  type        = bool
-  default     = true
-  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
-}
-
-variable "gpunode_python" {
-  type    = string
-  default = "python3"
-}
-
 variable "source_image" {
   type        = string
   description = "The base disk: a qcow2 path or URL (a cloud image with cloud-init, or your own)."
@@ -111,24 +95,4 @@ source "qemu" "gpu-node" {
   ssh_private_key_file = var.ssh_private_key_file
   ssh_timeout          = "20m"
   # No shutdown_command: gpunode has powered the VM off (see the top); Packer only stops a VM still running.
-}
-
-build {
-  sources = ["source.qemu.gpu-node"]
-
-  # gpunode provisions the VM over its own SSH connection (the forwarded port); see packer/aws.pkr.hcl.
-  provisioner "shell-local" {
-    inline = [
-      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
-      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
-      var.save_packer_key ? build.SSHPrivateKey : "",
-      "GPUNODE_KEY",
-      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
-    ]
-  }
-
-  post-processor "manifest" {
-    output     = "${var.build_dir}/manifest.json"
-    strip_path = false
-  }
 }

@@ -9,22 +9,6 @@
 # builder lacks; the toolkit uncomments them when it stages the template for Packer 1.7+. On Packer 1.6 the toolkit
 # tags the image itself after the build (Tag API ModifyResourceTags: gpunode/image/tencent.py).
 
-variable "build_dir" {
-  type        = string
-  description = "The toolkit's folder for this build: build.json (the spec), known_hosts, reports."
-}
-
-variable "save_packer_key" {
-  type        = bool
-  default     = true
-  description = "Hand the key Packer uses to gpunode (false when gpunode made the key itself)."
-}
-
-variable "gpunode_python" {
-  type    = string
-  default = "python3"
-}
-
 variable "region" {
   type    = string
   default = "ap-guangzhou"
@@ -126,24 +110,4 @@ source "tencentcloud-cvm" "gpu-node" {
   ssh_private_key_file = var.ssh_private_key_file
   ssh_keypair_name     = var.ssh_keypair_name
   ssh_timeout          = "15m"
-}
-
-build {
-  sources = ["source.tencentcloud-cvm.gpu-node"]
-
-  # gpunode provisions the build instance over its own SSH connection; see packer/aws.pkr.hcl.
-  provisioner "shell-local" {
-    inline = [
-      "umask 077", # Packer's own key for the instance (when it made one): to a 0600 file, never a command line
-      "cat > '${var.build_dir}/packer_key' <<'GPUNODE_KEY'",
-      var.save_packer_key ? build.SSHPrivateKey : "",
-      "GPUNODE_KEY",
-      "exec '${var.gpunode_python}' -m gpunode image-provision --spec '${var.build_dir}/build.json' --host '${build.Host}' --port '${build.Port}' --user '${build.User}'",
-    ]
-  }
-
-  post-processor "manifest" {
-    output     = "${var.build_dir}/manifest.json"
-    strip_path = true
-  }
 }

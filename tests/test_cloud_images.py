@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from gpunode.clouds import cloud
+from gpunode.clouds.tencent import image_name_pattern as tencent_image_name
+from gpunode.clouds.tencent import public_base
 from gpunode.image import build as build_mod
 from gpunode.image import packer as packer_cli
 from gpunode.image import tencent
-from gpunode.image.bases import tencent_image_name
 from gpunode.image.cloud_facts import ALICLOUD, TENCENTCLOUD
 from gpunode.image.machine import Artifacts
 from gpunode.image.report import BuildReport
@@ -57,11 +59,11 @@ def test_alicloud_build_instance_gets_run_tags_where_the_builder_has_them() -> N
     """run_config.go (629db51:58-60) `run_tags` tags the instance launched for the image; Packer 1.6.6's built-in
     builder has no such argument (tests/data/packer_builder_args.json), so it is a plugin-only line."""
     assert value(ALICLOUD, "run_tags") == "run_tags"
-    old, new = (source_arguments(packer_cli.template_text("alicloud", m))[""] for m in (False, True))
+    old, new = (source_arguments(packer_cli.template_text(cloud("alicloud"), m))[""] for m in (False, True))
     assert "run_tags" in new and "run_tags" not in old
     assert "run_tags" not in DATA["alicloud"]["packer-1.6.6"]["args"]
     assert all("run_tags" in DATA["alicloud"][r]["args"] for r in DATA["alicloud"] if r.startswith("plugin"))
-    assert re.search(r"^\s*run_tags\s*=\s*var\.tags$", packer_cli.template_text("alicloud", True), re.M)
+    assert re.search(r"^\s*run_tags\s*=\s*var\.tags$", packer_cli.template_text(cloud("alicloud"), True), re.M)
 
 
 def test_alicloud_plugin_range_stops_below_the_runinstances_switch() -> None:
@@ -69,14 +71,13 @@ def test_alicloud_plugin_range_stops_below_the_runinstances_switch() -> None:
     (step_create_instance.go c9d1e19:58-60), which gives it a public IP when InternetMaxBandwidthOut > 0 (Alibaba's API
     FAQ), and associate_public_ip_address then allocates and associates an EIP as well (step_config_eip.go
     c9d1e19:64-72). The template sets both, so the pinned range must end before that version."""
-    text = packer_cli.template_text("alicloud", True)
+    text = packer_cli.template_text(cloud("alicloud"), True)
     assert "associate_public_ip_address = true" in text and "internet_max_bandwidth_out  = 100" in text
-    constraint = packer_cli.PLUGINS["alicloud"][2]
+    constraint = cloud("alicloud").plugin.version
     high = re.fullmatch(r">= [\d.]+, < ([\d.]+)", constraint).group(1)
     as_tuple = lambda v: tuple(map(int, v.split(".")))  # noqa: E731
     assert as_tuple(high) <= as_tuple(value(ALICLOUD, "run_instances_since")), constraint
-    plugins = (Path(__file__).resolve().parents[1] / "packer" / "plugins.pkr.hcl").read_text()
-    assert f'version = "{constraint}"' in plugins
+    assert f'version = "{constraint}"' in packer_cli.plugins_hcl(cloud("alicloud"))  # what a 1.7+ build stages
 
 
 # -- Tencent Cloud ---------------------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ def test_tencent_image_is_made_from_a_powered_off_instance() -> None:
     CreateImage page); `force_poweroff` sends it (step_create_image.go 8e908fa:41-47; 63c1171:40-44 in Packer
     1.6.6's built-in builder), so it is set on both."""
     for modern in (False, True):
-        assert re.search(r"^\s*force_poweroff\s*=\s*true$", packer_cli.template_text("tencent", modern), re.M)
+        assert re.search(r"^\s*force_poweroff\s*=\s*true$", packer_cli.template_text(cloud("tencent"), modern), re.M)
     assert all("force_poweroff" in DATA["tencent"][r]["args"] for r in DATA["tencent"])
 
 
@@ -141,7 +142,7 @@ def test_a_tencent_build_on_packer_16_tags_its_image_after_packer(monkeypatch, t
         monkeypatch.setenv(key, val)
     request = build_mod.BuildRequest(builder="tencent", playbook="playbooks/base.yml", base="tencentos-4",
                                      build_root=str(tmp_path / "builds"))
-    result = build_mod.build_image(request, out=lambda line: None)
+    result = build_mod.build_image(request, cloud(request.builder), out=lambda line: None)
     assert (result.image_id, result.region) == ("img-made1", "ap-guangzhou")
     put = {t["TagKey"]: t["TagValue"] for s in api.sent for t in s["ReplaceTags"]}
     assert put["gpunode:driver"] == "550.163.01" and put["gpunode:base"] == "tencentos-4" and "Name" in put
@@ -158,7 +159,7 @@ def test_a_tencent_build_without_the_tag_sdk_is_refused_before_anything_is_made(
     request = build_mod.BuildRequest(builder="tencent", playbook="playbooks/base.yml", base="tencentos-3",
                                      build_root=str(tmp_path / "builds"))
     with pytest.raises(tencent.UsageError, match="no SDK"):
-        build_mod.build_image(request, out=lambda line: None)
+        build_mod.build_image(request, cloud(request.builder), out=lambda line: None)
     assert not (tmp_path / "builds").exists()
 
 
@@ -167,12 +168,12 @@ def _validated_vars(monkeypatch, request) -> str:
     seen: list[str] = []
     real = packer_cli.validate
 
-    def keep(packer, directory: Path, var_file: Path) -> str:
+    def keep(packer, directory: Path, var_file: Path, *rest) -> str:
         seen.append(var_file.read_text())
-        return real(packer, directory, var_file)
+        return real(packer, directory, var_file, *rest)
 
     monkeypatch.setattr(packer_cli, "validate", keep)
-    build_mod.build_image(request, out=lambda line: None)
+    build_mod.build_image(request, cloud(request.builder), out=lambda line: None)
     return seen[0]
 
 
@@ -223,7 +224,7 @@ def test_alicloud_public_bases_need_their_id_image_families_are_for_custom_image
     monkeypatch.setattr(packer_cli, "ensure_plugins", lambda *a, **k: None)  # no plugin can be installed here
     seen: dict[str, str] = {}
 
-    def read_staged(packer, directory: Path, var_file: Path) -> str:  # no plugin here: Packer 1.6.6 cannot validate it
+    def read_staged(packer, directory: Path, var_file: Path, *rest) -> str:  # no plugin here: 1.6.6 cannot validate
         seen["vars"] = var_file.read_text()
         return ""
 
@@ -231,7 +232,7 @@ def test_alicloud_public_bases_need_their_id_image_families_are_for_custom_image
     request = build_mod.BuildRequest(builder="alicloud", playbook="playbooks/base.yml", base="alinux-3",
                                      source_image="aliyun_3_x64_20G_alibase_20250101.vhd", validate_only=True,
                                      build_root=str(tmp_path / "modern"))
-    build_mod.build_image(request, out=lambda line: None)
+    build_mod.build_image(request, cloud(request.builder), out=lambda line: None)
     assert 'source_image = "aliyun_3_x64_20G_alibase_20250101.vhd"' in seen["vars"]
     assert "image_family" not in seen["vars"]
 
@@ -278,5 +279,5 @@ def test_no_tencentos_image_is_a_usage_error_with_the_fix() -> None:
 
 def test_a_tencent_build_gets_the_id_gpunode_found() -> None:
     call, _ = _pages([{"ImageId": "img-ts4", "OsName": "TencentOS Server 4 for x86_64", "CreatedTime": "2025"}])
-    assert build_mod._tencent_base("tencentos-4", "ap-guangzhou", call) == {"source_image": "img-ts4",
+    assert public_base("tencentos-4", "ap-guangzhou", call) == {"source_image": "img-ts4",
                                                                              "source_image_name": ""}

@@ -122,12 +122,13 @@ def test_validation_reads_the_users_file_over_the_images() -> None:
 def test_the_ecs_gpu_base_defaults_to_the_base_playbook_and_refuses_gpu_node(tmp_path) -> None:
     """README (AWS Batch): the ECS GPU AMI carries AWS's driver; another one breaks it. Without --playbook that base
     gets `base`, other bases gpu-node; gpu-node (an nvidia_driver step) on it exits 2 before any build folder."""
-    from gpunode.image.build import BuildRequest, default_playbook
+    from gpunode.clouds.aws import CLOUD as AWS
+    from gpunode.image.build import BuildRequest
     from tests.conftest import run_cli
 
-    assert default_playbook(BuildRequest(base="al2023-ecs-gpu")) == "base"
-    assert default_playbook(BuildRequest(base="al2023-ecs")) == "gpu-node"
-    assert default_playbook(BuildRequest(base="ubuntu-22.04")) == "gpu-node"
+    assert AWS.default_playbook(BuildRequest(base="al2023-ecs-gpu")) == "base"
+    assert AWS.default_playbook(BuildRequest(base="al2023-ecs")) == "gpu-node"
+    assert AWS.default_playbook(BuildRequest(base="ubuntu-22.04")) == "gpu-node"
     env = {"GPUNODE_BUILDS": str(tmp_path / "builds")}
     refused = run_cli("build-ami", "--base", "al2023-ecs-gpu", "--playbook", "gpu-node", "--validate-only", env=env)
     assert refused.code == 2, refused.output

@@ -40,7 +40,7 @@ def installed(tmp_path_factory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     for shipped in ("gpunode/_playbooks/gpu-node.yml", "gpunode/_playbooks/base.yml", "gpunode/_playbooks/nfs.yml",
                     "gpunode/_playbooks/image-finalize.yml", "gpunode/_packer/aws.pkr.hcl",
-                    "gpunode/_packer/qemu.pkr.hcl", "gpunode/_scripts/facts.sh",
+                    "gpunode/_packer/qemu.pkr.hcl", "gpunode/_packer/build.pkr.hcl.in", "gpunode/_scripts/facts.sh",
                     "gpunode/parsers/catalogs/messages/nvml.yaml"):
         assert shipped in names, shipped
     venv.EnvBuilder(with_pip=True).create(root / "venv")

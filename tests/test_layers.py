@@ -42,8 +42,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "verify": ("verify",),                  # L10 GPU health: captures, checks, findings
     "app": ("app",),                        # L11 load hosts, parse vars, run a playbook, verify a host
     "image": ("image",),                    # L12 image builds (Packer, bake, user data)
-    "commands": ("commands",),              # L13 one module per command family
-    "entry": ("cli", "tasks", "__main__", "docgen"),  # L14 console script, tasks, docs generator
+    "clouds": ("clouds",),                  # L13 image builder plug-ins, one module per cloud (image hands them in)
+    "commands": ("commands",),              # L14 one module per command family
+    "entry": ("cli", "tasks", "__main__", "docgen"),  # L15 console script, tasks, docs generator
 }
 LEVEL = {top: (level, name) for level, (name, tops) in enumerate(LAYERS.items()) for top in tops}
 
@@ -190,7 +191,7 @@ def test_no_cycle_between_modules():
 def test_the_checks_fail_on_what_they_forbid():
     """The checks themselves, on made-up imports: the shapes this redesign removed are each caught."""
     assert upward_imports({"gpunode.image.bake": [("gpunode.commands.common", 18)]}) == [
-        "gpunode/image/bake.py:18: gpunode.image.bake (L12 image) imports gpunode.commands.common (L13 commands)"]
+        "gpunode/image/bake.py:18: gpunode.image.bake (L12 image) imports gpunode.commands.common (L14 commands)"]
     loop = {"gpunode.modcache.plan": [("gpunode.steps.base", 16)],
             "gpunode.steps.nvidia": [("gpunode.modcache.plan", 27)]}
     (found,) = package_cycles(loop)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from gpunode import clouds
 from gpunode.image import packer as packer_cli
-from gpunode.image.names import cloud_image_name
 from tests.conftest import run_cli
 from tests.image_support import require_packer
 
@@ -74,18 +74,19 @@ def unknown_arguments(used: dict[str, set[str]], accepted: dict) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("builder", list(packer_cli.TEMPLATES))
+@pytest.mark.parametrize("builder", clouds.names())
 def test_each_template_uses_only_arguments_its_builders_define(builder: str) -> None:
     releases = DATA[builder]
     for release, accepted in releases.items():
         modern = release.startswith("plugin")
-        used = source_arguments(packer_cli.template_text(builder, modern))
+        used = source_arguments(packer_cli.template_text(clouds.cloud(builder), modern))
         assert len(used[""]) > 10, used
         assert unknown_arguments(used, accepted) == [], f"{builder} on {release} ({accepted['source']})"
 
 
 def test_the_pinned_ranges_are_the_checked_releases() -> None:
-    for builder, (_, _, constraint) in packer_cli.PLUGINS.items():
+    for builder, cloud in clouds.all_clouds().items():
+        constraint = cloud.plugin.version
         low, high = re.fullmatch(r">= (\d+\.\d+\.\d+), < (\d+\.\d+\.\d+)", constraint).groups()
         checked = [tuple(map(int, r.split()[1][1:].split("."))) for r in DATA[builder] if r.startswith("plugin")]
         as_tuple = lambda v: tuple(map(int, v.split(".")))  # noqa: E731
@@ -94,22 +95,22 @@ def test_the_pinned_ranges_are_the_checked_releases() -> None:
 
 
 def test_a_renamed_argument_fails_the_check() -> None:
-    text = packer_cli.template_text("aws", True).replace("ssh_keypair_name ", "ssh_key_pair_name ")
+    text = packer_cli.template_text(clouds.cloud("aws"), True).replace("ssh_keypair_name ", "ssh_key_pair_name ")
     assert unknown_arguments(source_arguments(text), DATA["aws"]["plugin v1.8.2"]) == ["ssh_key_pair_name"]
-    text = packer_cli.template_text("aws", True).replace("volume_type ", "volumetype ")
+    text = packer_cli.template_text(clouds.cloud("aws"), True).replace("volume_type ", "volumetype ")
     assert unknown_arguments(source_arguments(text), DATA["aws"]["plugin v1.8.2"]) == \
         ["launch_block_device_mappings.volumetype"]
 
 
 def test_tencent_image_tags_only_where_the_builder_has_them() -> None:
-    old, new = (source_arguments(packer_cli.template_text("tencent", m))[""] for m in (False, True))
+    old, new = (source_arguments(packer_cli.template_text(clouds.cloud("tencent"), m))[""] for m in (False, True))
     assert "image_tags" in new and "image_tags" not in old
     assert "image_tags" not in DATA["tencent"]["packer-1.6.6"]["args"]  # why 1.6.6 does not get it
     assert {"user_data", "internet_charge_type", "zone"} <= old & new
 
 
 def test_the_aws_template_leaves_the_public_ip_unset_without_a_subnet() -> None:
-    text = packer_cli.template_text("aws", True)
+    text = packer_cli.template_text(clouds.cloud("aws"), True)
     assert 'associate_public_ip_address = var.subnet_id == "" ? null :' in text
 
 
@@ -134,7 +135,8 @@ def test_the_staged_variables_carry_a_key_that_reaches_the_instance_and_a_valid_
     build = _prepare(BuildRequest(builder=builder, base=base, source_image="img-12345678",
                                   playbook="playbooks/base.yml", region=pairs.get("--region"),
                                   packer_vars=[v for k, v in zip(extra[::2], extra[1::2], strict=True)
-                                               if k == "--packer-var"], build_root=str(tmp_path / "builds")))
+                                               if k == "--packer-var"], build_root=str(tmp_path / "builds")),
+                     clouds.cloud(builder))
     build_dir = build.directory
     staged = packer_cli.write_var_file(_template_vars(build), build_dir / "vars.pkrvars.hcl").read_text()
     name = re.search(r'^image_name = "(.*)"$', staged, re.M).group(1)
@@ -147,10 +149,10 @@ def test_the_staged_variables_carry_a_key_that_reaches_the_instance_and_a_valid_
 
 
 def test_long_default_names_keep_the_build_id_and_given_names_are_checked() -> None:
-    name = cloud_image_name("tencent", "gpunode-a-very-long-playbook-name-here-ubuntu-22.04-20261123-151500-abcdef",
-                            "20261123-151500-abcdef", False)
+    name = clouds.cloud("tencent").image_name(
+        "gpunode-a-very-long-playbook-name-here-ubuntu-22.04-20261123-151500-abcdef", "20261123-151500-abcdef", False)
     assert len(name) <= 60 and name.endswith("-20261123-151500-abcdef") and "." not in name
-    assert cloud_image_name("alicloud", "my_image-1", "x", True) == "my_image-1"
+    assert clouds.cloud("alicloud").image_name("my_image-1", "x", True) == "my_image-1"
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpunode.errors import UsageError
+from gpunode import clouds
+from gpunode.errors import GpunodeError, UsageError
 from gpunode.image import packer as packer_cli
 from gpunode.image.keys import generate_key
 from gpunode.image.machine import Artifacts, parse_line
@@ -36,11 +37,11 @@ def packer() -> packer_cli.Packer:
     return packer_cli.find_packer()
 
 
-@pytest.mark.parametrize("builder", list(packer_cli.TEMPLATES))
+@pytest.mark.parametrize("builder", clouds.names())
 def test_template_validates_offline(builder: str, packer: packer_cli.Packer, tmp_path: Path, monkeypatch) -> None:
     for key, value in DUMMY_ENV.items():
         monkeypatch.setenv(key, value)
-    staged = packer_cli.stage(builder, packer, tmp_path / "packer")
+    staged = packer_cli.stage(clouds.cloud(builder), packer, tmp_path / "packer")
     variables = dict(DUMMY_VARS[builder])
     if builder == "qemu":  # the qemu builder reads the key file: a real one, made the way builds make theirs
         generate_key(tmp_path / "id_ed25519", "gpunode-build-test")
@@ -50,7 +51,7 @@ def test_template_validates_offline(builder: str, packer: packer_cli.Packer, tmp
 
 
 def test_a_missing_variable_is_refused_with_packers_message(packer: packer_cli.Packer, tmp_path: Path) -> None:
-    staged = packer_cli.stage("aws", packer, tmp_path / "packer")
+    staged = packer_cli.stage(clouds.cloud("aws"), packer, tmp_path / "packer")
     var_file = packer_cli.write_var_file({"source_ami": "ami-12345678"}, tmp_path / "v.pkrvars.hcl")
     with pytest.raises(UsageError, match="build_dir"):
         packer_cli.validate(packer, staged, var_file)
@@ -62,8 +63,11 @@ def test_templates_are_formatted(packer: packer_cli.Packer) -> None:
 
 
 def test_templates_hold_no_credentials_and_call_gpunode() -> None:
-    for name in packer_cli.TEMPLATES.values():
-        text = (REPO / "packer" / name).read_text()
+    for cloud in clouds.all_clouds().values():
+        name = cloud.template
+        template = (REPO / "packer" / name).read_text()
+        assert "\nbuild {" not in template, f"{name}: the build block is packer/build.pkr.hcl.in's, shared"
+        text = template + packer_cli.build_block(template)
         assert not re.search(r"^\s*(access_key|secret_key|secret_id|password)\s*=", text, re.M), name
         assert "required_plugins" not in text, f"{name} must run on packer 1.6"
         for needed in ("image-provision", "build.Host", "build.Port", "build.User", "build.SSHPrivateKey",
@@ -74,20 +78,21 @@ def test_templates_hold_no_credentials_and_call_gpunode() -> None:
 def test_required_plugins_only_on_modern_packer(packer: packer_cli.Packer, tmp_path: Path) -> None:
     """1.6 rejects required_plugins, so it is staged only for 1.7+, and only the build's own plugin."""
     if not packer.modern:
-        result = subprocess.run([packer.path, "validate", str(REPO / "packer" / "plugins.pkr.hcl")],
-                                capture_output=True, text=True)
+        (tmp_path / "plugins").mkdir()
+        (tmp_path / "plugins" / "p.pkr.hcl").write_text(packer_cli.plugins_hcl(clouds.cloud("aws")))
+        result = subprocess.run([packer.path, "validate", str(tmp_path / "plugins")], capture_output=True, text=True)
         assert result.returncode != 0 and "required_plugins" in result.stdout + result.stderr
-    old = packer_cli.stage("aws", packer_cli.Packer(packer.path, (1, 6, 6)), tmp_path / "old")
-    assert sorted(p.name for p in old.iterdir()) == ["aws.pkr.hcl"]
-    new = packer_cli.stage("tencent", packer_cli.Packer(packer.path, (1, 11, 2)), tmp_path / "new")
+    old = packer_cli.stage(clouds.cloud("aws"), packer_cli.Packer(packer.path, (1, 6, 6)), tmp_path / "old")
+    assert sorted(p.name for p in old.iterdir()) == ["aws.pkr.hcl", "build.pkr.hcl"]
+    new = packer_cli.stage(clouds.cloud("tencent"), packer_cli.Packer(packer.path, (1, 11, 2)), tmp_path / "new")
     plugins = (new / "plugins.pkr.hcl").read_text()
     assert 'source  = "github.com/hashicorp/tencentcloud"' in plugins and "amazon" not in plugins
+    assert 'sources = ["source.tencentcloud-cvm.gpu-node"]' in (new / "build.pkr.hcl").read_text()
 
 
-def test_plugins_file_matches_what_the_toolkit_stages() -> None:
-    text = (REPO / "packer" / "plugins.pkr.hcl").read_text()
-    listed = dict(re.findall(r'source\s*=\s*"([^"]+)"\s*\n\s*version\s*=\s*"([^"]+)"', text))
-    assert listed == {source: version for _, source, version in packer_cli.PLUGINS.values()}
+def test_a_template_has_one_source_for_the_shared_build_block() -> None:
+    with pytest.raises(GpunodeError, match="exactly one source block"):
+        packer_cli.build_block('source "null" "a" {}\nsource "null" "b" {}\n')
 
 
 def test_versions_are_read_from_packer_version() -> None:
@@ -196,7 +201,8 @@ def test_validate_only_checks_the_spec_and_the_template(packer: packer_cli.Packe
                      "--base", "ubuntu-24.04", env=env)
     assert result.code == 0, result.output
     assert "aws.pkr.hcl is valid" in result.output and "nothing was built" in result.output
-    build = _prepare(BuildRequest(base="ubuntu-24.04", driver_branch=550, variables=["reboot=defer"]))
+    build = _prepare(BuildRequest(base="ubuntu-24.04", driver_branch=550, variables=["reboot=defer"]),
+                     clouds.cloud("aws"))
     spec = json.loads((build.directory / "build.json").read_text())
     assert spec["variables"] == {"reboot": "defer", "driver_branch": 550}
     assert spec["playbook"].endswith("playbooks/gpu-node.yml")

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import os
-
+from gpunode.clouds import cloud
 from gpunode.commands.common import EXIT_OK
 from gpunode.image.bake import BakeRequest, bake
 from gpunode.image.build import BuildRequest, BuildResult, build_image
 from gpunode.image.provision import image_provision as run_image_provision
 
 
-def _default_region(builder: str) -> str | None:
-    if builder == "aws":
-        return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return None  # the template's default (or the vendor's environment variable)
-
-
 def build(request: BuildRequest) -> int:
     """Run a build; print the image id, its tags and the outputs. Errors raise (cli_errors turns them into 1/2)."""
-    request.region = request.region or _default_region(request.builder)
-    result = build_image(request, out=_out)
+    plugin = cloud(request.builder)
+    request.region = request.region or plugin.default_region()
+    result = build_image(request, plugin, out=_out)
     if request.validate_only:
         print("validated: nothing was built, nothing kept (no build folder, no key)")
         return EXIT_OK

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def build_refusal(plan: ImagePlan) -> str | None:
     """Why `build-ami --base BASE` would refuse this playbook (a second NVIDIA driver on a base that ships one), or
     None: the plan of such a playbook is shown, but no bake runs it."""
-    from gpunode.image.build import DRIVER_BASES
+    from gpunode.clouds.aws import DRIVER_BASES
 
     if plan.base not in DRIVER_BASES or not any(step.kind == "nvidia_driver" for step in plan.steps):
         return None

@@ -13,9 +13,9 @@ from typing import Any
 _WHERE = {
     **dict.fromkeys(("for_os", "example_login_user", "test_container_image",
                      "LAB", "DEFAULT_BASE", "QEMU_EXAMPLE_IMAGE", "AL2_IMAGE_IDS", "IMAGE_BASES", "AWS_IMAGE_BASES",
-                     "AMI_FACTS", "bases_help", "base_os_ids"), "registry"),
+                     "AMI_FACTS", "base_os_ids"), "registry"),
     **dict.fromkeys(("Distro", "DriverPackages", "UnsupportedDistro", "kernel_flavour", "el_kernel_stem"), "base"),
-    **dict.fromkeys(("AwsBase", "ImageBase"), "image_base"),
+    **dict.fromkeys(("AwsBase", "CloudBase", "ImageBase"), "image_base"),
 }
 __all__ = sorted(_WHERE)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from gpunode.distros.image_base import ImageBase
+from gpunode.distros.image_base import CloudBase, ImageBase
 from gpunode.distros.rpm import RpmDistro
 from gpunode.vendor_facts import Fact, Source, fact_table, value
 
@@ -22,8 +22,8 @@ ALINUX = fact_table("alinux", {
         "dnf -y install dnf-plugin-releasever-adapter --repo alinux3-plus"),
 })
 
-IMAGE_BASES = {"alinux-3": ImageBase(alicloud_user="root", alicloud_family_key="family_alinux_3",
-                                     alicloud_example="aliyun_3_x64_20G_alibase_<date>.vhd")}
+IMAGE_BASES = {"alinux-3": ImageBase(clouds={
+    "alicloud": CloudBase("root", "family_alinux_3", "aliyun_3_x64_20G_alibase_<date>.vhd")})}
 
 
 class Alinux(RpmDistro):

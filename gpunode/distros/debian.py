@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from gpunode.distros.apt import AptDistro
 from gpunode.distros.base import DriverPackages, UnsupportedDistro, kernel_flavour
-from gpunode.distros.image_base import AwsBase, ImageBase
+from gpunode.distros.image_base import AwsBase, CloudBase, ImageBase
 from gpunode.vendor_facts import Fact, Source, fact_table, value
 
 DEBIAN_IMAGES = "GoCarrot/debian-cloud-images"  # a GitHub copy of Debian's cloud team repository (salsa.debian.org)
@@ -82,8 +82,8 @@ def ami_filter(release: int) -> str:
 
 
 IMAGE_BASES = {
-    "debian-12": ImageBase(AwsBase(ami_filter(12), (AWS_OWNER,), "admin", "/dev/xvda"), alicloud_user="root",
-                           tencent_user="root", qemu_user=CLOUD_USER),
+    "debian-12": ImageBase(AwsBase(ami_filter(12), (AWS_OWNER,), "admin", "/dev/xvda"), clouds={
+        "alicloud": CloudBase("root"), "tencent": CloudBase("root"), "qemu": CloudBase(CLOUD_USER)}),
     "debian-13": ImageBase(AwsBase(ami_filter(13), (AWS_OWNER,), "admin", "/dev/xvda")),
 }
 

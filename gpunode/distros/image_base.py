@@ -1,9 +1,10 @@
-"""What an image builder needs of a distro's base image on each cloud: the AMI filter and owner, who logs in, the
-public image family or name (keys of gpunode/image/cloud_facts.py's tables)."""
+"""What the image builders need of a distro's base image: on AWS the AMI filter and owner, who logs in, the root
+device; on every other builder (gpunode/clouds/, by name) who logs in and how the cloud's public image is found."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from gpunode.vendor_aws import fact
 
@@ -20,13 +21,18 @@ class AwsBase:
 
 
 @dataclass(frozen=True)
+class CloudBase:
+    """The base on one builder: who logs in, and how its image is found without --source-image."""
+
+    user: str
+    lookup: str = ""     # a key of the builder's facts table (public image family, OS name), when it has one
+    example: str = ""    # an image id of this kind, for a message asking for --source-image
+
+
+@dataclass(frozen=True)
 class ImageBase:
-    """One `--base` name across the builders; None where a builder does not offer it."""
+    """One `--base` name (a distro release): its AMIs, and its image on each other builder (`clouds`, keyed by the
+    builder's name: a module of gpunode/clouds/); a builder that is not named does not offer it."""
 
     aws: AwsBase | None = None
-    alicloud_user: str | None = None
-    tencent_user: str | None = None
-    qemu_user: str | None = None
-    alicloud_family_key: str | None = None   # key of cloud_facts.ALICLOUD: the public image family
-    tencent_name_key: str | None = None      # key of cloud_facts.TENCENTCLOUD: the public image name
-    alicloud_example: str | None = None      # an Alibaba public image id of this kind (for messages)
+    clouds: Mapping[str, CloudBase] = field(default_factory=dict)

@@ -53,20 +53,3 @@ def base_os_ids(base: str) -> tuple[str, ...]:
     """The os-release IDs an instance of a `--base` reports (its adapter's `ids`); () for a name that is no base."""
     adapter = _BASE_ADAPTER.get(base)
     return adapter.ids if adapter else ()
-
-
-def _and(names: list[str]) -> str:
-    return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else "".join(names)
-
-
-def bases_help() -> str:
-    """The --base help: the bases every builder has (the default first), then what each builder adds."""
-    aws = [name for name, base in AWS_IMAGE_BASES.items() if base.aws]
-    builders = (aws, *([n for n, b in IMAGE_BASES.items() if getattr(b, user)]
-                       for user in ("alicloud_user", "tencent_user", "qemu_user")))
-    every = [n for n in IMAGE_BASES if all(n in names for names in builders)]
-    aws_only = [n for n in IMAGE_BASES if n in aws and n not in every] + [n for n in aws if n not in IMAGE_BASES]
-    ali, tencent = ([n for n in names if n not in every] for names in builders[1:3])
-    others = [n for n in every if n != DEFAULT_BASE]
-    return (f"base image: {DEFAULT_BASE} (default), {', '.join(others)}; AWS also {_and(aws_only)} (ECS-optimized, "
-            f"for AWS Batch); alicloud also {_and(ali)}, tencent also {_and(tencent)}")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpunode.distros.image_base import ImageBase
+from gpunode.distros.image_base import CloudBase, ImageBase
 from gpunode.distros.rpm import RpmDistro
 
-IMAGE_BASES = {"tencentos-3": ImageBase(tencent_user="root", tencent_name_key="tencentos_3"),
-               "tencentos-4": ImageBase(tencent_user="root", tencent_name_key="tencentos_4")}
+IMAGE_BASES = {"tencentos-3": ImageBase(clouds={"tencent": CloudBase("root", "tencentos_3")}),
+               "tencentos-4": ImageBase(clouds={"tencent": CloudBase("root", "tencentos_4")})}
 
 
 class TencentOS(RpmDistro):

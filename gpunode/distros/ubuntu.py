@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from gpunode.distros.apt import AptDistro
 from gpunode.distros.base import DriverPackages, UnsupportedDistro, kernel_flavour
-from gpunode.distros.image_base import AwsBase, ImageBase
+from gpunode.distros.image_base import AwsBase, CloudBase, ImageBase
 from gpunode.vendor_facts import GPU_DRIVER_CONTAINER, NVIDIA_DRIVER_ROLE, Fact, Source, fact_table, value
 
 _UBUNTU_PKG = "canonical/nvidia-graphics-drivers"
@@ -94,14 +94,14 @@ UBUNTU = fact_table("ubuntu", {
 # The default base of the image builders.
 DEFAULT_BASE = "ubuntu-22.04"
 _CANONICAL = value(UBUNTU_AMIS, "canonical_owner")
+_ALI_EXAMPLE = "ubuntu_22_04_x64_20G_alibase_<date>.vhd"  # Alibaba's public image ids (root logs in there)
 IMAGE_BASES = {
     "ubuntu-22.04": ImageBase(AwsBase(value(UBUNTU_AMIS, "ubuntu_jammy_name"), (_CANONICAL,), "ubuntu", "/dev/sda1"),
-                              alicloud_user="root", tencent_user="ubuntu", qemu_user="ubuntu",
-                              alicloud_family_key="family_ubuntu_22_04",
-                              alicloud_example="ubuntu_22_04_x64_20G_alibase_<date>.vhd"),
+                              clouds={"alicloud": CloudBase("root", "family_ubuntu_22_04", _ALI_EXAMPLE),
+                                      "tencent": CloudBase("ubuntu"), "qemu": CloudBase("ubuntu")}),
     "ubuntu-24.04": ImageBase(AwsBase(value(UBUNTU_AMIS, "ubuntu_noble_name"), (_CANONICAL,), "ubuntu", "/dev/sda1"),
-                              alicloud_user="root", tencent_user="ubuntu", qemu_user="ubuntu",
-                              alicloud_family_key="family_ubuntu_24_04"),
+                              clouds={"alicloud": CloudBase("root", "family_ubuntu_24_04", _ALI_EXAMPLE),
+                                      "tencent": CloudBase("ubuntu"), "qemu": CloudBase("ubuntu")}),
 }
 # The login user of Ubuntu's cloud images (cloud-init's default_user on Canonical's images), the example user of
 # gpunode's sample inventories.

@@ -1,5 +1,5 @@
 """Reference docs generated from the code into docs/: steps and their arguments, built-in playbooks and their
-variables, tasks and their options, diagnose findings and their fixes.
+variables, tasks and their options, diagnose findings and their fixes, the image builders.
 
 `python -m gpunode.docgen` writes them; `--check` exits 1 naming the stale files (tests/test_docs_fresh.py runs it).
 The output is deterministic: sorted, no dates, no counts, no absolute paths.
@@ -12,12 +12,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gpunode.docgen.clouds import clouds_md
 from gpunode.docgen.findings import findings_md
 from gpunode.docgen.pages import playbooks_md, steps_md, tasks_md
 from gpunode.docgen.where import COMMAND, DOCS
 
 PAGES: dict[str, Callable[[], str]] = {"steps.md": steps_md, "playbooks.md": playbooks_md, "tasks.md": tasks_md,
-                                       "findings.md": findings_md}
+                                       "findings.md": findings_md, "clouds.md": clouds_md}
 
 
 def generate() -> dict[str, str]:

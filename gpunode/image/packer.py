@@ -15,26 +15,45 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.image.machine import Artifacts, MachineLine, parse_line
 from gpunode.playbook.builtin import PACKER_DIR
 
+
+class PackerPlugin(Protocol):
+    """A Packer 1.7+ plugin: its local name, source address and version range."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+
+
+class Template(Protocol):
+    """What Packer is run with for one builder (a cloud plug-in, gpunode/clouds/)."""
+
+    @property
+    def template(self) -> str: ...          # a file of packer/
+    @property
+    def plugin(self) -> PackerPlugin | None: ...  # staged for Packer 1.7+
+    @property
+    def credentials(self) -> tuple[str, ...]: ...  # placeholders for `packer validate` when unset
+    @property
+    def credentials_help(self) -> str: ...
+
+
 TEMPLATES_DIR = PACKER_DIR  # packer/ in the repo, shipped in the wheel as gpunode/_packer
-TEMPLATES = {"aws": "aws.pkr.hcl", "alicloud": "alicloud.pkr.hcl", "tencent": "tencent.pkr.hcl", "qemu": "qemu.pkr.hcl"}
-# Packer 1.7+ needs these plugins (packer/plugins.pkr.hcl lists them all for `packer init`).
-# Each range is one minor series whose first and last releases' argument lists were read from the plugin's source
-# (tests/data/packer_builder_args.json); a template argument missing from any of them fails a test.
-PLUGINS = {
-    "aws": ("amazon", "github.com/hashicorp/amazon", ">= 1.8.0, < 1.9.0"),
-    "alicloud": ("alicloud", "github.com/hashicorp/alicloud", ">= 1.1.0, < 1.1.3"),  # 1.1.3: RunInstances + EIP
-    "tencent": ("tencentcloud", "github.com/hashicorp/tencentcloud", ">= 1.2.0, < 1.3.0"),
-    "qemu": ("qemu", "github.com/hashicorp/qemu", ">= 1.1.0, < 1.2.0"),
-}
+# What every template shares (gpunode's variables, the build block that hands the instance to `gpunode
+# image-provision`, the manifest), staged beside the cloud's template with its source put in.
+SHARED_BUILD = "build.pkr.hcl.in"
+_SOURCE = re.compile(r'^source\s+"([^"]+)"\s+"([^"]+)"', re.M)
 MODERN_ONLY = "#gpunode-1.7+ "  # template lines for Packer 1.7+ plugins only, uncommented when staged there
 INSTALL_FIX = ("install Packer: `apt-get install packer` (Debian's 1.6.6 has every builder built in and works offline) "
-               "or HashiCorp's Packer 1.9+ and then `packer init packer/plugins.pkr.hcl`")
+               "or HashiCorp's Packer 1.9+ (gpunode runs `packer init` for the build's plugin)")
 
 
 @dataclass(frozen=True)
@@ -74,43 +93,57 @@ def find_packer(binary: str | None = None) -> Packer:
     return Packer(path, version)
 
 
-def plugins_hcl(builder: str) -> str:
+def plugins_hcl(cloud: Template) -> str:
     """A `packer { required_plugins }` block for one builder (staged only for Packer 1.7+)."""
-    name, source, version = PLUGINS[builder]
-    return (f'packer {{\n  required_plugins {{\n    {name} = {{\n      source  = "{source}"\n'
-            f'      version = "{version}"\n    }}\n  }}\n}}\n')
+    if cloud.plugin is None:
+        return ""
+    plugin = cloud.plugin
+    return (f'packer {{\n  required_plugins {{\n    {plugin.name} = {{\n      source  = "{plugin.source}"\n'
+            f'      version = "{plugin.version}"\n    }}\n  }}\n}}\n')
 
 
-def stage(builder: str, packer: Packer, directory: Path) -> Path:
-    """Copy the builder's template (and, for Packer 1.7+, its required_plugins) into its own folder."""
-    if builder not in TEMPLATES:
-        raise UsageError(f"unknown builder {builder!r}", fix=f"use one of: {', '.join(TEMPLATES)}")
+def stage(cloud: Template, packer: Packer, directory: Path) -> Path:
+    """Copy the cloud's template, the shared build block (and, for Packer 1.7+, its required_plugins) into a folder
+    of their own."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / TEMPLATES[builder]).write_text(template_text(builder, packer.modern))
-    if packer.modern:
-        (directory / "plugins.pkr.hcl").write_text(plugins_hcl(builder))
+    text = template_text(cloud, packer.modern)
+    (directory / cloud.template).write_text(text)
+    (directory / "build.pkr.hcl").write_text(build_block(text))
+    if packer.modern and cloud.plugin:
+        (directory / "plugins.pkr.hcl").write_text(plugins_hcl(cloud))
     return directory
 
 
-def template_text(builder: str, modern: bool) -> str:
+def build_block(template: str) -> str:
+    """The shared build block for the one `source "TYPE" "NAME"` of a template."""
+    sources = _SOURCE.findall(template)
+    if len(sources) != 1:
+        raise GpunodeError(f"a gpunode template declares exactly one source block, not {len(sources)}",
+                           fix="keep one `source \"TYPE\" \"NAME\" {...}` in the template (packer/)")
+    kind, name = sources[0]
+    return (TEMPLATES_DIR / SHARED_BUILD).read_text().replace("@SOURCE@", f"source.{kind}.{name}")
+
+
+def template_text(cloud: Template, modern: bool) -> str:
     """The template as staged: on Packer 1.7+ the plugin-only lines (MODERN_ONLY) become arguments."""
-    text = (TEMPLATES_DIR / TEMPLATES[builder]).read_text()
+    text = (TEMPLATES_DIR / cloud.template).read_text()
     if not modern:
         return text
     return re.sub(rf"^(\s*){re.escape(MODERN_ONLY)}", r"\1", text, flags=re.M)
 
 
-def ensure_plugins(builder: str, packer: Packer, directory: Path, log: Callable[[str], None] = print) -> None:
+def ensure_plugins(cloud: Template, packer: Packer, directory: Path, log: Callable[[str], None] = print) -> None:
     """On Packer 1.7+, install the builder's plugin (`packer init`) or say exactly what is missing."""
-    if not packer.modern:
+    if not packer.modern or cloud.plugin is None:
         return
-    name, source, version = PLUGINS[builder]
+    plugin = cloud.plugin
     result = subprocess.run([packer.path, "init", str(directory)], capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
+        said = ((result.stderr or result.stdout).strip().splitlines() or ["packer init failed"])[-1]
         raise UsageError(
-            f"Packer {packer.version_text} needs the {name} plugin ({source} {version}) and could not install it: "
-            f"{(result.stderr or result.stdout).strip().splitlines()[-1:] or ['packer init failed']}",
-            fix=f"with network access run `packer init packer/plugins.pkr.hcl` (or `packer plugins install {source}`); "
+            f"Packer {packer.version_text} needs the {plugin.name} plugin ({plugin.source} {plugin.version}) and "
+            f"could not install it: {said}",
+            fix=f"with network access run `packer plugins install {plugin.source}` (a version in {plugin.version}); "
             "offline, Debian's packer 1.6.6 has the builder built in",
         )
     if result.stdout.strip():
@@ -150,22 +183,18 @@ class PackerRun:
         return self.exit_code == 0 and not self.interrupted
 
 
-# Packer's alicloud and tencentcloud builders refuse `packer validate` without credentials, though validating calls no
-# cloud: placeholders stand in for the missing ones there (only there: `packer build` gets the real environment).
-CREDENTIAL_VARS = ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
-
-
-def validate(packer: Packer, directory: Path, var_file: Path) -> str:
-    """`packer validate` (offline, no credentials needed); raises UsageError with Packer's message when the template
-    is wrong."""
-    env = {**os.environ, **{k: "gpunode-validate-placeholder" for k in CREDENTIAL_VARS if not os.environ.get(k)}}
+def validate(packer: Packer, directory: Path, var_file: Path, cloud: Template | None = None) -> str:
+    """`packer validate` (offline, no credentials needed: some builders refuse to validate without them, though
+    validating calls no cloud, so placeholders stand in for the cloud's missing ones, only there); raises UsageError
+    with Packer's message when the template is wrong."""
+    wanted = cloud.credentials if cloud else ()
+    env = {**os.environ, **{k: "gpunode-validate-placeholder" for k in wanted if not os.environ.get(k)}}
     result = subprocess.run([packer.path, "validate", f"-var-file={var_file}", str(directory)], capture_output=True,
                             text=True, timeout=300, cwd=directory, env=env)
     if result.returncode != 0:
         raise UsageError(f"packer validate failed:\n{(result.stdout + result.stderr).strip()}",
-                         fix="fix the variable or template it names; credentials come from the vendor's environment "
-                         "(AWS_PROFILE or AWS_ACCESS_KEY_ID..., ALICLOUD_ACCESS_KEY/ALICLOUD_SECRET_KEY, "
-                         "TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY)")
+                         fix="fix the variable or template it names" + (
+                             f"; credentials come from the environment ({cloud.credentials_help})" if cloud else ""))
     return result.stdout.strip()
 
 

@@ -1,0 +1,61 @@
+"""The image builders (`--builder`): every module of this package but `base` is one, found by name, no list kept.
+
+Each defines `CLOUD` (a `gpunode.clouds.base.Cloud`); see docs/writing-clouds.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from gpunode.clouds.base import Base, Cloud, Plugin
+from gpunode.errors import UsageError
+
+__all__ = ["Base", "Cloud", "Plugin", "all_clouds", "bases_help", "builders_help", "cloud", "names"]
+
+
+def names() -> list[str]:
+    """The builders' names (their modules'), sorted, without importing them."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base" and not m.name.startswith("_"))
+
+
+@cache
+def all_clouds() -> dict[str, Cloud]:
+    """name -> its plug-in; a module whose CLOUD is missing or misnamed fails loudly (a contributor's mistake)."""
+    found: dict[str, Cloud] = {}
+    for name in names():
+        plugin = getattr(importlib.import_module(f"{__name__}.{name}"), "CLOUD", None)
+        if not isinstance(plugin, Cloud) or plugin.name != name:
+            raise TypeError(f"gpunode/clouds/{name}.py must define CLOUD, a Cloud whose name is {name!r}")
+        found[name] = plugin
+    return found
+
+
+def cloud(name: str) -> Cloud:
+    """The plug-in of `--builder NAME`; a usage error naming the builders there are."""
+    if name not in names():
+        raise UsageError(f"unknown builder {name!r}", fix=f"use one of: {', '.join(names())}")
+    return all_clouds()[name]
+
+
+def _and(items: list[str]) -> str:
+    return f"{', '.join(items[:-1])} and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def bases_help() -> str:
+    """The --base help: the bases every builder has (the default first), then what each builder adds."""
+    from gpunode.distros import DEFAULT_BASE
+
+    every_cloud = all_clouds().values()
+    shared = [name for name in next(iter(every_cloud)).bases if all(name in c.bases for c in every_cloud)]
+    others = [name for name in shared if name != DEFAULT_BASE]
+    extra = [f"{c.name} also {_and([n for n in c.bases if n not in shared])}" for c in every_cloud
+             if any(n not in shared for n in c.bases)]
+    return f"base image: {DEFAULT_BASE} (default), {', '.join(others)}; {'; '.join(extra)}"
+
+
+def builders_help(default: str) -> str:
+    """The --builder help: each builder with its one line."""
+    return "; ".join(f"{c.name}{' (default)' if c.name == default else ''}: {c.summary}"
+                     for c in all_clouds().values() if c.name != "aws") + " (AWS: build-ami)"
