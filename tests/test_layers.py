@@ -43,7 +43,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "app": ("app",),                        # L11 load hosts, parse vars, run a playbook, verify a host
     "image": ("image",),                    # L12 image builds (Packer, bake, user data)
     "commands": ("commands",),              # L13 one module per command family
-    "entry": ("cli", "tasks", "__main__", "docgen"),  # L14 console script, tasks, docs generator
+    "entry": ("cli", "tasks", "task_groups", "__main__", "docgen"),  # L14 console script, tasks (by group), docs
 }
 LEVEL = {top: (level, name) for level, (name, tops) in enumerate(LAYERS.items()) for top in tops}
 
