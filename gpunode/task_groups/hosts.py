@@ -38,12 +38,17 @@ def provision(c, inventory=None, hosts=None, playbook="base", limit=None, check=
               var=None, json_report=None, junit=None, accept_new_host_keys=False, verbose=False, log_dir=None,
               tags=None, skip_tags=None, extra_vars=None, diff=False, ask_become_pass=False, max_diff_size=None):
     """Run a playbook on hosts: facts once, plan, apply; idempotent, parallel, exit 0/1/2."""
+    from gpunode.commands.provision import ProvisionRequest
     from gpunode.commands.provision import provision as run
 
     with cli_errors():
-        code = run(inventory or [], hosts, playbook, limit, check, forks, var or [], json_report, junit,
-                   accept_new_host_keys, verbose, log_dir, tags, skip_tags, extra_vars or [], diff, ask_become_pass,
-                   max_diff_size)
+        request = ProvisionRequest(
+            inventory=tuple(inventory or ()), hosts=hosts, playbook=playbook, limit=limit, check=check, forks=forks,
+            variables=tuple(var or ()), json_report=json_report, junit=junit,
+            accept_new_host_keys=accept_new_host_keys, verbose=verbose, log_dir=log_dir, tags=tuple(tags or ()),
+            skip_tags=tuple(skip_tags or ()), extra_vars=tuple(extra_vars or ()), diff=diff,
+            ask_become_pass=ask_become_pass, max_diff_size=max_diff_size)
+        code = run(request)
     if code:
         raise Exit(code=code)
 
