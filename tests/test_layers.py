@@ -44,7 +44,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "image": ("image",),                    # L12 image builds (Packer, bake, user data)
     "clouds": ("clouds",),                  # L13 image builder plug-ins, one module per cloud (image hands them in)
     "commands": ("commands",),              # L14 one module per command family
-    "entry": ("cli", "tasks", "__main__", "docgen"),  # L15 console script, tasks, docs generator
+    "entry": ("cli", "tasks", "task_groups", "__main__", "docgen"),  # L15 console script, tasks (by group), docs
 }
 LEVEL = {top: (level, name) for level, (name, tops) in enumerate(LAYERS.items()) for top in tops}
 
