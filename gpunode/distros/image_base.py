@@ -24,7 +24,7 @@ class AwsBase:
 class CloudBase:
     """The base on one builder: who logs in, and how its image is found without --source-image."""
 
-    user: str
+    user: str = ""       # empty: the builder logs in as a user it makes itself (gcp: from the instance's metadata)
     lookup: str = ""     # a key of the builder's facts table (public image family, OS name), when it has one
     example: str = ""    # an image id of this kind, for a message asking for --source-image
 
