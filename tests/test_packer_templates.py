@@ -26,6 +26,8 @@ DUMMY_VARS = {
     "alicloud": {"build_dir": "/tmp/gpunode-build", "source_image": "ubuntu_22_04_x64_20G_alibase_20240220.vhd"},
     "tencent": {"build_dir": "/tmp/gpunode-build", "source_image": "img-12345678", "ssh_username": "root"},
     "qemu": {"build_dir": "/tmp/gpunode-build", "source_image": "/tmp/gpunode-base.qcow2", "ssh_username": "admin"},
+    "gcp": {"build_dir": "/tmp/gpunode-build", "project_id": "my-project", "source_image_family": "debian-12",
+            "source_image_project_id": ["debian-cloud"], "ssh_private_key_file": "/tmp/k", "ssh_keys": "gpunode:k"},
 }
 DUMMY_ENV = {"ALICLOUD_ACCESS_KEY": "dummy", "ALICLOUD_SECRET_KEY": "dummy", "TENCENTCLOUD_SECRET_ID": "dummy",
              "TENCENTCLOUD_SECRET_KEY": "dummy"}
@@ -43,7 +45,7 @@ def test_template_validates_offline(builder: str, packer: packer_cli.Packer, tmp
         monkeypatch.setenv(key, value)
     staged = packer_cli.stage(clouds.cloud(builder), packer, tmp_path / "packer")
     variables = dict(DUMMY_VARS[builder])
-    if builder == "qemu":  # the qemu builder reads the key file: a real one, made the way builds make theirs
+    if builder in ("qemu", "gcp"):  # these builders read the key file: a real one, made the way builds make theirs
         generate_key(tmp_path / "id_ed25519", "gpunode-build-test")
         variables["ssh_private_key_file"] = str(tmp_path / "id_ed25519")
     var_file = packer_cli.write_var_file(variables, tmp_path / "vars.pkrvars.hcl")
@@ -221,6 +223,7 @@ VALIDATE_ONLY = {
     "tencent": ["build-image", "--builder", "tencent", "--region", "ap-shanghai", "--packer-var",
                 "zone=ap-shanghai-2", "--source-image", "img-12345678"],
     "qemu": ["build-image", "--builder", "qemu", "--base", "debian-12", "--source-image", "BASE"],
+    "gcp": ["build-image", "--builder", "gcp", "--base", "ubuntu-24.04", "--packer-var", "project_id=my-project"],
 }
 
 

@@ -17,7 +17,8 @@ from gpunode.vendor_facts import TABLES, Fact, Source, fact_table
 DISTRO_TABLES = {"ubuntu": "ubuntu", "ubuntu-amis": "ubuntu", "debian-amis": "debian",
                  "debian-driver-sources": "debian", "el": "rpm",
                  "al2023": "al2023", "alinux": "alinux", "nvidia-container-toolkit": "repos",
-                 "nvidia-cuda-repo": "repos", "docker": "repos"}
+                 "nvidia-cuda-repo": "repos", "docker": "repos", "ubuntu-gce-images": "ubuntu",
+                 "debian-gce-images": "debian"}
 
 
 def _import_all() -> None:

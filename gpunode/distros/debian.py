@@ -81,10 +81,21 @@ def ami_filter(release: int) -> str:
     return value(DEBIAN_AMIS, "debian_name").format(release=release)
 
 
+_GCE_IMAGES = ("GoogleCloudPlatform/guest-test-infra", "concourse/pipelines/guest-package-build.jsonnet",
+               "562e5d631e95ce9af31d71cc2f176f05d92c04f3")  # Google's own builds on the public image families
+# Google Cloud's public Debian images: project/family (the gcp builder takes the newest of the family)
+DEBIAN_GCE_IMAGES = fact_table("debian-gce-images", {
+    "bookworm": Fact("debian-cloud/debian-12", Source(*_GCE_IMAGES, "999"),
+                     "projects/debian-cloud/global/images/family/debian-12"),
+    "trixie": Fact("debian-cloud/debian-13", Source(*_GCE_IMAGES, "1015"),
+                   "projects/debian-cloud/global/images/family/debian-13"),
+})
 IMAGE_BASES = {
     "debian-12": ImageBase(AwsBase(ami_filter(12), (AWS_OWNER,), "admin", "/dev/xvda"), clouds={
-        "alicloud": CloudBase("root"), "tencent": CloudBase("root"), "qemu": CloudBase(CLOUD_USER)}),
-    "debian-13": ImageBase(AwsBase(ami_filter(13), (AWS_OWNER,), "admin", "/dev/xvda")),
+        "alicloud": CloudBase("root"), "tencent": CloudBase("root"), "qemu": CloudBase(CLOUD_USER),
+        "gcp": CloudBase(lookup=value(DEBIAN_GCE_IMAGES, "bookworm"))}),
+    "debian-13": ImageBase(AwsBase(ami_filter(13), (AWS_OWNER,), "admin", "/dev/xvda"), clouds={
+        "gcp": CloudBase(lookup=value(DEBIAN_GCE_IMAGES, "trixie"))}),
 }
 
 

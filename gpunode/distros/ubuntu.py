@@ -94,14 +94,25 @@ UBUNTU = fact_table("ubuntu", {
 # The default base of the image builders.
 DEFAULT_BASE = "ubuntu-22.04"
 _CANONICAL = value(UBUNTU_AMIS, "canonical_owner")
+_GCE_IMAGES = ("GoogleCloudPlatform/guest-test-infra", "concourse/pipelines/guest-package-build.jsonnet",
+               "562e5d631e95ce9af31d71cc2f176f05d92c04f3")  # Google's own builds on the public image families
+# Google Cloud's public Ubuntu images: project/family (the gcp builder takes the newest of the family)
+UBUNTU_GCE_IMAGES = fact_table("ubuntu-gce-images", {
+    "jammy": Fact("ubuntu-os-cloud/ubuntu-2204-lts", Source(*_GCE_IMAGES, "1065"),
+                  "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"),
+    "noble": Fact("ubuntu-os-cloud/ubuntu-2404-lts-amd64", Source(*_GCE_IMAGES, "1081"),
+                  "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"),
+})
 _ALI_EXAMPLE = "ubuntu_22_04_x64_20G_alibase_<date>.vhd"  # Alibaba's public image ids (root logs in there)
 IMAGE_BASES = {
     "ubuntu-22.04": ImageBase(AwsBase(value(UBUNTU_AMIS, "ubuntu_jammy_name"), (_CANONICAL,), "ubuntu", "/dev/sda1"),
                               clouds={"alicloud": CloudBase("root", "family_ubuntu_22_04", _ALI_EXAMPLE),
-                                      "tencent": CloudBase("ubuntu"), "qemu": CloudBase("ubuntu")}),
+                                      "tencent": CloudBase("ubuntu"), "qemu": CloudBase("ubuntu"),
+                                      "gcp": CloudBase(lookup=value(UBUNTU_GCE_IMAGES, "jammy"))}),
     "ubuntu-24.04": ImageBase(AwsBase(value(UBUNTU_AMIS, "ubuntu_noble_name"), (_CANONICAL,), "ubuntu", "/dev/sda1"),
                               clouds={"alicloud": CloudBase("root", "family_ubuntu_24_04", _ALI_EXAMPLE),
-                                      "tencent": CloudBase("ubuntu"), "qemu": CloudBase("ubuntu")}),
+                                      "tencent": CloudBase("ubuntu"), "qemu": CloudBase("ubuntu"),
+                                      "gcp": CloudBase(lookup=value(UBUNTU_GCE_IMAGES, "noble"))}),
 }
 # The login user of Ubuntu's cloud images (cloud-init's default_user on Canonical's images), the example user of
 # gpunode's sample inventories.
