@@ -46,7 +46,7 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     try:
         from gpunode.report.live import LiveEvents, PlainEvents
         from gpunode.report.summary import print_summary
-        from gpunode.runner import RunOptions, run_playbook
+        from gpunode.runner.run import RunOptions, run_playbook
     except BaseException:
         early.abandon()
         raise
@@ -100,7 +100,7 @@ def prune_run_logs(folder: Path) -> None:
 
 
 def default_log_path() -> Path:
-    from gpunode.runner import default_log_dir
+    from gpunode.runner.run import default_log_dir
 
     return default_log_dir()
 

@@ -26,7 +26,7 @@ from gpunode.report.live import PlainEvents
 from gpunode.report.model import RunResult
 from gpunode.report.summary import print_summary
 from gpunode.report.text import say
-from gpunode.runner import RunOptions, run_playbook
+from gpunode.runner.run import RunOptions, run_playbook
 from gpunode.steps.image import ALL
 from gpunode.verify import Expectations
 

@@ -14,7 +14,7 @@ from gpunode.connection import ConnectOptions
 from gpunode.inventory import load_inventory
 from gpunode.playbook import Playbook
 from gpunode.playbook.load import StepSpec
-from gpunode.runner import RunOptions, run_playbook
+from gpunode.runner.run import RunOptions, run_playbook
 
 LINE = "line {:09d} of the new content\n"  # 32 bytes
 

@@ -16,7 +16,7 @@ from gpunode.connection import ConnectOptions
 from gpunode.inventory import load_inventory
 from gpunode.playbook import Playbook
 from gpunode.playbook.load import StepSpec
-from gpunode.runner import RunOptions, run_playbook
+from gpunode.runner.run import RunOptions, run_playbook
 from tests.conftest import host_inventory
 from tests.faults.helpers import INJECTIONS, MARKER
 
