@@ -43,8 +43,8 @@ def test_the_five_files_as_written_are_accepted_and_the_job_is_listed(tmp_path: 
                                str(files["submit-job"]), [network["subnet"]], [network["security_group"]],
                                network["instance_role"], network["service_role"],
                                job_spec=JobSpec.parse("nvidia/cuda:12.4.1-base-ubuntu22.04", "nvidia-smi -L", 1))
-        user_data = mime_archive([("shell", SCRIPT)])
-        request.check(user_data)
+        user_data = request.user_data = mime_archive([("shell", SCRIPT)])
+        request.check()
         template = launch_template(image_id, NAME, "g5.xlarge", {"Name": NAME}, root_device="/dev/xvda",
                                    user_data=user_data)
         written = write_batch_files(request, image_id, NAME, "g5.xlarge", "ECS_AL2023_NVIDIA", template)

@@ -60,7 +60,7 @@ class Aws(Cloud):
             from gpunode.image.aws import require_boto3
 
             require_boto3()
-        batch_request(request).check(request.user_data)
+        batch_request(request).check()
 
     def default_playbook(self, request: BuildRequest) -> str:
         """`base` on a base that ships its NVIDIA driver."""
@@ -93,7 +93,7 @@ class Aws(Cloud):
                 "source_ami_name": base.name_filter, "source_ami_owners": list(base.owners),
                 "ssh_username": base.ssh_username, "root_device_name": base.root_device,
                 "ssh_keypair_name": build.keypair_name, "ssh_private_key_file": build.key_file,
-                "aws_endpoint": request.endpoint or "", "region": request.region or DEFAULT_REGION}
+                "aws_endpoint": request.aws.endpoint or "", "region": request.region or DEFAULT_REGION}
 
     def run(self, build: _Build, staged: Path, variables: dict[str, Any], var_file: Path, result: BuildResult,
             out: Callable[[str], None]) -> BuildResult:
@@ -104,7 +104,7 @@ class Aws(Cloud):
         from gpunode.image.tags import honest_base, version_tags
 
         request = build.request
-        ec2 = aws.ec2_client(result.region, request.endpoint)
+        ec2 = aws.ec2_client(result.region, request.aws.endpoint)
         _source_ami(build, ec2, variables, var_file, out)
         aws.import_key_pair(ec2, build.keypair_name, build.public_key, build.static_tags())
         try:
@@ -142,7 +142,7 @@ def _outputs(build: _Build, result: BuildResult) -> list[Path]:
     request, base = build.request, aws_base(build.request.base)
     instance_type = request.instance_type or DEFAULT_INSTANCE_TYPE
     template = launch_template(result.image_id, build.name, instance_type, result.tags, root_device=base.root_device,
-                               user_data=request.user_data)
+                               user_data=request.aws.outputs.user_data)
     return write_batch_files(batch_request(request), result.image_id, build.name, instance_type,
                              base.batch_image_type, template)
 
@@ -157,7 +157,7 @@ def _source_ami(build: _Build, ec2: Any, variables: dict[str, Any], var_file: Pa
     base = aws_base(build.request.base)
     if variables.get("source_ami") or not base.ssm_parameter:
         return
-    found = aws.recommended_ami(aws.ssm_client(str(variables["region"]), build.request.endpoint), ec2,
+    found = aws.recommended_ami(aws.ssm_client(str(variables["region"]), build.request.aws.endpoint), ec2,
                                 base.ssm_parameter)
     if isinstance(found, str):
         out(f"base {build.request.base}: SSM parameter {base.ssm_parameter} not usable ({found}); Packer takes the "

@@ -20,11 +20,11 @@ from gpunode.connection import ConnectOptions, log_file_name
 from gpunode.errors import UsageError
 from gpunode.image import aws
 from gpunode.image.bases import batch_image_type
-from gpunode.image.batch import write_batch_files
+from gpunode.image.batch import BatchRequest, write_batch_files
 from gpunode.image.build import BuildResult, batch_request
 from gpunode.image.inspect import inspect_host
 from gpunode.image.keys import public_key_line
-from gpunode.image.outputs import JobSpec, launch_template
+from gpunode.image.outputs import launch_template
 from gpunode.image.provision import FINALIZE, finalize_vars, run_phase, verify_phase
 from gpunode.image.report import BuildReport
 from gpunode.image.tags import static_tags, version_tags
@@ -43,17 +43,7 @@ class BakeRequest:
     verify: str = "auto"
     min_free_gb: float = 2.0
     accept_new_host_keys: bool = False
-    launch_template: str | None = None
-    batch: str | None = None
-    batch_job_queue: str | None = None
-    batch_job_definition: str | None = None
-    batch_job: str | None = None
-    job: JobSpec | None = None
-    subnets: list[str] = field(default_factory=list)
-    security_groups: list[str] = field(default_factory=list)
-    instance_role: str | None = None
-    service_role: str | None = None
-    user_data: str = ""
+    outputs: BatchRequest = field(default_factory=BatchRequest)  # the launch template and Batch files
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
@@ -61,7 +51,7 @@ def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResul
     """Returns the AMI id and its tags; raises GpunodeError naming the failed step."""
     aws.require_boto3()
     batch = batch_request(request)
-    batch.check(request.user_data)
+    batch.check()
     hosts, limit = (None, request.target) if request.inventory else (request.target, None)
     _, selected = load_hosts(request.inventory, hosts, limit)
     if len(selected) != 1:
@@ -93,7 +83,7 @@ def bake(request: BakeRequest, out: Callable[[str], None] = print) -> BuildResul
                                 f"{instance_id}", tags)
     result = BuildResult(build_id, directory, image_id, request.region, tags, report)
     instance_type = instance.get("InstanceType", "g5.xlarge")
-    template = launch_template(image_id, request.name, instance_type, tags, user_data=request.user_data,
+    template = launch_template(image_id, request.name, instance_type, tags, user_data=request.outputs.user_data,
                                root_device=instance.get("RootDeviceName", "/dev/sda1"))
     image_type = batch_image_type(str((report.image or {}).get("os_id", "")))
     result.outputs.extend(write_batch_files(batch, image_id, request.name, instance_type, image_type, template))

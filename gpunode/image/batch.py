@@ -40,14 +40,16 @@ class BatchRequest:
     service_role: str | None = None
     max_vcpus: int = 256
     job_spec: JobSpec | None = None
+    user_data: str = ""                  # embedded in the launch template (--user-data FILE)
 
     @property
     def wanted(self) -> bool:
         """Any Batch file asked for (a launch template alone is not one)."""
         return any((self.compute_environment, self.job_queue, self.job_definition, self.job))
 
-    def check(self, user_data: str = "") -> None:
+    def check(self) -> None:
         """What Batch needs, refused now (exit 2) when missing: every option named with an example."""
+        user_data = self.user_data
         needs = [(self.job_queue, self.compute_environment, "--batch-job-queue", "--batch FILE (the compute "
                   "environment the queue sends jobs to)"),
                  (self.job, self.job_queue, "--batch-job", "--batch-job-queue FILE (the queue the job goes to)"),

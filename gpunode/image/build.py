@@ -20,7 +20,6 @@ from gpunode.image.bases import DEFAULT_BASE
 from gpunode.image.batch import BatchRequest
 from gpunode.image.keys import generate_key, public_key_line
 from gpunode.image.machine import MachineLine
-from gpunode.image.outputs import JobSpec
 from gpunode.image.report import BuildReport
 from gpunode.image.spec import BuildSpec
 from gpunode.image.tags import honest_base, static_tags, version_tags
@@ -62,6 +61,15 @@ class CloudPlugin(Protocol):
 
 
 @dataclass
+class AwsOptions:
+    """What only AWS builds take: another EC2 endpoint (a local moto_server) and the files to write beside the AMI
+    (launch template, Batch compute environment, queue, job definition, job) with the user's network and roles."""
+
+    endpoint: str | None = None
+    outputs: BatchRequest = field(default_factory=BatchRequest)
+
+
+@dataclass
 class BuildRequest:
     """Everything `build-ami` / `build-image` was asked for."""
 
@@ -76,22 +84,11 @@ class BuildRequest:
     source_image: str | None = None                         # an exact base image (AMI id, img-..., qcow2 path)
     packer_vars: list[str] = field(default_factory=list)    # template variables, KEY=VALUE
     ssh_key: str | None = None                              # an existing private key instead of a new one
-    endpoint: str | None = None                             # another EC2 endpoint (a local moto_server)
     verify: str = "auto"
     expect_gpus: int | None = None
     min_free_gb: float = 2.0
     validate_only: bool = False
-    launch_template: str | None = None
-    batch: str | None = None
-    batch_job_definition: str | None = None                 # also write a Batch job definition (needs `job`)
-    job: JobSpec | None = None
-    user_data: str = ""                                     # embedded in the launch template (--user-data FILE)
-    batch_job_queue: str | None = None                      # also write a Batch job queue (needs `batch`)
-    batch_job: str | None = None                            # also write a Batch job (needs the queue, the definition)
-    subnets: list[str] = field(default_factory=list)        # the compute environment's network and roles (the user's)
-    security_groups: list[str] = field(default_factory=list)
-    instance_role: str | None = None
-    service_role: str | None = None
+    aws: AwsOptions = field(default_factory=AwsOptions)  # what only AWS builds take
     build_root: str = field(default_factory=lambda: os.environ.get("GPUNODE_BUILDS", ".gpunode/builds"))
 
 
@@ -226,12 +223,8 @@ def _prepare(request: BuildRequest, cloud: CloudPlugin) -> _Build:
 
 
 def batch_request(request: Any) -> BatchRequest:
-    """The Batch files a build or bake request asks for, and the user's network and roles they name."""
-    return BatchRequest(launch_template=request.launch_template, compute_environment=request.batch,
-                        job_queue=request.batch_job_queue, job_definition=request.batch_job_definition,
-                        job=request.batch_job, subnets=list(request.subnets),
-                        security_groups=list(request.security_groups), instance_role=request.instance_role,
-                        service_role=request.service_role, job_spec=request.job)
+    """The launch template and Batch files a build or bake request asks for."""
+    return request.aws.outputs if isinstance(request, BuildRequest) else request.outputs
 
 
 def _template_vars(build: _Build) -> dict[str, Any]:

@@ -69,16 +69,17 @@ BATCH_HELP = {
 }
 
 
-def _batch_options(request, batch_job_queue, batch_job, subnet, security_group, instance_role, service_role,
-                   user_data):
-    """The Batch options on a build or bake request (checked before anything starts)."""
-    from gpunode.image.outputs import read_user_data
+def _outputs(launch_template, batch, batch_job_queue, batch_job_definition, batch_job, job, subnet, security_group,
+             instance_role, service_role, user_data):
+    """The launch template and Batch files a build-ami or bake asks for (checked before anything starts)."""
+    from gpunode.image.batch import BatchRequest
+    from gpunode.image.outputs import JobSpec, read_user_data
 
-    request.batch_job_queue, request.batch_job = batch_job_queue, batch_job
-    request.subnets, request.security_groups = list(subnet or []), list(security_group or [])
-    request.instance_role, request.service_role = instance_role, service_role
-    request.user_data = read_user_data(user_data)
-    return request
+    return BatchRequest(launch_template=launch_template, compute_environment=batch, job_queue=batch_job_queue,
+                        job_definition=batch_job_definition, job=batch_job, subnets=list(subnet or []),
+                        security_groups=list(security_group or []), instance_role=instance_role,
+                        service_role=service_role, user_data=read_user_data(user_data),
+                        job_spec=JobSpec.parse(*job) if batch_job_definition else None)
 
 
 def _all_vars(var: list[str] | None, extra_vars: list[str] | None) -> list[str]:
@@ -91,16 +92,15 @@ def _all_vars(var: list[str] | None, extra_vars: list[str] | None) -> list[str]:
 
 
 def _build_request(builder, playbook, var, base, region, instance_type, driver_branch, name, source_image,
-                   packer_var, ssh_key, endpoint, verify, expect_gpus, min_free_gb, validate_only, launch_template,
-                   batch):
-    from gpunode.image.build import BuildRequest
+                   packer_var, ssh_key, verify, expect_gpus, min_free_gb, validate_only, aws=None):
+    from gpunode.image.build import AwsOptions, BuildRequest
 
     return BuildRequest(builder=builder, playbook=playbook, variables=var or [], base=base, region=region,
                         instance_type=instance_type, driver_branch=_whole("--driver-branch", driver_branch),
                         name=name, source_image=source_image, packer_vars=packer_var or [], ssh_key=ssh_key,
-                        endpoint=endpoint, verify=verify, expect_gpus=_whole("--expect-gpus", expect_gpus),
+                        verify=verify, expect_gpus=_whole("--expect-gpus", expect_gpus),
                         min_free_gb=_amount("--min-free-gb", min_free_gb, 2.0), validate_only=validate_only,
-                        launch_template=launch_template, batch=batch)
+                        aws=aws or AwsOptions())
 
 
 @gtask(iterable=["var", "packer_var", "extra_vars", "subnet", "security_group"], help={
@@ -115,17 +115,15 @@ def build_ami(c, region=None, instance_type="g5.xlarge", base=DEFAULT_BASE, driv
               batch_job=None, subnet=None, security_group=None, instance_role=None, service_role=None):
     """Bake an AWS AMI with Packer: gpunode provisions the build instance, cleans and validates it, then tags it."""
     from gpunode.commands.image_cmd import build
-    from gpunode.image.outputs import JobSpec
+    from gpunode.image.build import AwsOptions
 
     with cli_errors():
-        request = _build_request("aws", playbook, _all_vars(var, extra_vars), base, region, instance_type,
-                                 driver_branch, name, source_ami, packer_var, ssh_key, endpoint, verify,
-                                 expect_gpus, min_free_gb, validate_only, launch_template, batch)
-        if batch_job_definition:
-            request.batch_job_definition = batch_job_definition
-            request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
-        code = build(_batch_options(request, batch_job_queue, batch_job, subnet, security_group, instance_role,
-                                    service_role, user_data))
+        outputs = _outputs(launch_template, batch, batch_job_queue, batch_job_definition, batch_job,
+                           (job_image, job_command, job_gpus, job_vcpus, job_memory), subnet, security_group,
+                           instance_role, service_role, user_data)
+        code = build(_build_request("aws", playbook, _all_vars(var, extra_vars), base, region, instance_type,
+                                    driver_branch, name, source_ami, packer_var, ssh_key, verify, expect_gpus,
+                                    min_free_gb, validate_only, AwsOptions(endpoint, outputs)))
     if code:
         raise Exit(code=code)
 
@@ -144,8 +142,8 @@ def build_image(c, builder="qemu", region=None, instance_type=None, base=DEFAULT
 
     with cli_errors():
         code = build(_build_request(builder, playbook, _all_vars(var, extra_vars), base, region, instance_type,
-                                    driver_branch, name, source_image, packer_var, ssh_key, None, verify,
-                                    expect_gpus, min_free_gb, validate_only, None, None))
+                                    driver_branch, name, source_image, packer_var, ssh_key, verify,
+                                    expect_gpus, min_free_gb, validate_only))
     if code:
         raise Exit(code=code)
 
@@ -175,15 +173,11 @@ def bake(c, target, name=None, inventory=None, region=None, endpoint=None, playb
         if not name:
             raise UsageError("bake needs --name", fix="e.g. --name gpu-node-2024-06")
         region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-        request = BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
-                              _amount("--min-free-gb", min_free_gb, 2.0), accept_new_host_keys, launch_template,
-                              batch, batch_job_definition=batch_job_definition)
-        if batch_job_definition:
-            from gpunode.image.outputs import JobSpec
-
-            request.job = JobSpec.parse(job_image, job_command, job_gpus, job_vcpus, job_memory)
-        code = bake_host(_batch_options(request, batch_job_queue, batch_job, subnet, security_group, instance_role,
-                                        service_role, user_data))
+        outputs = _outputs(launch_template, batch, batch_job_queue, batch_job_definition, batch_job,
+                           (job_image, job_command, job_gpus, job_vcpus, job_memory), subnet, security_group,
+                           instance_role, service_role, user_data)
+        code = bake_host(BakeRequest(target, name, inventory or [], region, endpoint, playbook, keep_key, verify,
+                                     _amount("--min-free-gb", min_free_gb, 2.0), accept_new_host_keys, outputs))
     if code:
         raise Exit(code=code)
 
