@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpunode.steps.nvidia import curl_first
+from gpunode.steps.nvidia_install import curl_first
 from gpunode.steps.pkgmgr import manager_for
 from tests.plan_cases import build_facts, find_case, run_case
 

@@ -1,13 +1,16 @@
 """What a driver change removes, lets go of and holds: the other module flavour's packages, the driver's separately
-versioned kin, and the holds an update within the branch must lift first."""
+versioned kin, the holds an update within the branch must lift first, and the held packages of another branch or
+flavour in an install's way; whether NVIDIA's dnf module switches streams."""
 
 from __future__ import annotations
 
 import re
 
 from gpunode.connection import join
+from gpunode.distros import DriverPackages, for_os
 from gpunode.distros.base import Distro
 from gpunode.facts import Facts
+from gpunode.facts.packages import upstream_version
 from gpunode.parsers.package_versions import SEPARATELY_VERSIONED
 from gpunode.steps.base import Action
 from gpunode.steps.pkgmgr import PackageManager
@@ -89,3 +92,52 @@ def hold_action(manager: PackageManager, pinned: list[str], held: set[str], swit
 def update_holds(pinned: list[str], facts: Facts, held: set[str]) -> list[str]:
     """The held packages an update within the branch must let go of first (the driver's and its kin)."""
     return sorted(n for n in {*pinned, *kin_installed(facts)} if n in held)
+
+
+def unhold_first(actions: list[Action], manager: PackageManager, holds: list[str]) -> list[Action]:
+    """An update within the branch: the held driver packages and kin let go of before the install."""
+    if not holds:
+        return actions
+    return [Action(f"let go of the driver's holds for the update: {', '.join(holds)}",
+                   "apt and dnf refuse to change a held package; the hold is put back after the install",
+                   manager.unhold(holds)), *actions]
+
+
+def stale_holds(facts: Facts, pkgs: DriverPackages, method: str, branch: int, flavor: str, held: set[str],
+                switch: str) -> list[str]:
+    """Held packages that would block this install: on apt another branch's or flavour's packages; on dnf, when
+    the stream switches, the version locks of the driver and fabric manager packages."""
+    distro = for_os(facts.os)
+    if distro.package_format == "deb":
+        other = set(distro.other_driver_packages(method, branch, flavor, held))
+        if distro.archive_precompiled(method):
+            other |= {n for n in held if n not in pkgs.packages and distro.is_precompiled_package(n)}
+        # another branch's driver: its held kin (nvidia-modprobe...) would keep the new branch's from installing
+        return sorted(other | ({n for n in kin_installed(facts) if n in held} if other else set()))
+    if not switch:
+        return []
+    ours = set(pkgs.pinned) | set(distro.fabricmanager_packages(method, branch)) | \
+        set(kin_installed(facts))
+    return sorted(n for n in held if n in ours or n.startswith(("nvidia-fabric", "libnvidia-nscq")))
+
+
+def rpm_switch(pkgs: DriverPackages, installed: dict[str, str], branch: int) -> str:
+    """Why NVIDIA's dnf module must switch streams ("" when it need not): the installed driver is of another
+    branch, or its kernel module package is the other flavour's (kmod-nvidia-latest-dkms vs -open-dkms)."""
+    have = installed.get(pkgs.version_from)
+    if not pkgs.module_stream or have is None:
+        return ""
+    version = upstream_version(have)
+    if not version.startswith(f"{branch}."):
+        return f"driver {version} is installed, branch {branch} is wanted"
+    kmod = pkgs.packages[-1]
+    return "" if kmod in installed else \
+        f"driver {version} is installed without {kmod} (the other module flavour's stream, or cut off)"
+
+
+def update_reason(pkgs: DriverPackages, installed: dict[str, str], version: str | None) -> str:
+    """Why the installed driver is updated within its branch ("" when it is not): `version` asks for another."""
+    have = installed.get(pkgs.version_from)
+    if not version or have is None or upstream_version(have) == version:
+        return ""
+    return f"driver {upstream_version(have)} is installed, version {version} is asked for"

@@ -5,7 +5,7 @@ user's, so Debian's DKMS kernel hook stayed off for good and the next kernel cam
 The install command gpunode plans (`cached_install`, the module cache's path on apt) runs on a lab host through bash
 with its install replaced by what a power cut does to it: the shell dies by SIGKILL, so its EXIT trap never runs.
 The next run's probe section (`PAUSE_PROBE`) runs on the same host, the planner reads its answer, and the planned
-action runs there. Guards: gpunode/steps/nvidia.py `cached_install`, `left_pause_actions`.
+action runs there. Guards: gpunode/steps/nvidia_cache.py `cached_install`, `left_pause_actions`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ import pytest
 
 from gpunode.connection import q
 from gpunode.steps.base import Action
-from gpunode.steps.nvidia import NO_AUTOINSTALL, NO_AUTOINSTALL_MARK, PAUSE_PROBE, cached_install, left_pause_actions
+from gpunode.steps.nvidia_cache import (
+    NO_AUTOINSTALL,
+    NO_AUTOINSTALL_MARK,
+    PAUSE_PROBE,
+    cached_install,
+    left_pause_actions,
+)
 
 pytestmark = pytest.mark.lab
 

@@ -9,7 +9,7 @@
 
 The host first sees bookworm only (its kernel and driver), then bookworm-security (a newer kernel), as a host
 installed before a security update does. Guards: steps/packages.py `repair_first` (used by steps/kernel.py and
-steps/nvidia.py), steps/nvidia.py `_next_boot_actions`, verify/checks/host.py `dkms-next-boot-kernel`.
+steps/nvidia.py), steps/nvidia_dkms.py `next_boot_actions`, verify/checks/host.py `dkms-next-boot-kernel`.
 """
 
 from __future__ import annotations
