@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 from gpunode.app.hosts import load_hosts
@@ -36,13 +37,14 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
             reports.append(HostReport(host.name, error=(
                 f"could not check this host: {exc!r}; run `gpunode facts {host.name}` to see what it returns and "
                 "report it with that output")))
-    if junit:
-        Path(junit).write_text(junit_xml([r.to_dict() for r in reports]))
     data = [report.to_dict() for report in reports]
     if as_json:
         print(json.dumps(data if len(data) > 1 else data[0], indent=2))
     else:
         _print_reports(data)
+    if junit:
+        Path(junit).write_text(junit_xml(data))
+        print(f"wrote JUnit XML: {junit}", file=sys.stderr)  # stdout may be JSON a script reads
     return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 
 
