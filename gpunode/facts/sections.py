@@ -7,9 +7,10 @@ reads more than it declares costs one more round trip, never a wrong answer.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
+
+from gpunode.templates_read import attributes_read
 
 CORE = "core"
 OPTIONAL = ("pkgmgr", "packages", "gpu", "services", "containers", "storage", "virt")
@@ -43,28 +44,11 @@ def script_prefix(sections: Iterable[str]) -> str:
     return "FACTS_WANT='" + " ".join(s for s in (CORE, *OPTIONAL) if s in wanted) + "'\n"
 
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
-_FACTS_READ = re.compile(r"""\bfacts\b(?:\s*\.\s*(\w+)|\s*\[\s*['"](\w+)['"]\s*\])?""")
-
-
 def sections_read_by(values: Iterable[Any], expressions: Iterable[str] = ()) -> frozenset[str]:
-    """The sections that templates in `values` (strings, nested in dicts and lists: only `{{ }}` / `{% %}` parts)
-    and Jinja `expressions` (`when:`) read through `facts`. `facts` read as a whole, or by a computed key: all."""
-    texts = [m.group(0) for text in _strings(values) for m in _TEMPLATE.finditer(text)]
-    wanted: set[str] = set()
-    for text in [*texts, *(str(e) for e in expressions)]:
-        for match in _FACTS_READ.finditer(text):
-            field = match.group(1) or match.group(2)
-            wanted |= FIELD_SECTIONS.get(field, frozenset()) if field else frozenset(OPTIONAL)
-    return frozenset(wanted)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
+    """The sections that the templates in `values` (templated strings, nested in dicts and lists) and the Jinja
+    `expressions` (`when:`) read through `facts` (gpunode/templates_read.py: Jinja's AST, not the text). `facts` read
+    as a whole, by a computed key, or by a template that does not parse: all of them."""
+    fields = attributes_read(list(values), "facts", expressions)
+    if fields is None:
+        return frozenset(OPTIONAL)
+    return frozenset(section for name in fields for section in FIELD_SECTIONS.get(name, ()))

@@ -8,17 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import yaml
-from jinja2 import meta
 
 from gpunode.playbook.builtin import builtin_names, builtin_path
 from gpunode.playbook.load import Playbook, StepSpec, load_playbook
+from gpunode.templates_read import names_read
 from gpunode.yamlfile import LineDict, load_yaml_file
 
 RUNTIME_NAMES = {"facts", "inventory_hostname", "check_mode"}  # given by the runner, not by the user
 _COMMENT = re.compile(r"\s#\s?(?P<text>.*)$")
-_ENV = jinja2.Environment()
 
 
 @dataclass
@@ -78,23 +76,8 @@ def used_variables(book: Playbook) -> set[str]:
     names: set[str] = set()
     specs: list[StepSpec] = [*book.steps, *book.handlers.values()]
     for spec in specs:
-        found: set[str] = set()
-        for text in _strings(spec.args):
-            found |= meta.find_undeclared_variables(_ENV.parse(text))
-        if spec.when is not None:
-            found |= meta.find_undeclared_variables(_ENV.parse("{{ " + str(spec.when) + " }}"))
-        names |= found - set(spec.vars)  # an included step's defaults come with it
+        names |= names_read(spec.args, [spec.when]) - set(spec.vars)  # an included step's defaults come with it
     return names
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value] if "{{" in value or "{%" in value else []
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def plain(value: Any) -> Any:

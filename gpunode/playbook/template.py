@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpunode.errors import GpunodeError
+from gpunode.templates_read import JINJA_SYNTAX, is_template, template_strings
 from gpunode.values import bool_filter, misspelt_bool, truthy
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def _env() -> SandboxedEnvironment:
     from gpunode.playbook.filters import FILTERS, to_json
     from gpunode.playbook.jinja_tests import TESTS
 
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, **JINJA_SYNTAX)  # templates_read parses the same
     env.filters.update(FILTERS)  # Ansible's filters, with Ansible's semantics (playbook/filters.py)
     env.tests.update(TESTS)      # `is version(...)`, `is failed`, `is changed` ...
     env.filters["bool"] = bool_filter  # Ansible's `| bool`: "false", "no", "off", "0" are false
@@ -86,13 +87,8 @@ class TemplateError(ValueError):
 
 
 def has_template(value: Any) -> bool:
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value
-    if isinstance(value, dict):
-        return any(has_template(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_template(v) for v in value)
-    return False
+    """Whether any string in `value` (nested too) holds a template."""
+    return is_template(value) if isinstance(value, str) else next(template_strings(value), None) is not None
 
 
 def render(value: Any, variables: dict[str, Any]) -> Any:

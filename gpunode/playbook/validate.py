@@ -10,27 +10,10 @@ from typing import Any
 
 from gpunode.errors import UsageError
 from gpunode.playbook.template import TemplateError, evaluate, has_template, render, resolve_variables
+from gpunode.templates_read import names_in_order, names_read, template_strings
 from gpunode.values import kind_of
 
-_NAMES = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
 _UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
-
-
-def _strings(value: Any) -> Iterable[str]:
-    """Every string inside a value (nested mappings, lists and tuples too)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
-def _templates(value: Any) -> Iterable[str]:
-    """Every templated string inside a value."""
-    return (text for text in _strings(value) if has_template(text))
 
 
 def _syntax_error(text: str, expression: bool) -> str | None:
@@ -51,7 +34,7 @@ def _syntax_error(text: str, expression: bool) -> str | None:
 
 def check_syntax(value: Any, source: str, line: int, what: str) -> None:
     """Every template in `value` parses; else a UsageError at source:line."""
-    for text in _templates(value):
+    for text in template_strings(value):
         problem = _syntax_error(text, expression=False)
         if problem:
             unknown = problem.startswith(("No filter named", "No test named"))
@@ -116,15 +99,9 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
                 raise _refusal(spec, exc, host.name, {**book.vars, **spec.vars}) from None
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # variables the runner and verify read themselves (not through a template): never a misspelling of another
 _READ_BY_GPUNODE = {"package_cache", "known_hosts", "expect_gpus", "expect_model", "expected_mounts",
                     "verify_container_image"}
-
-
-def _words(value: Any) -> set[str]:
-    """Every identifier in the strings of a value (templates, conditions, nested mappings and lists)."""
-    return {word for text in _strings(value) for word in _WORD.findall(text)}
 
 
 def misspelt_variables(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> list[str]:
@@ -136,9 +113,9 @@ def misspelt_variables(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) 
     specs = [*book.steps, *book.handlers.values()]
     read = set(book.vars) | _READ_BY_GPUNODE
     for spec in specs:
-        read |= _words(spec.args) | _words(spec.when) | _words(spec.failed_when) | _words(spec.changed_when)
-        read |= set(spec.vars) | _words(list(spec.vars.values()))
-    read |= _words(list(book.vars.values()))
+        read |= names_read(spec.args, [spec.when, *(spec.failed_when or []), *(spec.changed_when or [])])
+        read |= set(spec.vars) | names_read(list(spec.vars.values()))
+    read |= names_read(list(book.vars.values()))
     given = {name: "-e/--var" for name in extra_vars}
     for host in hosts:
         for name in host.vars:
@@ -201,7 +178,7 @@ def _check_when(book: Any, index: int, host: str, variables: dict[str, Any]) -> 
 
 def _refusal(spec: Any, exc: ValueError, host: str, defaults: dict[str, Any]) -> UsageError:
     raw = spec.args.get(getattr(exc, "arg", None) or "")
-    names = _NAMES.findall(raw) if isinstance(raw, str) else []
+    names = names_in_order(raw)
     source = f" (the value comes from the variable {', '.join(names)}, as host {host} sees it)" if names else ""
     example = f" (the playbook's default: {names[0]}={defaults[names[0]]})" if names and names[0] in defaults else ""
     fix = (f"give {names[0]} a valid value where it is set (-e/--var, the inventory or the playbook's vars){example}"

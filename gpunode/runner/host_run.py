@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +27,7 @@ from gpunode.steps.diffs import render as render_diff
 from gpunode.steps.package_share import share_for
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.steps.state import HostState
+from gpunode.templates_read import names_in_order, names_read
 
 # Arguments of a sensitive step that stay visible (where and how, not what).
 VISIBLE_ARGS = {"path", "dest", "owner", "group", "mode", "state", "create", "backup", "timeout", "name"}
@@ -186,8 +186,7 @@ class HostRun:
 
     def _defers(self, spec: StepSpec) -> bool:
         """Whether the step's `when:` or arguments read a registered result (known only once that step ran)."""
-        text = f"{spec.when} {spec.args}"
-        return any(re.search(rf"\b{name}\b", text) for name in self._register_names)
+        return bool(self._register_names & _reads(spec))
 
     def _check_for(self, spec: StepSpec) -> bool:
         """Whether this step only predicts: --check, unless the step says `check_mode: false` (a read-only query
@@ -196,8 +195,7 @@ class HostRun:
 
     def _unknown_inputs(self, spec: StepSpec) -> list[str]:
         """--check: the registered results this step reads that come from steps that would run (so are unknown)."""
-        text = f"{spec.when} {spec.args}"
-        return [name for name in sorted(self.unknown_results) if re.search(rf"\b{name}\b", text)]
+        return sorted(self.unknown_results & _reads(spec))
 
     def _prepare(self, specs: list[StepSpec], facts: Facts, now: bool = False) -> list[PlannedStep]:
         planned = []
@@ -469,7 +467,12 @@ def _require_root(facts: Facts, host: str, step: Step, changes: list[Action]) ->
 def _user_command_from_facts(spec: StepSpec) -> bool:
     """A step whose probe runs the user's own command (`unless:`) and whose `when:` or arguments read facts: the
     last run's facts must not decide whether or which of the user's commands runs, so it gets no guessed probe."""
-    return spec.kind == "command" and "unless" in spec.args and "facts" in f"{spec.when} {spec.args}"
+    return spec.kind == "command" and "unless" in spec.args and "facts" in _reads(spec)
+
+
+def _reads(spec: StepSpec) -> set[str]:
+    """The variables the step's `when:` and arguments read (a template that does not parse: every name it mentions)."""
+    return names_read(spec.args, [spec.when])
 
 
 def _steps(count: int) -> str:
@@ -479,6 +482,5 @@ def _steps(count: int) -> str:
 def _name_the_variable(exc: Exception, spec: StepSpec) -> Exception | str:
     """A bad argument value that came from a variable (`default_runtime: "{{ x }}"` with `--var x=maybe`) names the
     variable: that is what the user has to change."""
-    raw = spec.args.get(getattr(exc, "arg", None) or "", None)
-    names = re.findall(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)", raw) if isinstance(raw, str) else []
+    names = names_in_order(spec.args.get(getattr(exc, "arg", None) or "", None))
     return f"{exc} (the value comes from the variable {', '.join(names)})" if names else exc
