@@ -109,12 +109,12 @@ def write_reports(result: RunResult, json_report: str | None, junit: str | None)
     """The report files asked for, each said on stderr (stdout may be JSON a script reads)."""
     if json_report:
         Path(json_report).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        print(f"wrote the JSON report: {json_report}", file=sys.stderr)
+        say("wrote the JSON report: ", json_report, stream=sys.stderr)
     if junit:
         from gpunode.report.junit import junit_xml
 
         Path(junit).write_text(junit_xml(result))
-        print(f"wrote JUnit XML: {junit}", file=sys.stderr)
+        say("wrote JUnit XML: ", junit, stream=sys.stderr)
 
 
 def is_tty() -> bool:

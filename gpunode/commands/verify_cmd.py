@@ -14,7 +14,7 @@ from gpunode.connection import ConnectOptions, connect
 from gpunode.errors import GpunodeError, UsageError
 from gpunode.facts import facts_subshell
 from gpunode.report.console import make_console
-from gpunode.report.text import line
+from gpunode.report.text import line, say
 from gpunode.scripts import script_text
 from gpunode.verify import Expectations, diagnose_files, junit_xml
 from gpunode.verify.report import HostReport
@@ -44,7 +44,7 @@ def verify_gpu(inventory: list[str], target: str, options: VerifyOptions, as_jso
         _print_reports(data)
     if junit:
         Path(junit).write_text(junit_xml(data))
-        print(f"wrote JUnit XML: {junit}", file=sys.stderr)  # stdout may be JSON a script reads
+        say("wrote JUnit XML: ", junit, stream=sys.stderr)  # stdout may be JSON a script reads
     return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 
 
