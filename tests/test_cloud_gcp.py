@@ -152,3 +152,11 @@ def test_a_build_records_the_image_by_name_with_its_labels(monkeypatch, tmp_path
     record = json.loads((result.build_dir / "image.json").read_text())
     assert record["builder"] == "gcp" and record["tags"]["gpunode_driver"] == "550-163-01"
     assert "versions are in image.json" in lines[-1]
+
+
+def test_a_region_given_as_the_zone_is_refused(tmp_path: Path) -> None:
+    result = run_cli("build-image", "--builder", "gcp", "--playbook", "playbooks/base.yml", "--validate-only",
+                     "--packer-var", "project_id=p", "--packer-var", "zone=us-central1",
+                     env={"GPUNODE_BUILDS": str(tmp_path / "builds")})
+    assert result.code == 2 and "is no Compute Engine zone" in result.output, result.output
+    assert value(GOOGLECOMPUTE, "zone_region") == "zone[:-2]"

@@ -69,3 +69,48 @@ def test_a_module_without_its_cloud_fails_loudly(tmp_path: Path, monkeypatch) ->
         import sys
 
         sys.modules.pop("gpunode.clouds.broken", None)
+
+
+@pytest.mark.parametrize(("args", "option", "near"), [
+    (("--builder", "gcp", "--packer-var", "project_id=p", "--packer-var", "acelerator_count=1"),
+     "--packer-var acelerator_count", "did you mean accelerator_count?"),
+    (("--builder", "qemu", "--base", "debian-12", "--source-image", "/etc/hostname", "--region", "eu-west-1"),
+     "--region", "leave it out"),
+    (("--builder", "qemu", "--base", "debian-12", "--source-image", "/etc/hostname", "--instance-type", "g5.xlarge"),
+     "--instance-type", "leave it out"),
+])
+def test_a_setting_the_template_lacks_is_refused_not_dropped(args, option, near, tmp_path: Path) -> None:
+    """Packer 1.6.6 only warns about a variable the template does not declare ("Undefined variable") and drops the
+    value: a typo'd --packer-var, or --region on qemu, would build as if never given."""
+    from tests.conftest import run_cli
+
+    result = run_cli("build-image", "--playbook", "playbooks/base.yml", "--validate-only", *args,
+                     env={"GPUNODE_BUILDS": str(tmp_path / "builds")})
+    said = " ".join(result.output.split())
+    assert result.code == 2 and f"error: {option}:" in said and near in said, result.output
+    assert not (tmp_path / "builds").exists()
+
+
+def test_a_wrong_template_value_is_named_as_the_setting_to_change(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+    from tests.image_support import require_packer
+
+    require_packer()
+    result = run_cli("build-image", "--builder", "gcp", "--playbook", "playbooks/base.yml", "--validate-only",
+                     "--packer-var", "project_id=p", "--instance-type", "n1-standard-4", "--packer-var",
+                     "accelerator_count=two", env={"GPUNODE_BUILDS": str(tmp_path / "builds")})
+    assert result.code == 2 and "packer validate failed" in result.output, result.output
+    said = " ".join(result.output.split())
+    assert "fix: the value of accelerator_count is wrong" in said and "credentials" not in said
+
+
+def test_the_base_help_says_which_builder_lacks_the_default(monkeypatch) -> None:
+    from gpunode.distros import DEFAULT_BASE
+
+    qemu = clouds.cloud("qemu")
+    without = {name: base for name, base in qemu.bases.items() if name != DEFAULT_BASE}
+    monkeypatch.setattr(type(qemu), "bases", property(lambda self: without))
+    said = clouds.bases_help(["qemu", "gcp"])
+    assert said.startswith(f"base image: {DEFAULT_BASE} (default)") and f"qemu has no {DEFAULT_BASE}" in said
+    with pytest.raises(UsageError, match=r"\(the default --base\) is not available for qemu"):
+        qemu.base(DEFAULT_BASE)

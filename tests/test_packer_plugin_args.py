@@ -76,6 +76,9 @@ def unknown_arguments(used: dict[str, set[str]], accepted: dict) -> list[str]:
 
 @pytest.mark.parametrize("builder", clouds.names())
 def test_each_template_uses_only_arguments_its_builders_define(builder: str) -> None:
+    assert builder in DATA, (f"add {builder!r} to tests/data/packer_builder_args.json: {{\"packer-1.6.6\": {{\"args\": "
+                             "[...], \"blocks\": {...}, \"source\": \"...\"}, \"plugin vX.Y.Z\": {...}} read from the "
+                             "builders' *.hcl2spec.go (docs/writing-clouds.md)")
     releases = DATA[builder]
     for release, accepted in releases.items():
         modern = release.startswith("plugin")
@@ -86,6 +89,7 @@ def test_each_template_uses_only_arguments_its_builders_define(builder: str) -> 
 
 def test_the_pinned_ranges_are_the_checked_releases() -> None:
     for builder, cloud in clouds.all_clouds().items():
+        assert builder in DATA, f"add {builder!r} to tests/data/packer_builder_args.json (docs/writing-clouds.md)"
         constraint = cloud.plugin.version
         low, high = re.fullmatch(r">= (\d+\.\d+\.\d+), < (\d+\.\d+\.\d+)", constraint).groups()
         checked = [tuple(map(int, r.split()[1][1:].split("."))) for r in DATA[builder] if r.startswith("plugin")]

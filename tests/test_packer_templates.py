@@ -44,9 +44,10 @@ def test_template_validates_offline(builder: str, packer: packer_cli.Packer, tmp
     for key, value in DUMMY_ENV.items():
         monkeypatch.setenv(key, value)
     staged = packer_cli.stage(clouds.cloud(builder), packer, tmp_path / "packer")
+    assert builder in DUMMY_VARS, f"add DUMMY_VARS[{builder!r}]: what its template needs to validate"
     variables = dict(DUMMY_VARS[builder])
-    if builder in ("qemu", "gcp"):  # these builders read the key file: a real one, made the way builds make theirs
-        generate_key(tmp_path / "id_ed25519", "gpunode-build-test")
+    if "ssh_private_key_file" in packer_cli.declared_variables(clouds.cloud(builder)):  # some builders read it: a
+        generate_key(tmp_path / "id_ed25519", "gpunode-build-test")                 # real one, made as builds do
         variables["ssh_private_key_file"] = str(tmp_path / "id_ed25519")
     var_file = packer_cli.write_var_file(variables, tmp_path / "vars.pkrvars.hcl")
     packer_cli.validate(packer, staged, var_file)  # raises with Packer's message when invalid
@@ -227,12 +228,13 @@ VALIDATE_ONLY = {
 }
 
 
-@pytest.mark.parametrize("builder", list(VALIDATE_ONLY))
+@pytest.mark.parametrize("builder", clouds.names())
 def test_validate_only_needs_no_credentials_and_keeps_no_key(builder: str, packer: packer_cli.Packer,
                                                              tmp_path: Path) -> None:
     """Issue 26: alicloud/tencent validation demanded credentials (Packer's builders refuse to validate without),
     and every validation, failed or not, left a build folder with a fresh private key."""
     (tmp_path / "base.qcow2").write_bytes(b"")
+    assert builder in VALIDATE_ONLY, f"add VALIDATE_ONLY[{builder!r}]: the command line of a --validate-only build"
     args = [a.replace("BASE", str(tmp_path / "base.qcow2")) for a in VALIDATE_ONLY[builder]]
     env = {**NO_CREDENTIALS, "GPUNODE_BUILDS": str(tmp_path / "builds"), "HOME": str(tmp_path)}
     result = run_cli(*args, "--validate-only", env=env)

@@ -43,19 +43,25 @@ def _and(items: list[str]) -> str:
     return f"{', '.join(items[:-1])} and {items[-1]}" if len(items) > 1 else "".join(items)
 
 
-def bases_help() -> str:
-    """The --base help: the bases every builder has (the default first), then what each builder adds."""
+def bases_help(builders: list[str] | None = None) -> str:
+    """The --base help of these builders (default: all): the default base, the bases all of them have, then what each
+    adds; a builder without the default base says so."""
     from gpunode.distros import DEFAULT_BASE
 
-    every_cloud = all_clouds().values()
-    shared = [name for name in next(iter(every_cloud)).bases if all(name in c.bases for c in every_cloud)]
-    others = [name for name in shared if name != DEFAULT_BASE]
-    extra = [f"{c.name} also {_and([n for n in c.bases if n not in shared])}" for c in every_cloud
-             if any(n not in shared for n in c.bases)]
-    return f"base image: {DEFAULT_BASE} (default), {', '.join(others)}; {'; '.join(extra)}"
+    chosen = [c for name, c in all_clouds().items() if builders is None or name in builders]
+    shared = [name for name in chosen[0].bases if all(name in c.bases for c in chosen)]
+    said = [f"{DEFAULT_BASE} (default)", *(name for name in shared if name != DEFAULT_BASE)]
+    if len(chosen) == 1:
+        return f"base image: {', '.join(said)}"
+    extra = [f"{c.name} also {_and([n for n in c.bases if n not in shared and n != DEFAULT_BASE])}" for c in chosen
+             if any(n not in shared and n != DEFAULT_BASE for n in c.bases)]
+    lacking = [c.name for c in chosen if DEFAULT_BASE not in c.bases]
+    extra += [f"{_and(lacking)} {'has' if len(lacking) == 1 else 'have'} no {DEFAULT_BASE}: give --base"] if lacking \
+        else []
+    return f"base image: {', '.join(said)}; {'; '.join(extra)}"
 
 
 def builders_help(default: str) -> str:
     """The --builder help: each builder with its one line."""
     return "; ".join(f"{c.name}{' (default)' if c.name == default else ''}: {c.summary}"
-                     for c in all_clouds().values() if c.name != "aws") + " (AWS: build-ami)"
+                     for c in all_clouds().values()) + " (aws: build-ami has its launch template and Batch options)"

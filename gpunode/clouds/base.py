@@ -52,7 +52,10 @@ class Cloud:
     def base(self, base: str) -> Base:
         """The base on this cloud; a usage error naming the ones it has."""
         if base not in self.bases:
-            raise UsageError(f"base {base!r} is not available for {self.name}", fix=f"use one of: "
+            from gpunode.distros import DEFAULT_BASE
+
+            default = " (the default --base)" if base == DEFAULT_BASE else ""
+            raise UsageError(f"base {base!r}{default} is not available for {self.name}", fix=f"give --base, one of: "
                              f"{', '.join(self.bases)}")
         return self.bases[base]
 

@@ -53,6 +53,9 @@ GOOGLECOMPUTE = fact_table("googlecompute", {
     "metadata_user_sudo": Fact("google-sudoers", Source(_AGENT, "README.md", _AGENT_HEAD, "66-77"),
                                note="the guest agent makes each ssh-keys user and adds it to google-sudoers, which "
                                "non_windows_accounts.go:402 grants NOPASSWD sudo"),
+    "zone_region": Fact("zone[:-2]", Source(_PACKER, "builder/googlecompute/config.go", _P166, "491-499"),
+                        note="the builder takes the region as the zone without its last two characters: a zone is "
+                        "<region>-<letter> (us-central1-a)"),
     "artifact_id": Fact("{image_name}", Source(_PACKER, "builder/googlecompute/artifact.go", _P166, "36-43"),
                         note="the artifact id is the image's bare name (the plugin's too)"),
 })
@@ -82,6 +85,11 @@ class Gcp(Cloud):
             raise UsageError("gcp builds run in a zone, not a region", source="--region",
                              fix=f"leave --region out and add --packer-var zone=ZONE (default {DEFAULT_ZONE})")
         check_accelerators(request.instance_type or "", variables)
+        zone = str(variables.get("zone") or DEFAULT_ZONE)
+        if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*\d+-[a-z]", zone):
+            raise UsageError(f"zone {zone!r} is no Compute Engine zone (<region>-<letter>: the builder takes the "
+                             "region as the zone without its last two characters)", source="--packer-var zone",
+                             fix=f"e.g. --packer-var zone={DEFAULT_ZONE}")
         if not request.source_image and not self.base(request.base).lookup:
             super().check_request(request, variables)
 

@@ -23,6 +23,7 @@ def clouds_md() -> str:
     for cloud in all_clouds().values():
         out += ["", f"## {cloud.name}", "", cell(cloud.summary), ""]
         out += table(["--base", "login user", "found without --source-image by"],
-                     [[code(name), code(base.user), cell(cloud.found_by(name) or "(needs --source-image)")]
+                     [[code(name), code(base.user) if base.user else "(made by the builder)",
+                       cell(cloud.found_by(name) or "(needs --source-image)")]
                       for name, base in cloud.bases.items()])
     return "\n".join(out) + "\n"

@@ -146,7 +146,9 @@ def build_image(request: BuildRequest, cloud: CloudPlugin, out: Callable[[str], 
     naming the failed step (on the instance or in Packer)."""
     if request.verify not in ("auto", "always", "never"):
         raise UsageError(f"--verify must be auto, always or never, not {request.verify!r}")
-    cloud.check_request(request, {"region": request.region, **parse_vars(request.packer_vars)})
+    given = {"region": request.region, "instance_type": request.instance_type, **parse_vars(request.packer_vars)}
+    cloud.check_request(request, given)
+    packer_cli.check_variables(cloud, request.builder, given)
     build = _prepare(request, cloud)
     try:  # a build that never starts keeps no folder (and so no private key); --validate-only never starts one
         variables = _template_vars(build)

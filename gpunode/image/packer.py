@@ -50,6 +50,7 @@ TEMPLATES_DIR = PACKER_DIR  # packer/ in the repo, shipped in the wheel as gpuno
 # What every template shares (gpunode's variables, the build block that hands the instance to `gpunode
 # image-provision`, the manifest), staged beside the cloud's template with its source put in.
 SHARED_BUILD = "build.pkr.hcl.in"
+SHARED_VARIABLES = ("build_dir", "save_packer_key", "gpunode_python")  # gpunode's own, set for every build
 _SOURCE = re.compile(r'^source\s+"([^"]+)"\s+"([^"]+)"', re.M)
 MODERN_ONLY = "#gpunode-1.7+ "  # template lines for Packer 1.7+ plugins only, uncommented when staged there
 INSTALL_FIX = ("install Packer: `apt-get install packer` (Debian's 1.6.6 has every builder built in and works offline) "
@@ -124,6 +125,33 @@ def build_block(template: str) -> str:
     return (TEMPLATES_DIR / SHARED_BUILD).read_text().replace("@SOURCE@", f"source.{kind}.{name}")
 
 
+_VARIABLE = re.compile(r'^variable\s+"(\w+)"', re.M)
+
+
+def declared_variables(cloud: Template) -> list[str]:
+    """The variables a build of this template may set: the template's and the shared build block's."""
+    text = (TEMPLATES_DIR / cloud.template).read_text() + (TEMPLATES_DIR / SHARED_BUILD).read_text()
+    return _VARIABLE.findall(text)
+
+
+def check_variables(cloud: Template, name: str, given: dict[str, object]) -> None:
+    """Refuse a variable the template does not declare (Packer only warns, and the value is lost): --region and
+    --instance-type become `region` and `instance_type`, --packer-var KEY=VALUE its key."""
+    import difflib
+
+    declared = declared_variables(cloud)
+    options = {"region": "--region", "instance_type": "--instance-type"}
+    for key, value in given.items():
+        if value in (None, "") or key in declared:
+            continue
+        option = options.get(key, f"--packer-var {key}")
+        near = difflib.get_close_matches(key, declared, n=1)
+        raise UsageError(f"{name} builds have no such setting ({cloud.template} declares no variable {key!r})",
+                         source=option,
+                         fix=(f"did you mean {near[0]}? " if near else "") + f"leave it out, or use one of: "
+                         f"{', '.join(v for v in declared if v not in SHARED_VARIABLES)}")
+
+
 def template_text(cloud: Template, modern: bool) -> str:
     """The template as staged: on Packer 1.7+ the plugin-only lines (MODERN_ONLY) become arguments."""
     text = (TEMPLATES_DIR / cloud.template).read_text()
@@ -192,9 +220,16 @@ def validate(packer: Packer, directory: Path, var_file: Path, cloud: Template | 
     result = subprocess.run([packer.path, "validate", f"-var-file={var_file}", str(directory)], capture_output=True,
                             text=True, timeout=300, cwd=directory, env=env)
     if result.returncode != 0:
-        raise UsageError(f"packer validate failed:\n{(result.stdout + result.stderr).strip()}",
-                         fix="fix the variable or template it names" + (
-                             f"; credentials come from the environment ({cloud.credentials_help})" if cloud else ""))
+        said = (result.stdout + result.stderr).strip()
+        fix = "fix the variable or template it names"
+        line = re.search(rf"{re.escape(var_file.name)} line (\d+)", said)
+        lines = var_file.read_text().splitlines() if line else []
+        if line and 0 < int(line.group(1)) <= len(lines):  # the var file is gpunode's: name the setting instead
+            key = lines[int(line.group(1)) - 1].split(" = ", 1)[0]
+            fix = f"the value of {key} is wrong: give it as the template's variable wants (--packer-var {key}=...)"
+        if cloud and re.search(r"credential|secret|access.?key|key_file|token", said, re.I):
+            fix += f"; credentials come from the environment ({cloud.credentials_help})"
+        raise UsageError(f"packer validate failed:\n{said}", fix=fix)
     return result.stdout.strip()
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from invoke.exceptions import Exit
 
-from gpunode.clouds import bases_help, builders_help
+from gpunode.clouds import bases_help, builders_help, names
 from gpunode.commands.common import cli_errors
 from gpunode.distros import DEFAULT_BASE
 from gpunode.errors import UsageError
@@ -35,13 +35,15 @@ IMAGE_HELP = {
                 "al2023-ecs-gpu, whose NVIDIA driver is AWS's)",
     "var": "playbook variable KEY=VALUE; repeatable", "extra_vars": EXTRA_VARS_HELP,
     "driver_branch": "NVIDIA driver branch, e.g. 580",
-    "base": bases_help(),
-    "region": "cloud region (AWS default: AWS_REGION or us-east-1)", "instance_type": "build instance type",
+    "base": bases_help([name for name in names() if name != "aws"]),
+    "region": "cloud region where the builder has one (AWS default: AWS_REGION or us-east-1; gcp takes a zone: "
+              "--packer-var zone=...)", "instance_type": "build instance type (machine type)",
     "name": "image name (default gpunode-<playbook>-<base>-<build id>)",
     "validate_only": "check the playbook, the variables and the template (packer validate, no credentials); build "
                      "nothing, keep nothing. Offline with Packer 1.6 (builders built in); Packer 1.7+ runs `packer "
                      "init` first, which downloads the builder's plugin unless it is installed",
-    "packer_var": "template variable KEY=VALUE (see packer/*.pkr.hcl), e.g. subnet_id=subnet-0abc; repeatable",
+    "packer_var": "template variable KEY=VALUE, e.g. project_id=my-project (gcp); repeatable; each builder's are "
+                  "in docs/clouds.md, and one its template lacks is refused",
     "ssh_key": "an existing private key for the build instead of a new one (must be accepted by the base image)",
     "verify": "verify-gpu on the build instance: auto (when it has GPUs, default), always, never",
     "expect_gpus": "GPUs the build instance must show (verify-gpu)",
@@ -105,6 +107,7 @@ def _build_request(builder, playbook, var, base, region, instance_type, driver_b
 
 @gtask(iterable=["var", "packer_var", "extra_vars", "subnet", "security_group"], help={
     **IMAGE_HELP, **JOB_HELP, **BATCH_HELP, "source_ami": "an exact base AMI id (default: the newest AMI of --base)",
+    "base": bases_help(["aws"]),
     "endpoint": "another EC2 endpoint URL (e.g. a local moto_server)",
 })
 def build_ami(c, region=None, instance_type="g5.xlarge", base=DEFAULT_BASE, driver_branch=None,
