@@ -1,7 +1,7 @@
 """Issue 27, item 4: bad input is refused before any host is contacted: exit 2, file:line, a fix, and the lab
 host's sshd saw no connection at all. Guards: gpunode/playbook/validate.py (Jinja syntax at load; templated
 arguments rendered with what the controller knows, before the connections open), gpunode/yamlfile.py (encodings),
-gpunode/steps/base.py (`names: 5` is not a list)."""
+gpunode/steps/arguments.py (`names: 5` is not a list)."""
 
 from __future__ import annotations
 

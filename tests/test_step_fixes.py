@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gpunode.connection import ExecResult
-from gpunode.steps.base import Action, _fix, missing_program_fix
+from gpunode.steps.base import Action, missing_program_fix
+from gpunode.steps.fixes import action_fix
 
 
 @pytest.mark.parametrize(("output", "names"), [
@@ -25,10 +26,10 @@ def test_the_missing_program_is_named(output, names):
 def test_other_failures_keep_their_own_fix(output):
     assert missing_program_fix(output) == ""
     action = Action("add the key", command="curl ... | gpg ...", fix="check that the host reaches the repository")
-    assert _fix(action, ExecResult(2, "", output, 0.1)) == "check that the host reaches the repository"
+    assert action_fix(action, ExecResult(2, "", output, 0.1)) == "check that the host reaches the repository"
 
 
 def test_a_missing_program_comes_before_the_actions_own_fix():
     action = Action("add the key", command="curl ... | gpg ...", fix="check that the host reaches the repository")
-    fix = _fix(action, ExecResult(127, "", "sh: 1: gpg: not found\nsh: 1: curl: not found\n", 0.1))
+    fix = action_fix(action, ExecResult(127, "", "sh: 1: gpg: not found\nsh: 1: curl: not found\n", 0.1))
     assert fix.startswith("the host has no gpg, curl") and "reaches the repository" not in fix

@@ -16,7 +16,7 @@ from gpunode.steps.reference import first_line, step_section
 
 
 def steps_md() -> str:
-    from gpunode.steps.base import STEP_TYPES
+    from gpunode.steps.kinds import STEP_TYPES
     from gpunode.steps.registry import declared
 
     kinds = sorted(declared())

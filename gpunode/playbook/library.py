@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpunode.errors import GpunodeError, UsageError
-from gpunode.steps.base import STEP_TYPES
+from gpunode.steps.kinds import STEP_TYPES
 from gpunode.steps.registry import StepDeclarationError, declarations, declared
 
 FOLDER = "library"  # Ansible's name for a project's own modules beside the playbook

@@ -20,7 +20,8 @@ from gpunode.playbook.rollout import Rollout
 from gpunode.playbook.template import has_template
 from gpunode.playbook.validate import check_conditions, check_syntax
 from gpunode.steps import STEP_TYPES
-from gpunode.steps.base import argument_fix, build_step, coerce
+from gpunode.steps.arguments import coerce
+from gpunode.steps.kinds import argument_fix, build_step
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
 TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning

@@ -59,7 +59,7 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
     """Render each templated step argument with what the controller knows of each host and validate it, so that a
     wrong value (`--var driver_branch=abc` for an integer) is refused before any connection. What needs facts or a
     registered result (or does not render here for any other reason) is left for the host's run."""
-    from gpunode.steps.base import build_step
+    from gpunode.steps.kinds import build_step
 
     seen: set[tuple[int, str]] = set()
     specs = [*book.steps, *book.handlers.values()]

@@ -14,7 +14,7 @@ from gpunode.connection import ExecResult
 from gpunode.errors import ConnectError, GpunodeError
 from gpunode.playbook import StepSpec, evaluate
 from gpunode.report.model import StepOutcome
-from gpunode.steps.base import StepFailed
+from gpunode.steps.model import StepFailed
 
 
 def registered(outcome: StepOutcome, results: list[ExecResult], check: bool) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from gpunode.modcache.key import PLAIN_NAME
 from gpunode.modcache.store import Store, cache_home
 from gpunode.modcache.url_source import mirror_store, url_problem
-from gpunode.steps.base import ArgumentError, StepFailed
+from gpunode.steps.model import ArgumentError, StepFailed
 from gpunode.values import cache_folder
 
 

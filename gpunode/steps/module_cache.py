@@ -19,8 +19,9 @@ from gpunode.modcache.key import CacheKey, key_for
 from gpunode.modcache.remote import build_command, finish_command, install_command, pack_command, parse_pack
 from gpunode.modcache.store import Entry, Store
 from gpunode.modcache.url_source import SourceError, fetch, source_of
-from gpunode.steps.base import Action, StepContext, StepFailed, failure_fix
 from gpunode.steps.cache_setting import cache_store
+from gpunode.steps.fixes import failure_fix
+from gpunode.steps.model import Action, StepContext, StepFailed
 
 HOST_SIDE_REFUSAL = {4: "the module in its package is not for this kernel (vermagic)",
                      5: "the package arrived damaged (sha256)"}

@@ -9,7 +9,7 @@ import typing
 from typing import Any, Literal
 
 from gpunode.markdown import cell, code, prose, table, yaml_value
-from gpunode.steps.base import Mode
+from gpunode.steps.arguments import Mode
 
 
 def type_name(hint: Any) -> str:
@@ -40,7 +40,8 @@ def default_of(f: dataclasses.Field) -> str:
 
 def step_section(kind: str) -> list[str]:
     """One step kind's reference (the section of docs/steps.md; `gpunode steps --show KIND` prints it)."""
-    from gpunode.steps.base import STEP_TYPES, arg_doc
+    from gpunode.steps.arguments import arg_doc
+    from gpunode.steps.kinds import STEP_TYPES
     from gpunode.steps.registry import declared
 
     cls = STEP_TYPES[kind]
@@ -57,7 +58,7 @@ def step_section(kind: str) -> list[str]:
 
 def steps_index() -> str:
     """Every step kind with the first line of its doc (`gpunode steps`)."""
-    from gpunode.steps.base import STEP_TYPES
+    from gpunode.steps.kinds import STEP_TYPES
     from gpunode.steps.registry import declared
 
     return "".join(f"{k:26} {first_line(STEP_TYPES[k].__doc__)}\n" for k in sorted(declared()))

@@ -5,7 +5,7 @@ A step kind is declared in one place: the `kind` class attribute of a step class
 indentation. Each module is parsed (ast) rather than imported: a playbook imports only the step modules it uses
 (tests/test_startup_imports.py). A cheap text test skips the modules that cannot declare one. A new module dropped
 into gpunode/steps/ is found with no other edit. `kind: str = "x"` in a dataclass would be an argument: `register`
-refuses it (base.py).
+refuses it (kinds.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpunode.facts import Facts
-from gpunode.steps.base import build_step
+from gpunode.steps.kinds import build_step
 from gpunode.steps.nfs.fstab import find
 from gpunode.steps.nfs.mount import NfsMountStep
 from gpunode.steps.nfs.options import live_differences
