@@ -352,6 +352,11 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
     partial = list(evidence.smi.missing) if evidence.smi else []
     if any(f.id == "nccl-no-reference" for f in findings):  # a benchmark with nothing to compare to is no verdict
         partial.append("a published bandwidth reference for this nccl-tests run (no verdict on its bandwidth)")
+    if any(f.id == "nvbandwidth-no-reference" for f in findings):
+        partial.append("a published floor for this nvbandwidth run: the GPU model (--expect-model, or its Device "
+                       "lines) and host_to_device/device_to_host_memcpy_ce (no verdict on its bandwidth)")
+    if any(f.id == "nvbandwidth-test-failed" for f in findings):
+        partial.append("the rest of an nvbandwidth run that stopped in a testcase (its copies were not all measured)")
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
                       read.has_evidence or bool(findings), partial, read.kernel_lines, read.nvidia_lines,
                       read.reports, sorted(gpus_seen(evidence)), read.foreign, read.units, read.fabric), evidence
@@ -372,8 +377,8 @@ def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[Fi
 
 def _has_any(evidence: Evidence) -> bool:
     return any(x is not None for x in (evidence.smi, evidence.smi_error, evidence.pci_devices, evidence.link_states,
-                                        evidence.dcgmi, evidence.nccl_tests, evidence.kernel_log, evidence.dkms_status,
-                                        evidence.running_kernel))
+                                        evidence.dcgmi, evidence.nccl_tests, evidence.nvbandwidth, evidence.kernel_log,
+                                        evidence.dkms_status, evidence.running_kernel))
 
 
 def _join_texts(combined: Evidence, evidence: Evidence, names: tuple[str, ...]) -> None:
@@ -384,7 +389,7 @@ def _join_texts(combined: Evidence, evidence: Evidence, names: tuple[str, ...]) 
 
 
 def _merge_into(combined: Evidence, evidence: Evidence) -> None:
-    _join_texts(combined, evidence, ("dcgmi", "nccl_tests"))
+    _join_texts(combined, evidence, ("dcgmi", "nccl_tests", "nvbandwidth"))
     if evidence.link_states:
         combined.link_states = [*(combined.link_states or []), *evidence.link_states]
     if evidence.smi_error:

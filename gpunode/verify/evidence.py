@@ -62,6 +62,7 @@ class Evidence:
     link_states: list[LinkState] | None = None  # from `lspci -vv`
     dcgmi: str | None = None  # `dcgmi diag` result tables
     nccl_tests: str | None = None  # nccl-tests output (all_reduce_perf ...)
+    nvbandwidth: str | None = None  # nvbandwidth output (copy bandwidth matrices)
 
     @property
     def pci_gpus(self) -> list[PciDevice] | None:

@@ -15,6 +15,7 @@ from gpunode.parsers.dcgmi import is_dcgmi_diag
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci_vv import is_lspci_vv
 from gpunode.parsers.nccl_tests import is_nccl_tests
+from gpunode.parsers.nvbandwidth import continues_nvbandwidth, is_nvbandwidth
 from gpunode.parsers.vendor_lines import foreign
 from gpunode.verify.captures.detect import detect_kind
 from gpunode.verify.captures.units import failed_units
@@ -164,6 +165,8 @@ def _kind(piece: str, command: str | None) -> str:
         return "dcgmi-diag"
     if is_nccl_tests(piece):
         return "nccl-tests"
+    if is_nvbandwidth(piece):
+        return "nvbandwidth"
     kind = detect_kind(piece)
     if kind == "unknown" and command and re.match(r"(?:sudo\s+)?(?:dmesg|journalctl)\b", command) and \
             has_kernel_markers(piece):
@@ -194,6 +197,8 @@ def _structural_continuation(kind: str, piece: str, previous_text: str) -> bool:
         return bool(_BOX.match(first))
     if kind == "smi-text":
         return first.startswith((" ", "\t", "GPU ")) or " : " in first
+    if kind == "nvbandwidth":  # its version, CUDA, Device and NOTE lines, a matrix cut from its SUM line
+        return continues_nvbandwidth(piece)
     if kind == "smi-csv":  # rows after a blank line below their rows: as many fields as those
         return "," in first and first.count(",") == last.count(",")
     return False

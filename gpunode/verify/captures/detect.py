@@ -8,13 +8,14 @@ from gpunode.parsers.errors_text import has_user_space_error
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci import is_lspci_line
 from gpunode.parsers.nccl_tests import is_nccl_tests
+from gpunode.parsers.nvbandwidth import is_nvbandwidth
 from gpunode.parsers.smi_csv import csv_query_kind
 from gpunode.parsers.smi_list import is_smi_list
 from gpunode.parsers.smi_table import TABLE_ROW
 from gpunode.parsers.smi_text import is_gpu_fragment
 
 KINDS = ("smi-xml", "smi-text", "smi-table", "smi-csv", "smi-list", "lspci", "kernel-log", "error-text",
-         "nccl-tests", "unknown")
+         "nccl-tests", "nvbandwidth", "unknown")
 _TABLE_BANNER = re.compile(r"^[ \t]*\|\s*NVIDIA-SMI\s+\S+", re.M)
 _TEXT_HEADER = re.compile(r"^Driver Version\s+: \S+", re.M)
 _TEXT_ATTACHED = re.compile(r"^Attached GPUs\s+: \d+", re.M)
@@ -32,6 +33,8 @@ def detect_kind(text: str) -> str:
         return "smi-table"
     if is_nccl_tests(text):
         return "nccl-tests"
+    if is_nvbandwidth(text):
+        return "nvbandwidth"
     lines = [line for line in text.splitlines() if line.strip()]
     if is_smi_list(text):
         return "smi-list"

@@ -13,6 +13,7 @@ from gpunode.parsers.lspci import PciDevice, parse_lspci
 from gpunode.parsers.lspci_vv import LinkState, parse_lspci_vv
 from gpunode.parsers.model import Finding, SmiReport
 from gpunode.parsers.nccl_tests import parse_nccl_tests, with_program_line
+from gpunode.parsers.nvbandwidth import parse_nvbandwidth
 from gpunode.parsers.smi_csv import csv_query_kind, parse_smi_csv
 from gpunode.parsers.smi_list import gpus_listed_in, parse_smi_list
 from gpunode.parsers.smi_nvlink import nvlink_findings, parse_nvlink
@@ -29,8 +30,8 @@ from gpunode.verify.evidence import Evidence, Expectations
 SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table": parse_smi_table,
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
-_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "nccl-tests", "lspci-vv", "lspci",
-            "error-text", "kernel-log", "unit-failure", "other-vendor")
+_PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "nccl-tests", "nvbandwidth",
+            "lspci-vv", "lspci", "error-text", "kernel-log", "unit-failure", "other-vendor")
 _FOREIGN_SAMPLES = 2  # lines quoted per kind of foreign message
 
 
@@ -82,8 +83,8 @@ class FileRead:
         scan, a link state or an error message."""
         ev = self.evidence
         return bool((ev.smi is not None and ev.smi.gpus) or self.nvidia_lines or ev.smi_error
-                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi or ev.nccl_tests or self.findings
-                    or self.units)
+                    or ev.pci_devices is not None or ev.link_states or ev.dcgmi or ev.nccl_tests or ev.nvbandwidth
+                    or self.findings or self.units)
 
 
 def read_text(text: str, expectations: Expectations) -> FileRead:
@@ -95,8 +96,8 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     links: list[LinkState] = []
     dcgmi: list[str] = []
     for block in split_blocks(text):
-        if block.kind == "nccl-tests":
-            result.blocks.append(BlockResult(*_read_nccl(block.text, result.evidence)))
+        if reader := _BENCHMARK_READERS.get(block.kind):  # benchmark output: its text kept for the findings
+            result.blocks.append(BlockResult(*reader(block.text, result.evidence)))
             continue
         try:
             message, found = _read_block(block, result, errors, kernel, links, dcgmi)
@@ -200,6 +201,18 @@ def _read_nccl(text: str, ev: Evidence) -> tuple[str, bool, str]:
     run = parse_nccl_tests(text)
     return ("nccl-tests", True, f"{run.collective or 'collective not named'}: {run.n_ranks} rank(s), "
                                 f"{len(run.rows)} size(s), max busbw {run.max_busbw()} GB/s")
+
+
+def _read_nvbandwidth(text: str, ev: Evidence) -> tuple[str, bool, str]:
+    """Keep one nvbandwidth output's text in the evidence (blank lines kept: they end its matrices), and describe
+    it."""
+    ev.nvbandwidth = f"{ev.nvbandwidth}\n\n{text}" if ev.nvbandwidth else text
+    run = parse_nvbandwidth(text)
+    tests = ", ".join(dict.fromkeys(m.testcase or "unnamed testcase" for m in run.matrices)) or "no matrix"
+    return "nvbandwidth", True, f"{run.version or 'version not shown'}, {len(run.devices)} device line(s): {tests}"
+
+
+_BENCHMARK_READERS = {"nccl-tests": _read_nccl, "nvbandwidth": _read_nvbandwidth}
 
 
 def _not_applicable(text: str, read: FileRead) -> tuple[str, bool, str]:

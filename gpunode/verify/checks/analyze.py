@@ -9,6 +9,8 @@ from gpunode.parsers.lspci_vv import link_findings
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nccl_findings import nccl_findings
 from gpunode.parsers.nccl_tests import parse_nccl_tests
+from gpunode.parsers.nvbandwidth import parse_nvbandwidth
+from gpunode.parsers.nvbandwidth_findings import nvbandwidth_findings
 from gpunode.verify.checks.catalogue import kernel_message_findings
 from gpunode.verify.checks.driver import driver_checks
 from gpunode.verify.checks.gpu import gpu_checks
@@ -38,6 +40,8 @@ def analyze(evidence: Evidence) -> list[Finding]:
         *(dcgmi_findings(evidence.dcgmi)[1] if evidence.dcgmi else []),
         *(nccl_findings(parse_nccl_tests(evidence.nccl_tests), evidence.expectations.expect_model)
           if evidence.nccl_tests else []),
+        *(nvbandwidth_findings(parse_nvbandwidth(evidence.nvbandwidth), evidence.expectations.expect_model)
+          if evidence.nvbandwidth else []),
     ]
     if evidence.smi is not None and evidence.smi.gpus:  # nvidia-smi works: nouveau does not hold these GPUs
         findings = [Finding(f.id, "warning", f.summary, f.evidence + "; nvidia-smi still works", f.remedy, f.gpu)
