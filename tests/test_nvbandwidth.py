@@ -103,7 +103,7 @@ def test_below_floor_names_gpu_and_half_speed() -> None:
     by_gpu = {f.gpu: f for f in found}
     assert [f.id for f in found] == ["nvbandwidth-pcie-half", "nvbandwidth-pcie-low"]
     assert "GPU 2 (00000000:1a:00): host_to_device_memcpy_ce 26 GB/s is below the 48 GB/s floor" in by_gpu["2"].summary
-    assert "PCIe Gen5 x16" in by_gpu["2"].summary and "Gen4 where Gen5 is expected" in by_gpu["2"].summary
+    assert "half width or one generation down" in by_gpu["2"].summary and "LnkSta" in by_gpu["2"].summary
     assert "conf/nd96is" in by_gpu["2"].summary
     assert by_gpu["4"].id == "nvbandwidth-pcie-low" and "40 GB/s" in by_gpu["4"].summary
 
@@ -137,7 +137,7 @@ def test_references_carry_their_source() -> None:
         src = ref["source"]
         assert src["repo"] == "Azure/azurehpc-health-checks" and len(src["commit"]) == 40
         assert src["path"].startswith("conf/") and int(src["line"]) > 0
-        assert ref["h2d_gbs"] > 0 and ref["gpus"] > 0 and ref["pcie"].startswith("Gen")
+        assert ref["h2d_gbs"] > 0 and ref["gpus"] > 0 and "pcie" not in ref  # the link generation: no source here
     assert {r["h2d_gbs"] for r in matching("NVIDIA H100 80GB HBM3")} == {48.0}
     assert {r["h2d_gbs"] for r in matching("Tesla V100-SXM2-32GB")} == {9.0}
     assert matching("NVIDIA GeForce RTX 4090") == []

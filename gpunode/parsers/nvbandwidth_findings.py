@@ -53,10 +53,8 @@ def _gpu(run: NvbRun, index: int) -> str:
     return f"GPU {index}" + (f" ({bus})" if bus else "")
 
 
-def _half_link(pcie: str) -> str:
-    gen = pcie.split()[0]
-    lower = f"Gen{int(gen[3:]) - 1}" if gen[3:].isdigit() else "a lower generation"
-    return f"a link trained at half width or one generation down (x8, or {lower} where {gen} is expected)"
+_HALF_LINK = ("a link trained at half width or one generation down (x8 where x16 is expected, or one PCIe generation "
+              "lower): `lspci -vv` LnkSta against LnkCap says which")
 
 
 def _link_finding(test: str, index: int, claim: str, half: str | None) -> Finding:
@@ -73,7 +71,7 @@ def _per_gpu(matrix: NvbMatrix) -> dict[int, float]:
 
 def _floor_findings(run: NvbRun, refs: list[dict[str, Any]], model: str) -> list[Finding]:
     ref = min(refs, key=lambda r: float(r["h2d_gbs"]))
-    floor, pcie = float(ref["h2d_gbs"]), str(ref["pcie"])
+    floor = float(ref["h2d_gbs"])
     found: list[Finding] = []
     checked = 0
     for test in _FLOOR_TESTS:
@@ -85,9 +83,9 @@ def _floor_findings(run: NvbRun, refs: list[dict[str, Any]], model: str) -> list
             if value >= floor:
                 continue
             claim = f"{_gpu(run, index)}: {test} {value:g} GB/s is below the {floor:g} GB/s floor for {model} " \
-                    f"(PCIe {pcie}) of {_source(ref)}"
+                    f"of {_source(ref)}"
             half = _HALF_OF_FLOOR[0] * floor <= value <= _HALF_OF_FLOOR[1] * floor
-            found.append(_link_finding(test, index, claim, _half_link(pcie) if half else None))
+            found.append(_link_finding(test, index, claim, _HALF_LINK if half else None))
     p2p = _p2p_findings(run, refs, model)
     if checked and not found:
         found.append(Finding("nvbandwidth-ok", "ok", f"host<->device copies of {checked} GPU measure(s) on {model} "
@@ -135,8 +133,7 @@ def peer_findings(run: NvbRun, named: set[str] | None = None) -> list[Finding]:
             claim = f"{_gpu(run, index)}: {test} {value:g} GB/s is {ratio:.0%} of the other GPUs' median " \
                     f"{median:g} GB/s"
             half = _HALF_OF_PEERS[0] <= ratio <= _HALF_OF_PEERS[1]
-            found.append(_link_finding(test, index, claim, "a link trained at half width or one generation down "
-                                       "(x8 where x16 is expected, or Gen3 where Gen4 is)" if half else None))
+            found.append(_link_finding(test, index, claim, _HALF_LINK if half else None))
             named.add(str(index))
     return found
 
