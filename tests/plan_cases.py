@@ -48,7 +48,7 @@ from gpunode.image.image_state import answer, facts_of, load_state
 from gpunode.inventory import Host
 from gpunode.scripts import SCRIPTS_DIR, script_text
 from gpunode.steps import build_step
-from gpunode.steps.base import StepContext, argument_fix
+from gpunode.steps.base import Step, StepContext, argument_fix
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE, render
 from gpunode.steps.probe import ProbeOutput
 from gpunode.steps.state import HostState
@@ -131,20 +131,36 @@ def probe_text(value: str | dict[str, Any] | None) -> str:
             f"base64:{base64.b64encode(data).decode()}\n")
 
 
-def context(case: dict[str, Any], host: str = "case") -> StepContext:
+def context(case: dict[str, Any], host: str = "case", step: Step | None = None) -> StepContext:
     """The step context a case describes (check mode unless `check: false`); a case with `image:` starts from that
-    base's pinned state (its probe is answered once the step says what it asks: `image_probe`)."""
+    base's pinned state (its probe is answered once the step says what it asks: `image_probe`). Its probe output
+    asks what `step` (by default the case's own step) asks for on these facts, as a real run's does: a section the
+    case leaves out printed nothing; one the step did not ask for is a bug in the step (ProbeSectionNotAsked)."""
     facts = facts_of(load_state(case["image"])) if case.get("image") else \
         build_facts(case.get("os", DEFAULT_OS), case.get("facts") or {})
-    probe = ProbeOutput({name: probe_text(v) for name, v in (case.get("probe") or {}).items()})
+    given = case.get("probe") or {}
+    asked = _asked(case, facts, step)
+    probe = ProbeOutput({name: probe_text(v) for name, v in given.items() if asked is None or name in asked},
+                        asked=given if asked is None else asked, step=case.get("kind", ""))
     return StepContext(Host(name=host, address=host), facts, conn=None,  # type: ignore[arg-type]
                        check=case.get("check", True), probe=probe, state=HostState.of(dict(case.get("shared") or {})))
 
 
-def image_probe(base: str, snippets: dict[str, str]) -> ProbeOutput:
+def _asked(case: dict[str, Any], facts: Facts, step: Step | None) -> set[str] | None:
+    """The sections `step` (by default the case's step) asks for on `facts`; None when it refuses its arguments or
+    its probe (the case expects that error: then the case's own sections stand for what was asked)."""
+    try:
+        step = build_step(case["kind"], dict(case.get("args") or {})) if step is None else step
+        return set(step.probe(facts) or {})
+    except (ValueError, GpunodeError):
+        return None
+
+
+def image_probe(base: str, snippets: dict[str, str], kind: str = "") -> ProbeOutput:
     """What the base's pinned image prints for these probe snippets (its rpm database, its version locks)."""
     state = load_state(base)
-    return ProbeOutput({name: answer(state, snippet) for name, snippet in snippets.items()})
+    return ProbeOutput({name: answer(state, snippet) for name, snippet in snippets.items()}, asked=snippets,
+                       step=kind)
 
 
 # ---- planning ------------------------------------------------------------------------------------------------
@@ -158,17 +174,17 @@ def scripts_elided(command: str) -> str:
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """What the current planner makes of a case: `probe` (the snippets asked), `actions` (summary, command, reason,
     diff, stdin, reboot), `error` ({message, fix} when the plan refuses), target_kernel, reboot_required, notes."""
-    ctx = context(case)
     result: dict[str, Any] = {"probe": None, "actions": [], "error": None}
     try:
         step = build_step(case["kind"], dict(case.get("args") or {}))
     except ValueError as exc:  # the step's argument checks (types, __post_init__): what `gpunode check` reports
         result["error"] = {"message": str(exc), "fix": argument_fix(case["kind"])}
         return result
+    ctx = context(case, step=step)
     try:
         probe = step.probe(ctx.facts)
         if case.get("image"):
-            ctx.probe = image_probe(case["image"], probe or {})
+            ctx.probe = image_probe(case["image"], probe or {}, case["kind"])
         result["probe"] = {n: scripts_elided(s) for n, s in probe.items()} if probe else None
         actions = step.plan(ctx)
     except GpunodeError as exc:

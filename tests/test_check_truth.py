@@ -23,9 +23,11 @@ DRIVER_PROBE = {"nouveau": "absent\n", "dkms": "", "held": "", "persistenced": "
                 "pkgs.lists": "9\n1795316241\n1795316250\n"}
 
 
-def ctx_for(facts, probe: dict[str, str], state: HostState, check: bool = True) -> StepContext:
+def ctx_for(facts, probe: dict[str, str], state: HostState, check: bool = True, step=None) -> StepContext:
+    """The probe output asks what `step` asks on these facts (by default: the sections given), as the runner's."""
+    asked = step.probe(facts) or {} if step is not None else None
     return StepContext(Host(name="h", address="h"), facts, conn=None, check=check,  # type: ignore[arg-type]
-                       probe=ProbeOutput(probe), state=state)
+                       probe=ProbeOutput(probe, asked=asked), state=state)
 
 
 def debian_facts():
@@ -44,7 +46,8 @@ def test_check_mode_plans_the_driver_and_the_reboot_for_the_kernel_the_upgrade_i
     assert actions and "else the newest kernel" in actions[0].summary
     assert state.target_kernel == "6.1.0-27-cloud-amd64"  # what the meta package installs, not the newest listed
     driver = build_step("nvidia_driver", {"method": "distro", "branch": 535})
-    install = [a for a in driver.plan(ctx_for(facts, DRIVER_PROBE, state)) if "install the NVIDIA" in a.summary]
+    install = [a for a in driver.plan(ctx_for(facts, DRIVER_PROBE, state, step=driver))
+               if "install the NVIDIA" in a.summary]
     assert install[0].reason.endswith("building for kernel 6.1.0-27-cloud-amd64")
     assert LAB_KERNEL not in install[0].reason + install[0].fix
     reboot = build_step("reboot", {}).plan(ctx_for(facts, {}, state))

@@ -63,7 +63,7 @@ def test_cleanup_plans_one_action_with_the_build_key_last() -> None:
     assert action.summary == "clean the image: machine-id, tmp, build-key"
     assert "image-cleanup apply machine-id,tmp,build-key AAAAC3Nzablob" in action.command
     assert "- [tmp] 2 entries" in action.diff
-    assert step.plan(context(Facts(), "")) == []  # clean already: converged
+    assert step.plan(context(Facts(), {"leftovers": ""})) == []  # clean already: converged
 
 
 def test_driver_versions_ignore_separately_released_tools() -> None:

@@ -18,7 +18,8 @@ KERNEL = "6.1.0-27-cloud-amd64"
 def _plan(case_name: str, host: str, check: bool = True, probe: dict | None = None, **args):
     case = find_case("nvidia_driver", case_name)
     case = {**case, "check": check, "probe": {**(case.get("probe") or {}), **(probe or {})}}
-    return build_step("nvidia_driver", {**(case.get("args") or {}), **args}).plan(context(case, host))
+    step = build_step("nvidia_driver", {**(case.get("args") or {}), **args})
+    return step.plan(context(case, host, step))
 
 
 def _install(actions):

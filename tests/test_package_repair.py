@@ -11,11 +11,14 @@ from gpunode.facts import Facts, parse_facts
 from gpunode.facts.model import OsInfo, PackageManagerInfo
 from gpunode.steps import build_step
 from gpunode.steps.base import StepContext
+from gpunode.steps.probe import ProbeOutput
 
 
 def _ctx(manager: str, pkg: PackageManagerInfo) -> StepContext:
     facts = Facts(os=OsInfo(package_manager=manager), pkg=pkg)
-    return StepContext(host=None, facts=facts, conn=None, check=False)  # type: ignore[arg-type]
+    asked = build_step("packages", {"names": ["jq"]}).probe(facts)  # what the steps below ask; nothing printed
+    return StepContext(host=None, facts=facts, conn=None, check=False,  # type: ignore[arg-type]
+                       probe=ProbeOutput(asked=asked or {}))
 
 
 @pytest.mark.parametrize("manager", ["apt", "dnf", "yum"])

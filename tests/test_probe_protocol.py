@@ -9,7 +9,7 @@ import pytest
 
 from gpunode.connection import q
 from gpunode.errors import GpunodeError
-from gpunode.steps.probe import ProbeBatch, ProbeOutput, nested
+from gpunode.steps.probe import ProbeBatch, ProbeOutput, ProbeSectionNotAsked, nested
 from tests.plan_cases import all_cases, run_case
 
 SHELLS = [s for s in ("sh", "bash", "dash") if shutil.which(s)]
@@ -40,7 +40,9 @@ def test_each_section_comes_back_exactly_as_printed(shell):
     assert second == {"empty": "", "blank": "", "silent": "", "fails": "before\n"}  # a failing snippet: no abort
     assert third == {"stderr": "out\nerr\n", "killed": "dying\n", "stdin": "read-nothing\n"}  # stdin is /dev/null
     assert fourth == {"only": "\n\n"}
-    assert first["never-probed"] == "" and "never-probed" not in first  # a missing section reads as ""
+    assert second["empty"] == "" and first.sections_asked == {"a", "b", "c"}  # what the probe asked for
+    with pytest.raises(ProbeSectionNotAsked, match="'never-probed' it did not ask for"):  # never asked: a bug
+        first["never-probed"]
 
 
 def test_the_output_of_another_run_cannot_be_mistaken_for_this_one():
@@ -75,7 +77,10 @@ def test_nested_snippets_are_read_back_within_their_prefix():
     batch = ProbeBatch([snippets])
     (output,) = batch.split(run(batch, "sh").stdout)
     assert output.within("pkgs") == {"installed": "jq\n", "lists": "9\n"}
-    assert isinstance(output.within("pkgs"), ProbeOutput) and output.within("none")["installed"] == ""
+    assert isinstance(output.within("pkgs"), ProbeOutput) and output.within("pkgs").sections_asked == {"installed",
+                                                                                                        "lists"}
+    with pytest.raises(ProbeSectionNotAsked, match="'none.installed' it did not ask for"):
+        output.within("none")["installed"]
 
 
 def test_every_probe_of_the_plan_cases_builds_one_valid_script():

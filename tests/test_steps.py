@@ -45,7 +45,8 @@ def test_apt_probe_output_is_parsed():
     state = AptManager().parse(output)
     assert state.installed == {"curl": "7.88.1-10+deb12u15", "nvidia-driver": "535.247.01-1~deb12u1"}
     assert state.cache_age_seconds == 9
-    assert AptManager().parse(ProbeOutput({"lists": "0\n1\n2\n"})).cache_age_seconds is None  # no lists yet: refresh
+    no_lists = ProbeOutput({"lists": "0\n1\n2\n"}, asked=("installed", "lists"))  # asked both, `installed` silent
+    assert AptManager().parse(no_lists).cache_age_seconds is None  # no lists yet: refresh
 
 
 def test_version_pins_and_install_commands():

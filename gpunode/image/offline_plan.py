@@ -72,7 +72,8 @@ def plan_image(base: str, playbook: str, extra_vars: dict[str, Any] | None = Non
 def _plan_step(planned: PlannedImageStep, state: ImageState, step: Any, ctx: StepContext) -> None:
     state.unanswered = []
     snippets = step.probe(ctx.facts) or {}
-    ctx.probe = ProbeOutput({name: answer(state, snippet) for name, snippet in snippets.items()})
+    ctx.probe = ProbeOutput({name: answer(state, snippet) for name, snippet in snippets.items()},
+                            asked=snippets, step=planned.kind)
     planned.unanswered = list(state.unanswered)
     try:
         actions = step.plan(ctx)

@@ -45,8 +45,11 @@ class PlannedStep:
     spec: StepSpec
     step: Step | None          # None when `when:` is false
     probe: Snippets | None = None
-    probe_output: ProbeOutput = field(default_factory=ProbeOutput)
+    probe_output: ProbeOutput = field(default_factory=ProbeOutput)  # until probed: asked nothing
     deferred: bool = False     # reads a registered result: rendered when its turn comes, not at the start
+
+    def __post_init__(self) -> None:
+        self.probe_output.step = self.spec.kind  # named when the step reads a section it did not ask for
 
 
 @dataclass
@@ -295,7 +298,7 @@ class HostRun:
         if not result.ok:
             raise GpunodeError(f"probing the host failed (exit {result.exit_code}): {result.tail()}",
                                step="probe", fix="see the host log")
-        for item, output in zip(todo, batch.split(result.stdout), strict=True):
+        for item, output in zip(todo, batch.split(result.stdout, [p.spec.kind for p in todo]), strict=True):
             item.probe_output = output
 
     def _run_probe(self, script: str, label: str) -> ExecResult:

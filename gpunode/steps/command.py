@@ -37,7 +37,8 @@ class CommandStep(Step):
         return {"guards": "; ".join(checks)} if checks else None
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        seen = set(ctx.probe["guards"].split())
+        guarded = self.creates or self.removes or self.unless  # the probe asks for `guards` only then
+        seen = set(ctx.probe["guards"].split()) if guarded else set()
         if "creates-exists" in seen or "removes-missing" in seen or "unless-ok" in seen:
             return []
         reason = "no creates/removes/unless guard" if not (self.creates or self.removes or self.unless) else (

@@ -67,11 +67,7 @@ class DockerStep(Step):
         actions = []
         manager = manager_for(ctx.facts.os.package_manager)
         if not has_engine:
-            repo = for_os(ctx.facts.os).docker_repo_file()
-            state = parse_file_probe(ctx.probe["repo"])
-            if repo and state.content != repo[1]:
-                actions.append(write_action(repo[0], state, repo[1],
-                                            reason="docker-ce comes from Docker's repository on EL"))
+            actions += self._repo_actions(ctx)
             ctx.will_install(names)
             actions.append(Action(f"install Docker: {', '.join(names)}", "no Docker engine installed",
                                   manager.install([Wanted(n) for n in names], refresh=True, recommends=False),
@@ -88,6 +84,18 @@ class DockerStep(Step):
             actions.append(Action("start docker", f"docker is {state}",
                                   "systemctl start docker", fix="see `journalctl -u docker` on the host"))
         return actions
+
+    @staticmethod
+    def _repo_actions(ctx: StepContext) -> list[Action]:
+        """Docker's repository file where the distro takes Docker from it (EL): the probe asks for `repo` only
+        there."""
+        repo = for_os(ctx.facts.os).docker_repo_file()
+        if not repo:
+            return []
+        state = parse_file_probe(ctx.probe["repo"])
+        if state.content == repo[1]:
+            return []
+        return [write_action(repo[0], state, repo[1], reason="docker-ce comes from Docker's repository on EL")]
 
     def _left_out(self, ctx: StepContext, has_engine: bool) -> bool:
         """install: no, or auto on a Kubernetes node without an engine: no Docker (later steps are told)."""

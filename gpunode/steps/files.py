@@ -83,7 +83,7 @@ def who_probe(owner: str | None, group: str | None) -> Snippets:
 
 def check_who(ctx: StepContext, path: str, owner: str | None, group: str | None) -> None:
     """An owner or group that the host does not know fails the plan (check mode too), not the chown at apply."""
-    missing = ctx.probe["who"].split()
+    missing = ctx.probe["who"].split() if owner or group else []  # asked only then (who_probe)
     for word, kind, name, listing in (("no-owner", "user", owner, "getent passwd"),
                                       ("no-group", "group", group, "getent group")):
         if word in missing:

@@ -73,7 +73,6 @@ class KernelHeadersStep(Step):
             raise StepFailed(str(exc), fix="provision a supported distribution (docs/gpu-node.md lists them)") \
                 from None
         running = facts.kernel.running
-        candidate, existing, following = _headers_probe(ctx.probe["headers"])
         held = ctx.probe["held"]
         if facts.kernel.running_headers_present:
             ctx.state.target_kernel = running
@@ -85,6 +84,8 @@ class KernelHeadersStep(Step):
             return self._hold_actions(facts, pending, held)
         headers = distro.headers_package(running, facts.kernel.package)
         upgrade = distro.newest_kernel_packages(running, facts.kernel.package)
+        # `headers`: asked of apt only, and only when the facts the probe saw left a candidate to look up
+        candidate, existing, following = _headers_probe(ctx.probe["headers"] if ctx.probe.asked("headers") else "")
         if distro.package_format == "deb" and candidate == "(none)" and self.policy != "upgrade":
             raise StepFailed(self._missing_message(running, headers, existing),
                              fix=self._missing_fix(running))

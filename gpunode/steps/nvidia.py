@@ -176,10 +176,12 @@ class NvidiaDriverStep(Step):
         # a failed attempt at the other flavour (its build left half-configured) goes before the repair would build
         # it again
         leftover, removed = leftover_flavour_action(facts, distro, self.method, self.branch, flavor, held)
-        actions: list[Action] = left_pause_actions(sections["no_autoinstall"]) + leftover + \
+        paused = sections["no_autoinstall"] if sections.asked("no_autoinstall") else ""  # DKMS installs, not EL's
+        actions: list[Action] = left_pause_actions(paused) + leftover + \
             repair_first(ctx, manager, self.timeout, removed)
-        actions += sources_actions(sections["apt_sources"], distro.driver_components(self.method),
-                                   distro.is_archive_entry, distro.driver_components_reason)
+        needed = distro.driver_components(self.method)  # `apt_sources` is asked only where components are needed
+        actions += sources_actions(sections["apt_sources"] if needed else "", needed, distro.is_archive_entry,
+                                   distro.driver_components_reason)
         actions += nouveau_actions(ctx) + dkms_jobs_actions(ctx, flavor, pkgs, rpm_dkms(facts, self.method))
         switch = rpm_switch(pkgs, installed, self.branch)
         update = update_reason(pkgs, installed, self.version)
@@ -227,7 +229,8 @@ class NvidiaDriverStep(Step):
         install = install_action(ctx, manager, pkgs, flavor, why, missing, held, switch, method=self.method,
                                  branch=self.branch, downgrades=bool(self.version), timeout=self.timeout)
         use = self._cache_use(ctx.facts) and bool(pkgs.dkms_module)
-        candidate = ctx.probe["candidate"].strip()
+        # asked only for a fresh DKMS install with the module cache on, where the distro can ask it
+        candidate = ctx.probe["candidate"].strip() if ctx.probe.asked("candidate") else ""
         version = candidate.splitlines()[-1] if candidate else ""
         outlook = module_outlook(ctx, self.method, flavor, version, cache=self.module_cache,
                                  timeout=self.timeout) if use else ""

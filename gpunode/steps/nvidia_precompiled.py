@@ -65,6 +65,11 @@ def el_precompiled_probe(facts: Facts, pkgs: DriverPackages, names: list[str], m
             f"{q(pattern)} 2>/dev/null; rm -rf \"$t\""}
 
 
+def _offered(ctx: StepContext) -> list[str]:
+    """What `precompiled` lists: asked only of a host with no install of the branch in its facts (else [])."""
+    return ctx.probe["precompiled"].split() if ctx.probe.asked("precompiled") else []
+
+
 def _choose_el_build(ctx: StepContext, pkgs: DriverPackages, method: str, branch: int, flavor: str, why: str,
                      installed: dict[str, str]) -> tuple[DriverPackages, str]:
     """EL: NVIDIA's precompiled stream nvidia-driver:<branch> when it has a kmod for the target kernel, the
@@ -73,7 +78,7 @@ def _choose_el_build(ctx: StepContext, pkgs: DriverPackages, method: str, branch
         return pkgs, why
     target = ctx.target_kernel
     kmods = precompiled_kmods(set(installed), branch, target) or \
-        precompiled_kmods(ctx.probe["precompiled"].split(), branch, target)
+        precompiled_kmods(_offered(ctx), branch, target)
     stream = value(EL, "precompiled_stream").format(branch=branch)
     if kmods:
         return for_os(ctx.facts.os).kmod_packages(branch, kmods[0]), \
@@ -95,7 +100,7 @@ def choose_build(ctx: StepContext, pkgs: DriverPackages, method: str, branch: in
     distro = for_os(ctx.facts.os)
     precompiled = distro.archive_precompiled_packages(branch, flavor, target)
     modules = distro.modules_package(precompiled)
-    offered = set(ctx.probe["precompiled"].split())
+    offered = set(_offered(ctx))
     if modules in installed or modules in offered:
         return precompiled, f"{why}; Canonical's signed precompiled modules for kernel {target} ({modules})"
     return pkgs, f"{why}; no precompiled modules for kernel {target} in the archive ({modules}): DKMS build"

@@ -8,14 +8,16 @@ output is split once, back into each step's sections.
 
 Each section runs in its own subshell with stdin from /dev/null and stderr merged into stdout; its exit status is
 data for its step, never a failure of the script. A section's output is returned exactly as printed (a missing
-final newline stays missing); a section that printed nothing, or was never probed, reads as "".
+final newline stays missing); a section the step asked for that printed nothing reads as "". A section it did not
+ask for is a bug in the step (a typo, or a read the step's own conditions never asked for): reading it raises
+`ProbeSectionNotAsked`, which names the step kind and the section, wherever it is read (a real run, a plan case).
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gpunode.connection import q
@@ -26,16 +28,43 @@ Snippets = dict[str, str]  # section name -> shell snippet
 SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
+class ProbeSectionNotAsked(LookupError):
+    """A step read a probe section its `probe()` did not ask for: a bug in the step, never the host's failure (the
+    runner reports it as an internal error). Not a KeyError, so that no `except KeyError` hides it."""
+
+
 class ProbeOutput(dict[str, str]):
-    """What one step's probe printed, per section name; a section not in it reads as ""."""
+    """What one step's probe printed, per section name. `asked`: the sections the step's probe asked for (its
+    snippets' names; by default the sections given): one asked for that is not here printed nothing and reads as "";
+    one never asked for raises ProbeSectionNotAsked. `step` is the step's kind, named in that error."""
+
+    def __init__(self, sections: Mapping[str, str] | Iterable[tuple[str, str]] = (), *,
+                 asked: Iterable[str] | None = None, step: str = "", prefix: str = "") -> None:
+        super().__init__(sections)
+        self.sections_asked = frozenset(self) if asked is None else frozenset(asked)
+        self.step = step
+        self.prefix = prefix  # the step's own section name this output lies under (`within`), for the error
 
     def __missing__(self, name: str) -> str:
-        return ""
+        if name in self.sections_asked:
+            return ""
+        def full(section: str) -> str:
+            return f"{self.prefix}.{section}" if self.prefix else section
+        asked = ", ".join(sorted(full(n) for n in self.sections_asked)) or "nothing"
+        raise ProbeSectionNotAsked(f"{self.step or 'a step'} read probe section {full(name)!r} it did not ask for "
+                                   f"(its probe() returns: {asked})")
+
+    def asked(self, name: str) -> bool:
+        """Whether the step's probe asked for section `name`: for a section a step asks for only on some hosts,
+        read as `probe[name] if probe.asked(name) else ""` where the plan cannot tell as its probe did."""
+        return name in self.sections_asked
 
     def within(self, prefix: str) -> ProbeOutput:
         """The sections placed under `prefix` by `nested(prefix, ...)`, with the prefix taken off."""
         start = f"{prefix}."
-        return ProbeOutput({name[len(start):]: text for name, text in self.items() if name.startswith(start)})
+        return ProbeOutput({name[len(start):]: text for name, text in self.items() if name.startswith(start)},
+                           asked=[name[len(start):] for name in self.sections_asked if name.startswith(start)],
+                           step=self.step, prefix=f"{self.prefix}.{prefix}" if self.prefix else prefix)
 
 
 def nested(prefix: str, snippets: Mapping[str, str]) -> Snippets:
@@ -69,9 +98,11 @@ class ProbeBatch:
                 parts.append(f"{self._marker(f'{index} {name}')}( {body}\n) </dev/null 2>&1\n")
         return "".join(parts) + self._marker("end")
 
-    def split(self, stdout: str) -> list[ProbeOutput]:
-        """The script's output as one ProbeOutput per probe, in the order of `probes`."""
-        outputs = [ProbeOutput() for _ in self.probes]
+    def split(self, stdout: str, steps: Iterable[str] = ()) -> list[ProbeOutput]:
+        """The script's output as one ProbeOutput per probe, in the order of `probes` (each asking its snippets'
+        names; `steps`, the step kinds in that order, name the step when one reads a section it did not ask for)."""
+        kinds = list(steps) or [""] * len(self.probes)
+        outputs = [ProbeOutput(asked=snippets, step=kind) for snippets, kind in zip(self.probes, kinds, strict=True)]
         ended = False
         for chunk in stdout.split(f"\n@@probe-{self.nonce} ")[1:]:
             header, _, body = chunk.partition("\n")

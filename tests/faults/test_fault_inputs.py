@@ -31,7 +31,7 @@ from gpunode.inventory import load_inventory
 from gpunode.playbook import render
 from gpunode.scripts import script_text
 from gpunode.steps import build_step
-from gpunode.steps.base import StepContext
+from gpunode.steps.base import Step, StepContext
 from gpunode.steps.files import LineStep
 from gpunode.steps.nfs.mount import NfsMountStep
 from gpunode.steps.packages import PACKAGE_SPEC
@@ -57,8 +57,10 @@ def sh(command: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProce
     return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, input=stdin, capture_output=True, timeout=30)
 
 
-def ctx(probe: dict[str, str]) -> StepContext:
-    return StepContext(host=None, facts=None, conn=None, check=False, probe=ProbeOutput(probe))  # type: ignore[arg-type]
+def ctx(probe: dict[str, str], step: Step | None = None) -> StepContext:
+    """A context whose probe asked what `step` asks (by default: the sections given), as the runner's does."""
+    output = ProbeOutput(probe, asked=step.probe(None) or {} if step else None)  # type: ignore[arg-type]
+    return StepContext(host=None, facts=None, conn=None, check=False, probe=output)  # type: ignore[arg-type]
 
 
 def probed(snippets: dict[str, str], cwd: Path) -> ProbeOutput:
@@ -130,7 +132,7 @@ def test_guard_wrapper_runs_the_command_whole_with_exactly_its_input(tmp_path, c
 def test_file_step_command_has_every_value_intact(tmp_path, name, content, owner, validate):
     path = f"/srv/{name}"
     step = build_step("file", {"path": path, "content": content, "owner": owner, "validate": validate})
-    (action,) = step.plan(ctx({"file": "absent\n"}))
+    (action,) = step.plan(ctx({"file": "absent\n"}, step))
     argv = shlex.split(action.command)
     digest = hashlib.sha256(content.encode("utf-8", errors="surrogateescape")).hexdigest()
     assert argv == ["sh", "-c", script_text("atomic_write.sh"), "atomic-write", path, "", owner, "", "absent", "1",
@@ -196,7 +198,7 @@ def test_command_guards_test_the_named_paths_and_nothing_else(tmp_path, creates,
     guards = guarded.probe(None)["guards"]
     delimiter = re.search(r"<<'(GPUNODE_UNLESS_[0-9a-f]{16})'\n", guards).group(1)
     assert f"<<'{delimiter}'\n{unless}\n{delimiter}\n)" in guards
-    (action,) = guarded.plan(ctx({}))
+    (action,) = guarded.plan(ctx({}, guarded))
     assert action.command == f"cd {q(chdir)} || exit\nrun it"  # chdir quoted; cmd is the user's shell text
 
 
