@@ -53,12 +53,20 @@ def bases_help(builders: list[str] | None = None) -> str:
     said = [f"{DEFAULT_BASE} (default)", *(name for name in shared if name != DEFAULT_BASE)]
     if len(chosen) == 1:
         return f"base image: {', '.join(said)}"
-    extra = [f"{c.name} also {_and([n for n in c.bases if n not in shared and n != DEFAULT_BASE])}" for c in chosen
-             if any(n not in shared and n != DEFAULT_BASE for n in c.bases)]
-    lacking = [c.name for c in chosen if DEFAULT_BASE not in c.bases]
-    extra += [f"{_and(lacking)} {'has' if len(lacking) == 1 else 'have'} no {DEFAULT_BASE}: give --base"] if lacking \
-        else []
-    return f"base image: {', '.join(said)}; {'; '.join(extra)}"
+    return f"base image: {', '.join(said)}; {'; '.join(_extras(chosen, {*shared, DEFAULT_BASE}, DEFAULT_BASE))}"
+
+
+def _extras(chosen: list[Cloud], said: set[str], default: str) -> list[str]:
+    """What each builder adds to the bases already said, and the builders without the default base."""
+    extra = []
+    for cloud in chosen:
+        own = [name for name in cloud.bases if name not in said]
+        if own:
+            extra.append(f"{cloud.name} also {_and(own)}")
+    lacking = [c.name for c in chosen if default not in c.bases]
+    if lacking:
+        extra.append(f"{_and(lacking)} {'has' if len(lacking) == 1 else 'have'} no {default}: give --base")
+    return extra
 
 
 def builders_help(default: str) -> str:
