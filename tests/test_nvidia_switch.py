@@ -19,7 +19,7 @@ def test_versions_of_the_branch_are_taken(version):
 
 
 @pytest.mark.parametrize(("version", "words"), [
-    ("550.163.01", "is not of branch 535: set branch: 550"),
+    ("550.163.01", "is not of branch 535: set the branch to 550"),
     ("535", "is not a driver version"),
     ("535.309.01-1~deb12u1", "is not a driver version"),  # a package version, not the driver's
     ("latest", "is not a driver version"),
@@ -52,3 +52,15 @@ def test_the_kin_query_answers_with_installed_names_only_on_a_real_dpkg():
     out = subprocess.run(["bash", "-c", f"echo {kin_shell(AptManager(), ['bash', 'nvidia-modprobe-not-here'])}"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["bash"]
+
+
+def test_a_wrong_driver_version_names_the_playbook_variable_it_came_from() -> None:
+    """gpu-node.yml's `version: "{{ driver_version }}"`: the refusal names --var driver_version, not only the step's
+    argument, before any host is contacted."""
+    from tests.conftest import run_cli
+
+    result = run_cli("provision", "-H", "nobody@127.0.0.2:1", "--playbook", "gpu-node", "--check", "--var",
+                     "driver_version=550.163.01")
+    said = " ".join(result.output.split())
+    assert result.code == 2 and "the value comes from the variable driver_version" in said, result.output
+    assert "give driver_version a valid value" in said and "default: driver_version=None" not in said

@@ -180,7 +180,8 @@ def _refusal(spec: Any, exc: ValueError, host: str, defaults: dict[str, Any]) ->
     raw = spec.args.get(getattr(exc, "arg", None) or "")
     names = names_in_order(raw)
     source = f" (the value comes from the variable {', '.join(names)}, as host {host} sees it)" if names else ""
-    example = f" (the playbook's default: {names[0]}={defaults[names[0]]})" if names and names[0] in defaults else ""
+    example = f" (the playbook's default: {names[0]}={defaults[names[0]]})" \
+        if names and defaults.get(names[0]) is not None else ""
     fix = (f"give {names[0]} a valid value where it is set (-e/--var, the inventory or the playbook's vars){example}"
            if names else f"see `gpunode steps --show {spec.kind}` (docs/steps.md)")
     return UsageError(f"{exc}{source}", source=spec.source, line=spec.line, fix=fix)

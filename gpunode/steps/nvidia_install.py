@@ -8,7 +8,7 @@ from gpunode.distros import DriverPackages, UnsupportedDistro, for_os
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, StepContext, StepFailed
 from gpunode.steps.nvidia_dkms import with_build_errors
-from gpunode.steps.nvidia_switch import stale_holds
+from gpunode.steps.nvidia_switch import DRIVER_VERSION, stale_holds
 from gpunode.steps.pkgmgr import AptManager, PackageManager, Wanted
 
 CUDA_KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"  # cuda-repo's keyring package on apt
@@ -68,8 +68,11 @@ def install_action(ctx: StepContext, manager: PackageManager, pkgs: DriverPackag
     if switch or stale:
         reason = f"{switch or 'held packages of another branch or flavour are in the way: ' + ', '.join(stale)}; " \
             f"{reason}"
+    exact = next((v for v in (str(w.version).rstrip("*") for w in missing if w.version) if DRIVER_VERSION.match(v)),
+                 "")  # the step's `version`, pinned as VERSION* (a branch pin, 535.*, is no version)
     return Action(
-        f"install the NVIDIA {branch} driver ({flavor} modules): {', '.join(w.name for w in missing)}",
+        f"install the NVIDIA {branch} driver{' ' + exact if exact else ''} ({flavor} modules): "
+        f"{', '.join(w.name for w in missing)}",
         reason, with_build_errors(f"{setup} && {{ {install}; }}" if setup else install), timeout=timeout,
         installs=tuple(AptManager.specs(missing)),
         fix="read the DKMS build log (/var/lib/dkms/*/*/build/make.log) and check that the headers for "

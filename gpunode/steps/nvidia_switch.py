@@ -12,7 +12,7 @@ from gpunode.distros.base import Distro
 from gpunode.facts import Facts
 from gpunode.facts.packages import upstream_version
 from gpunode.parsers.package_versions import SEPARATELY_VERSIONED
-from gpunode.steps.base import Action
+from gpunode.steps.base import Action, ArgumentError
 from gpunode.steps.pkgmgr import PackageManager
 
 # A driver version as a user writes it: the branch, then one or two dotted numbers (535.309.01, 550.163.01, 570.86).
@@ -20,16 +20,17 @@ DRIVER_VERSION = re.compile(r"^(\d{3})\.\d+(?:\.\d+)?$")
 
 
 def check_driver_version(version: str | None, branch: int) -> None:
-    """A `version` of the driver is one of `branch`: raise ValueError (a usage error) when it is not."""
+    """A `version` of the driver is one of `branch`: raise ArgumentError naming `version` (a usage error, which names
+    the variable the value came from) when it is not. Two-part versions are real (390.157)."""
     if version is None:
         return
     match = DRIVER_VERSION.match(version)
     if not match:
-        raise ValueError(f"nvidia_driver.version {version!r} is not a driver version: write it as nvidia-smi "
-                         "prints it, e.g. 535.309.01")
+        raise ArgumentError(f"nvidia_driver.version {version!r} is not a driver version: write it as nvidia-smi "
+                            "prints it, e.g. 535.309.01", "version")
     if int(match.group(1)) != branch:
-        raise ValueError(f"nvidia_driver.version {version} is not of branch {branch}: set branch: "
-                         f"{match.group(1)} as well, or a version of branch {branch}")
+        raise ArgumentError(f"nvidia_driver.version {version} is not of branch {branch}: set the branch to "
+                            f"{match.group(1)} as well, or give a version of branch {branch}", "version")
 
 
 def present_packages(facts: Facts, names: tuple[str, ...]) -> list[str]:
