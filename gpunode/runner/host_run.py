@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,12 +21,12 @@ from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
+from gpunode.runner.host_state import Carried, Handlers, PackageShare, Session, Share
 from gpunode.steps import Action, Step, StepContext, StepFailed, build_step, step_facts_sections
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 from gpunode.steps.diffs import render as render_diff
 from gpunode.steps.package_share import share_for
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
-from gpunode.steps.state import HostState
 from gpunode.templates_read import names_in_order, names_read
 
 # Arguments of a sensitive step that stay visible (where and how, not what).
@@ -54,7 +54,8 @@ class PlannedStep:
 
 @dataclass
 class HostRun:
-    """Runs `playbook` on `host` through `conn`. Never raises: the outcome says what happened."""
+    """Runs `playbook` on `host` through `conn`. Never raises: the outcome says what happened. What it keeps while
+    it goes is in small objects of runner/host_state.py: `session`, `carried`, `handlers`, `share`."""
 
     host: Host
     conn: Connection
@@ -70,18 +71,10 @@ class HostRun:
     def __post_init__(self) -> None:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
                                    log_path=str(self.conn.transcript.log_path or ""))
-        self.lock: remote_lock.RunLock | None = None
-        self.guess: ProbeBatch | None = None  # the probe sent along with the lock + facts script
-        self.state = HostState()             # what steps tell later steps (reboot, target kernel, ...)
-        self.changed_something = False
-        self.facts: Facts | None = None
-        self.notified: list[str] = []        # handlers notified by changed steps, in order
-        self.handlers_ran: set[str] = set()
-        self.registered: dict[str, Any] = {}  # `register:` name -> the step's result, for later steps
-        self.unknown_results: set[str] = set()  # --check: registered results of steps that would run (not known)
-        self._register_names = {s.register for s in self.playbook.steps if s.register}
-        self._share: Callable[[StepContext, Action], str] | None = None  # the package share (None: none)
-        self._share_read = False  # whether `_share` was read from the variables yet (once per host run)
+        self.session = Session()    # the lock (its session runs the probes), the guessed probe, the facts
+        self.carried = Carried(frozenset(s.register for s in self.playbook.steps if s.register))  # for later steps
+        self.handlers = Handlers()  # notified by changed steps, in order; those that ran
+        self.share = PackageShare()  # the package share, read from the variables once per host run
 
     # ---- top level -------------------------------------------------------------------------------
     def run(self) -> HostOutcome:
@@ -95,11 +88,11 @@ class HostRun:
                     self.conn.open()
             with self._phase("lock + facts"):
                 cached = facts_cache.load(self.host)
-                self.guess = self._guess_probe(cached)
-                self.lock = remote_lock.acquire(self.conn, then=(self.guess.nonce, self.guess.script())
-                                                if self.guess else None, sections=self._facts_sections(),
-                                                on_wait=lambda text: self.events.notice(self.host.name, text))
-            self._run_steps(self.lock.facts)
+                guess = self.session.guess = self._guess_probe(cached)
+                lock = self.session.lock = remote_lock.acquire(
+                    self.conn, then=(guess.nonce, guess.script()) if guess else None,
+                    sections=self._facts_sections(), on_wait=lambda text: self.events.notice(self.host.name, text))
+            self._run_steps(lock.facts)
         except ConnectError as exc:
             self._fail(exc, "unreachable" if not self.outcome.steps else "failed")
         except Cancelled as exc:
@@ -111,15 +104,15 @@ class HostRun:
             self._fail(GpunodeError(f"internal error: {type(exc).__name__}: {exc}",
                                     fix="please report this with the host log"), "failed")
         finally:
-            pending = [n for n in self.notified if n not in self.handlers_ran]
+            pending = self.handlers.pending()
             if pending and not self.check:
                 self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
             self.conn.activity = "release"
-            if self.lock:  # with the sections the steps read (gathered on the way): the next run asks for them at once
-                facts_cache.save(self.host, self.lock.facts.raw)
+            if self.session.lock:  # with the sections the steps read (gathered on the way): the next run asks for
+                facts_cache.save(self.host, self.session.lock.facts.raw)  # them at once
             with self._phase("release"):
-                if self.lock:
-                    self._release(self.lock)
+                if self.session.lock:
+                    self._release(self.session.lock)
                 self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
@@ -169,15 +162,13 @@ class HostRun:
     # ---- steps -----------------------------------------------------------------------------------
     def _variables(self, facts: Facts, scope: dict[str, Any] | None = None) -> dict[str, Any]:
         """Playbook vars (and an included step's scope) are defaults; inventory vars override them; --var both."""
-        return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.registered,
+        return resolve_variables({**self.playbook.vars, **(scope or {}), **self.host.vars, **self.carried.registered,
                                   **self.extra_vars, "facts": facts, "inventory_hostname": self.host.name,
                                   "check_mode": self.check})
 
-    def _package_share(self, facts: Facts) -> Callable[[StepContext, Action], str] | None:
+    def _package_share(self, facts: Facts) -> Share | None:
         """The package share the `package_cache` variable asks for (read once per host run)."""
-        if not self._share_read:
-            self._share, self._share_read = share_for(self._variables(facts).get("package_cache")), True
-        return self._share
+        return self.share.once(lambda: share_for(self._variables(facts).get("package_cache")))
 
     def _plan_step(self, spec: StepSpec, facts: Facts) -> PlannedStep:
         """The step as these facts make it (`when:` evaluated, arguments rendered) with its probe."""
@@ -189,7 +180,7 @@ class HostRun:
 
     def _defers(self, spec: StepSpec) -> bool:
         """Whether the step's `when:` or arguments read a registered result (known only once that step ran)."""
-        return bool(self._register_names & _reads(spec))
+        return self.carried.defers(_reads(spec))
 
     def _check_for(self, spec: StepSpec) -> bool:
         """Whether this step only predicts: --check, unless the step says `check_mode: false` (a read-only query
@@ -198,7 +189,7 @@ class HostRun:
 
     def _unknown_inputs(self, spec: StepSpec) -> list[str]:
         """--check: the registered results this step reads that come from steps that would run (so are unknown)."""
-        return sorted(self.unknown_results & _reads(spec))
+        return self.carried.unknown_among(_reads(spec))
 
     def _prepare(self, specs: list[StepSpec], facts: Facts, now: bool = False) -> list[PlannedStep]:
         planned = []
@@ -241,38 +232,38 @@ class HostRun:
         return ProbeBatch(probes) if probes else None
 
     def _run_steps(self, facts: Facts) -> None:
-        self.facts = facts
+        self.session.facts = facts
         with self._phase("render"):
             planned = self._prepare(self.playbook.steps, facts)
         with self._phase("probe"):
             self._probe(planned)
         with self._phase("steps"):
             for item in planned:
-                facts = self.facts = self._run_one(item, facts)
+                facts = self.session.facts = self._run_one(item, facts)
                 if self.outcome.steps[-1].status in ("changed", "would-change"):
-                    self.notified += [n for n in item.spec.notify if n not in self.notified]
-        if self.notified and self.check:
-            self.outcome.notes.append(f"handlers that would run: {', '.join(self.notified)}")
-        elif self.notified:
+                    self.handlers.notify(item.spec.notify)
+        if self.handlers.notified and self.check:
+            self.outcome.notes.append(f"handlers that would run: {', '.join(self.handlers.notified)}")
+        elif self.handlers.notified:
             with self._phase("handlers"):
                 self._run_handlers(facts)
 
     def _run_handlers(self, facts: Facts) -> None:
         """Run the notified handlers once each, in the order they were notified."""
-        for name in [n for n in self.notified if n not in self.handlers_ran]:
+        for name in self.handlers.pending():
             (item,) = self._prepare([self.playbook.handlers[name]], facts)  # one by one: a broken one stops only
-            if not self.changed_something:                                   # itself and those after it
+            if not self.carried.changed_something:                           # itself and those after it
                 self._probe([item])  # (after a change, _run_one probes it afresh anyway)
-            self.handlers_ran.add(name)
-            facts = self.facts = self._run_one(item, facts)
+            self.handlers.ran.add(name)
+            facts = self.session.facts = self._run_one(item, facts)
 
     def _handlers_after_failure(self) -> None:
         """Like Ansible's --force-handlers: a step failed, but the changes already made still get their handlers."""
-        if self.check or self.cancel.is_set() or self.facts is None or not self.notified:
+        if self.check or self.cancel.is_set() or self.session.facts is None or not self.handlers.notified:
             return
         error, fix, failed_step = self.outcome.error, self.outcome.fix, self.outcome.failed_step
         try:
-            self._run_handlers(self.facts)
+            self._run_handlers(self.session.facts)
         except GpunodeError as exc:
             self.outcome.notes.append(f"handler {exc.step or '?'} failed too: {self.conn.transcript.redact(exc.cause)}")
         except Exception as exc:  # noqa: BLE001 - the host already failed; its report must still be written
@@ -284,13 +275,13 @@ class HostRun:
         """All probes in one exec, each output split back to its step."""
         self.conn.activity = "probe"
         todo = [p for p in planned if p.step is not None and p.probe]
-        guess, self.guess = self.guess, None
-        if guess and guess.probes == [p.probe for p in todo] and self.lock:
+        guess, lock = self.session.take_guess(), self.session.lock
+        if guess and guess.probes == [p.probe for p in todo] and lock:
             label = f"probe of {_steps(len(todo))}, sent with the lock script"
-            batch, result = guess, self.lock.result(guess.nonce, label)
+            batch, result = guess, lock.result(guess.nonce, label)
         else:
-            if guess and self.lock:  # the facts changed since the last run: that probe's answer is not this one's
-                self.lock.result(guess.nonce, "probe guessed from the last run's facts (discarded: facts changed)")
+            if guess and lock:  # the facts changed since the last run: that probe's answer is not this one's
+                lock.result(guess.nonce, "probe guessed from the last run's facts (discarded: facts changed)")
             if not todo:
                 return
             batch = ProbeBatch([p.probe or {} for p in todo])
@@ -303,7 +294,8 @@ class HostRun:
 
     def _run_probe(self, script: str, label: str) -> ExecResult:
         """A probe script runs in the lock's session (no remote command of its own) while the lock is held."""
-        return self.lock.run(script, label) if self.lock else self.conn.run("sh -s", stdin=script, label=label)
+        lock = self.session.lock
+        return lock.run(script, label) if lock else self.conn.run("sh -s", stdin=script, label=label)
 
     def _run_one(self, item: PlannedStep, facts: Facts) -> Facts:
         spec = item.spec
@@ -329,9 +321,9 @@ class HostRun:
         if item.step is None:
             outcome.status, outcome.message = "skipped", f"when: {spec.when} is false"
             return self._settle(item, outcome, [], None, started, facts)
-        if (self.changed_something or fresh) and item.probe:
+        if (self.carried.changed_something or fresh) and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
-        ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.state,
+        ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.carried.host,
                           # -v shows each output line: a secret (a sensitive step's registered output) masked
                           on_output=lambda line: self.events.output(self.host.name,
                                                                     self.conn.transcript.redact(line)),
@@ -361,7 +353,7 @@ class HostRun:
         elif actions:
             facts = self._apply(step, ctx, actions, facts)
             outcome.status = "changed" if changes else "ok"
-            self.changed_something = self.changed_something or bool(changes)
+            self.carried.changed_something = self.carried.changed_something or bool(changes)
         outcome.message = "; ".join(ctx.notes)
         self.outcome.notes += ctx.notes
         return facts
@@ -375,11 +367,11 @@ class HostRun:
             variables = self._variables(facts, spec.vars)
             check = self._check_for(spec)
             result, error = task_keys.settle(spec, outcome, results, error, variables, check)
-            self.changed_something = self.changed_something or outcome.status == "changed"  # failed_when: false
-            if spec.register:
-                self.registered[spec.register] = result
-                if check and (outcome.actions or outcome.status == "would-change"):  # it would run
-                    self.unknown_results.add(spec.register)
+            self.carried.changed_something = (self.carried.changed_something
+                                              or outcome.status == "changed")  # failed_when: false
+            if spec.register:  # --check, and it would run: its result is unknown
+                self.carried.register(spec.register, result,
+                                      unknown=check and bool(outcome.actions or outcome.status == "would-change"))
             if spec.sensitive:  # what a sensitive step printed stays a secret wherever a later step shows it
                 self.conn.transcript.redact.add(result["stdout"], result["stderr"], *result["stdout_lines"],
                                                 *result["stderr_lines"])
@@ -428,14 +420,14 @@ class HostRun:
         marker = self.conn.boot_marker()
         self.conn.transcript.note(f"rebooting: {action.reason}")
         self.conn.run("nohup sh -c 'sleep 1; systemctl reboot || reboot' >/dev/null 2>&1 &", label="reboot")
-        if self.lock:
-            self.lock.release()
-            self.lock = None
+        if self.session.lock:
+            self.session.lock.release()
+            self.session.lock = None
         self.conn.wait_for_reboot(marker, timeout=action.timeout or 600)
-        self.lock = remote_lock.acquire(self.conn, sections=facts.sections)
-        self.state.rebooted()
-        facts = self.lock.facts
-        wanted = self.state.target_kernel
+        lock = self.session.lock = remote_lock.acquire(self.conn, sections=facts.sections)
+        self.carried.host.rebooted()
+        facts = lock.facts
+        wanted = self.carried.host.target_kernel
         if wanted and wanted != facts.kernel.running:
             raise GpunodeError(
                 f"rebooted, but the running kernel is still {facts.kernel.running}, not {wanted}",
