@@ -157,7 +157,9 @@ def _unit_active(units: dict[str, dict[str, str]], unit: str, known: bool) -> bo
     if not known:
         return None
     props = units.get(unit)
-    return bool(props) and props.get("LoadState") != "not-found" and props.get("ActiveState") == "active"
+    if not props:
+        return False
+    return props.get("LoadState") != "not-found" and props.get("ActiveState") == "active"
 
 
 def _nvidia(b: Blocks, packages: dict[str, str], units: dict[str, dict[str, str]]) -> NvidiaInfo:

@@ -103,6 +103,7 @@ def build_leftovers(ec2: Any, build_id: str) -> list[str]:
 
 def find_instance(ec2: Any, address: str | None = None, instance_id: str | None = None) -> dict[str, Any]:
     """The instance with this id, or with this private / public IP address."""
+    queries: list[dict[str, Any]]
     if instance_id:
         queries = [{"InstanceIds": [instance_id]}]
     else:

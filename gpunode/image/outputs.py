@@ -39,7 +39,7 @@ def launch_template(image_id: str, name: str, instance_type: str, tags: dict[str
                     volume_gb: int = 100, root_device: str = "/dev/sda1", user_data: str = "") -> dict[str, Any]:
     """ec2 create-launch-template input: the AMI, the GPU instance type, IMDSv2, tagged instances and volumes, and
     the first-boot user data when given (base64, as the API wants it)."""
-    request = {
+    request: dict[str, Any] = {
         "LaunchTemplateName": name,
         "VersionDescription": f"gpunode image {image_id}",
         "LaunchTemplateData": {

@@ -23,7 +23,8 @@ def ansible_list(inventory: InventoryData) -> dict[str, Any]:
     seen: set[str] = set()
 
     def add(group: Group) -> None:
-        result[group.name] = entry = {}
+        entry: dict[str, Any] = {}
+        result[group.name] = entry
         if group.name != "all":
             entry["hosts"] = list(group.hosts)
         entry["children"] = list(group.children)

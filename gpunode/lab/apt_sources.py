@@ -40,9 +40,9 @@ def _entries(apt_dir: Path) -> list[tuple[str, str]]:
         if not path.is_file():
             continue
         for line in path.read_text(errors="replace").splitlines():
-            line = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
-            if len(line) >= 3 and line[0] == "deb":
-                pairs.append((line[1], line[2]))
+            words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
+            if len(words) >= 3 and words[0] == "deb":
+                pairs.append((words[1], words[2]))
     for path in sorted((apt_dir / "sources.list.d").glob("*.sources")):
         for stanza in re.split(r"\n\s*\n", path.read_text(errors="replace")):
             fields: dict[str, str] = {}

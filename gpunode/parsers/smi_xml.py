@@ -159,7 +159,7 @@ def _sum_uncorrectable(block: ET.Element | None) -> int | None:
         if total is not None:
             return total
         return _sum(to_int(_text(double_bit, name)) for name in _OLD_UNCORRECTABLE)
-    names = _NEW_UNCORRECTABLE
+    names: tuple[str, ...] = _NEW_UNCORRECTABLE
     if block.find("sram_uncorrectable_parity") is not None:  # 555+: split SRAM counter, no plain one
         names = tuple(name for name in names if name != "sram_uncorrectable")
     return _sum(to_int(_text(block, name)) for name in names)

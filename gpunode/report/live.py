@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.report.text import literal, visible
@@ -118,7 +118,8 @@ class LiveEvents:
         from gpunode.report.console import make_console
 
         self.console = console or make_console(stderr=True)
-        self.rows = {h: {"status": "waiting", "step": "", "changed": 0, "started": 0.0, "done": 0.0} for h in hosts}
+        self.rows: dict[str, dict[str, Any]] = {
+            h: {"status": "waiting", "step": "", "changed": 0, "started": 0.0, "done": 0.0} for h in hosts}
         self.lock = threading.Lock()
         # get_renderable: the table is rebuilt on every refresh, so a long step's time ticks while it runs
         self.live = Live(console=self.console, refresh_per_second=4, transient=False, get_renderable=self._table)
