@@ -1,10 +1,12 @@
 """`dcgmi diag -r N` result tables (each test's Pass / Fail / Warn / Skip, Error rows) and `dcgmi nvlink
---link-status` (each GPU's links Up / Down / Disabled), whole or as a pasted fragment."""
+--link-status` (each GPU's links Up / Down / Disabled), whole or as a pasted fragment; `dcgmi diag -j`
+documents are read by dcgmi_json and reported with the same finding ids."""
 
 from __future__ import annotations
 
 import re
 
+from gpunode.parsers.dcgmi_json import dcgmi_json_documents, dcgmi_json_results, is_dcgmi_json, result_detail
 from gpunode.parsers.model import Finding, Severity
 
 _HEADER = re.compile(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|", re.M)
@@ -22,7 +24,10 @@ _REMEDY = ("Read the failing test's message (`dcgmi diag -r 3 -v` for details): 
 
 
 def is_dcgmi_diag(text: str) -> bool:
-    """True for a `dcgmi diag` result table (or rows of it) or `dcgmi nvlink --link-status` output."""
+    """True for a `dcgmi diag` result table (or rows of it), a `dcgmi diag -j` document or `dcgmi nvlink
+    --link-status` output."""
+    if '"DCGM' in text and is_dcgmi_json(text):
+        return True
     if _LINK_STATUS.search(text):
         return True
     rows = _ROW.search(text) is not None or any(m.group("kind") == "Error" for m in _DETAIL.finditer(text))
@@ -31,7 +36,10 @@ def is_dcgmi_diag(text: str) -> bool:
 
 def dcgmi_gpus(text: str) -> set[str]:
     """The DCGM GPU ids a dcgmi output names ("gpuId 0", "GPUs: 1, 2", "GPU: 0", "GPU 3")."""
+    docs, text = dcgmi_json_documents(text)
     ids = {m.group("gpu") for m in _LINK_STATUS.finditer(text)}
+    for doc in docs:
+        ids |= {n for r in dcgmi_json_results(doc) if r.gpu for n in r.gpu.split(",") if n.isdigit()}
     for match in _DEVICE_IDS.finditer(text):
         ids |= {str(n) for n in range(len(match.group("ids").split(",")))}
     for match in _GPU_LIST.finditer(_details_joined(text)):
@@ -54,11 +62,14 @@ def _details_joined(text: str) -> str:
 def dcgmi_findings(text: str) -> tuple[int, list[Finding]]:
     """(tests read, findings): dcgm-diag-failed for failed tests or Error rows (critical), dcgm-diag-warning for
     warnings, nvlink-down for links DCGM reports Down."""
+    docs, text = dcgmi_json_documents(text)
     joined = _details_joined(text)
     rows, test = [], ""
     for m in _ROW.finditer(text):
         test = m.group("test") or test
         rows.append((test, m.group("result"), m.group("rest").strip(" -")))
+    for doc in docs:  # "GPU Memory: Fail - GPU: 0 (message)", as the table's rows read
+        rows += [(r.test, r.status, result_detail(r)) for r in dcgmi_json_results(doc)]
     details = [(m.group("kind"), m.group("text")) for m in _DETAIL.finditer(joined) if m.group("text")]
     findings: list[Finding] = []
     checks: tuple[tuple[str, str, Severity], ...] = (("Fail", "dcgm-diag-failed", "critical"),

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from gpunode.parsers.dcgmi import is_dcgmi_diag
+from gpunode.parsers.dcgmi_json import dcgmi_json_spans
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci_vv import is_lspci_vv
 from gpunode.parsers.nccl_tests import is_nccl_tests
@@ -205,8 +206,21 @@ def _structural_continuation(kind: str, piece: str, previous_text: str) -> bool:
 
 
 def _pieces(text: str) -> list[tuple[str, str | None]]:
-    """(piece, command shown above it) in order: XML documents whole, the rest cut at prompts, headers, blank lines
-    and a table's box."""
+    """(piece, command shown above it) in order: XML and `dcgmi diag -j` documents whole, the rest cut at prompts,
+    headers, blank lines and a table's box."""
+    pieces: list[tuple[str, str | None]] = []
+    position = 0
+    for start, end, _ in dcgmi_json_spans(text) if '"DCGM' in text else []:
+        line_start = text.rfind("\n", position, start) + 1
+        pieces += _plain_pieces(text[position:line_start])
+        command = pieces.pop()[1] if pieces and pieces[-1][0] == "" else None
+        pieces.append((text[line_start:end].strip("\n"), command))
+        position = end
+    pieces += _plain_pieces(text[position:])
+    return [(piece, command) for piece, command in pieces if piece.strip()]
+
+
+def _plain_pieces(text: str) -> list[tuple[str, str | None]]:
     pieces: list[tuple[str, str | None]] = []
     rest = text
     while True:
@@ -220,8 +234,7 @@ def _pieces(text: str) -> list[tuple[str, str | None]]:
         command = pieces.pop()[1] if pieces and pieces[-1][0] == "" else None
         pieces.append((rest[line_start:end].strip("\n"), command))
         rest = rest[end:]
-    pieces += _cut(rest)
-    return [(piece, command) for piece, command in pieces if piece.strip()]
+    return pieces + _cut(rest)
 
 
 def _truncated_xml_end(text: str, start: int) -> int:
