@@ -84,6 +84,7 @@ def test_directory_without_inventory_files(tmp_path: Path) -> None:
         ("gpu:\n  hosts:\n    web[1:3:\n", 3, "unbalanced brackets"),
         ("gpu:\n  hosts: web[1:3\n", 2, "unbalanced brackets"),
         ("gpu:\n  hosts:\n    web1:ssh:\n", 3, "must be a port number"),
+        ("gpu:\n  hosts:\n    web1:\u00b2:\n", 3, "must be a port number"),  # "²".isdigit(); found by hypothesis
         ("gpu: [a, b]\n", 1, "group 'gpu' must be a mapping"),
         ("gpu:\n  vars: [a]\n", 2, "vars of group 'gpu' must be a mapping"),
         ("- gpu1\n- gpu2\n", 1, "must be a mapping of group names"),

@@ -117,7 +117,7 @@ def _port(host: str, picked: Picked | None, ssh_port: str | None, ssh_origin: Or
         (picked.value, picked.origin, picked.name) if picked else (ssh_port, ssh_origin, "ssh port option")
     )
     text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= 65535:
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
         raise usage_error(
             origin or Origin("<inventory>"),
             f"host {host!r}: {what} {value!r} is not a port number (1-65535)",

@@ -86,7 +86,7 @@ def _depth(name: str, parents: dict[str, list[str]], memo: dict[str, int]) -> in
 
 def _priority(group: RawGroup) -> int:
     value = group.inline.values.get("ansible_group_priority", 1)
-    if isinstance(value, bool) or not str(value).strip().lstrip("-").isdigit():
+    if isinstance(value, bool) or not (str(value).isascii() and str(value).strip().lstrip("-").isdigit()):
         raise usage_error(
             group.inline.origins.get("ansible_group_priority", group.origin),
             f"group {group.name!r}: ansible_group_priority {value!r} is not a whole number",
