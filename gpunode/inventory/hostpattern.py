@@ -51,7 +51,7 @@ def split_port(pattern: str, origin: Origin) -> tuple[str, int | None]:
 def _port(digits: str | None, pattern: str, origin: Origin) -> int | None:
     if digits is None:
         return None
-    if not (digits.isascii() and digits.isdigit()):  # "²".isdigit() is True, int("²") fails
+    if not _is_number(digits):
         raise usage_error(
             origin,
             f"host pattern {pattern!r}: the part after ':' must be a port number",
@@ -100,7 +100,7 @@ def _range_items(body: str, pattern: str, origin: Origin) -> list[str]:
     step_text = bounds[2] if len(bounds) == 3 else "1"
     if not end:
         raise usage_error(origin, f"host range [{body}] in {pattern!r} has no end value", _RANGE_FIX)
-    if not (step_text.isascii() and step_text.isdigit()) or int(step_text) < 1:
+    if not _is_number(step_text) or int(step_text) < 1:
         raise usage_error(
             origin, f"host range [{body}] in {pattern!r}: step must be a positive number", _RANGE_FIX
         )
@@ -113,7 +113,7 @@ def _range_items(body: str, pattern: str, origin: Origin) -> list[str]:
                 origin, f"host range [{body}] in {pattern!r} must have begin <= end", _RANGE_FIX
             )
         return list(letters[first : last + 1 : step])
-    if not (begin.isascii() and end.isascii() and begin.isdigit() and end.isdigit()):
+    if not (_is_number(begin) and _is_number(end)):
         raise usage_error(
             origin, f"host range [{body}] in {pattern!r} must be two numbers or two letters", _RANGE_FIX
         )
@@ -127,3 +127,8 @@ def _range_items(body: str, pattern: str, origin: Origin) -> list[str]:
     if int(begin) > int(end):
         raise usage_error(origin, f"host range [{body}] in {pattern!r} must have begin <= end", _RANGE_FIX)
     return [str(n).zfill(width) for n in range(int(begin), int(end) + 1, step)]
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only: "²".isdigit() is True, but int("²") raises."""
+    return text.isascii() and text.isdigit()
