@@ -126,21 +126,14 @@ def check_accelerators(instance_type: str, variables: dict[str, Any]) -> None:
 
 
 def image_name(name: str, build_id: str, given: bool) -> str:
-    """The image name Compute Engine accepts: a given name is refused rather than changed; the default is made
-    lowercase, its dots dashes, and cut before the build id when too long (names are unique per project)."""
-    rule = re.compile(value(GOOGLECOMPUTE, "image_name"))
-    if given:
-        if not rule.match(name):
-            raise UsageError(f"gcp image name {name!r} is not accepted by Compute Engine",
-                             fix="use at most 63 lowercase letters, digits and -, starting with a letter and not "
-                             "ending with -")
-        return name
-    safe = re.sub(r"[^a-z0-9-]", "-", name.lower())
-    suffix = "-" + re.sub(r"[^a-z0-9-]", "-", build_id.lower())
-    if len(safe) > 63:
-        head = safe[:-len(suffix)] if safe.endswith(suffix) else safe
-        safe = head[:63 - len(suffix)].rstrip("-") + suffix
-    return safe
+    """The image name Compute Engine accepts: lowercase letters, digits and -, at most 63 (a given name is refused
+    rather than changed)."""
+    from gpunode.image.names import cloud_image_name
+
+    return cloud_image_name("gcp", name, build_id, given, 63, accepted=re.compile(value(GOOGLECOMPUTE, "image_name")),
+                            unsafe=r"[^a-z0-9-]", lower=True,
+                            fix="use at most {limit} lowercase letters, digits and -, starting with a letter and not "
+                            "ending with -", by="Compute Engine")
 
 
 def labels(tags: dict[str, str]) -> dict[str, str]:
