@@ -20,6 +20,8 @@ One YAML file per topic, `tests/runs/<topic>.yaml`, a list of cases:
         - {probe: guards, stdout: ""}           # a probe section, by its name
         - {label: "run: touch /x"}              # a command by its label (regex, whole), exit 0
         - {command: "reboot", exit: 1, stderr: "no"}   # or by its text (regex, searched); interrupt: true = Ctrl-C
+      host_vars: {gpunode_scheduler: slurm}      # the host's inventory variables (a rolling run's scheduler)
+      clock_step: 1                             # a rolling run: seconds its clock moves per reading (drain waits)
       expect:
         status: changed                         # the host's: ok, changed, would-change, failed, cancelled
         steps: {write: changed}                 # every step (handlers too) in order: its status
@@ -30,6 +32,10 @@ One YAML file per topic, `tests/runs/<topic>.yaml`, a list of cases:
         notes: ["part of a note"]               # each a part of some note, in any order
         error: "part of the error"
         failed_step: write
+        rollout: {gate: passed, resumed: "*"}   # the report's `rollout` record: these keys ("*": any value)
+
+A play with `serial`, `canary` or `gate`, or a host with `gpunode_scheduler`, runs through the real HostRollout
+(runner/rolling.py) around the HostRun, its waits on a clock the case moves.
 
 `run_case` runs one case through the real HostRun on a `tests/standin.StandinConnection`; test_run_cases.py
 compares the outcome with `expect`.
@@ -37,6 +43,7 @@ compares the outcome with `expect`.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from pathlib import Path
 from typing import Any
@@ -49,14 +56,15 @@ from gpunode.report.model import HostOutcome
 from gpunode.runner import facts_cache
 from gpunode.runner.events import NoEvents
 from gpunode.runner.host_run import HostRun
+from gpunode.runner.run import host_rollouts
 from tests.standin import Reply, StandinConnection, minimal_facts
 
 CASES_DIR = Path(__file__).parent / "runs"
 OS_RELEASE_DIR = Path(__file__).parent / "data" / "os-release"
 
 CASE_KEYS = {"name", "says", "check", "os", "host", "more_facts", "more_facts_after_reboot", "last_run_facts",
-             "cancelled", "playbook", "replies", "expect", "vars"}
-EXPECT_KEYS = {"status", "steps", "ran", "inside_lock", "execs", "notes", "error", "failed_step"}
+             "cancelled", "playbook", "replies", "expect", "vars", "host_vars", "clock_step"}
+EXPECT_KEYS = {"status", "steps", "ran", "inside_lock", "execs", "notes", "error", "failed_step", "rollout"}
 
 
 def case_files() -> list[Path]:
@@ -92,7 +100,7 @@ def run_case(case: dict[str, Any], folder: Path) -> tuple[HostOutcome, StandinCo
     playbook = load_playbook(book)
     os_release = (OS_RELEASE_DIR / f"{case.get('os', 'debian-12')}.txt").read_text()
     host_block = {k: str(v) for k, v in (case.get("host") or {}).items()}
-    host = Host(name=f"standin-{case['name']}", address="192.0.2.1")
+    host = Host(name=f"standin-{case['name']}", address="192.0.2.1", vars=dict(case.get("host_vars") or {}))
 
     def facts(boot: int) -> str:
         more = case.get("more_facts_after_reboot", case.get("more_facts", "")) if boot > 1 else \
@@ -107,6 +115,11 @@ def run_case(case: dict[str, Any], folder: Path) -> tuple[HostOutcome, StandinCo
         cancel.set()
     conn = StandinConnection(host.name, facts, [Reply(**r) for r in case.get("replies") or []], cancel)
     run = HostRun(host, conn, playbook, dict(case.get("vars") or {}), bool(case.get("check")), NoEvents(), cancel)
+    if playbook.rollout.rolling or playbook.gate or "gpunode_scheduler" in host.vars:
+        rollout = host_rollouts(playbook, [host])[host.name]
+        ticks = itertools.count(0, float(case.get("clock_step", 1)))
+        rollout.sleep, rollout.clock = (lambda _seconds: None), (lambda: next(ticks))
+        return rollout.run(run), conn
     return run.run(), conn
 
 
@@ -130,6 +143,9 @@ def mismatches(expect: dict[str, Any], outcome: HostOutcome) -> list[str]:
     for key in ("status", "ran", "inside_lock", "execs", "failed_step"):
         if key in expect and expect[key] != got[key]:
             found.append(f"{key}: expected {expect[key]!r}, got {got[key]!r}")
+    for key, value in (expect.get("rollout") or {}).items():
+        if key not in outcome.rollout or value not in ("*", outcome.rollout[key]):
+            found.append(f"rollout[{key}]: expected {value!r}, got {outcome.rollout.get(key, '(absent)')!r}")
     if "steps" in expect and list((expect["steps"] or {}).items()) != [(s.name, s.status) for s in outcome.steps]:
         found.append(f"steps: expected {expect['steps']!r}, got {got['steps']!r}")
     for part in expect.get("notes") or []:
@@ -145,6 +161,6 @@ def shown(outcome: HostOutcome) -> str:
     return yaml.safe_dump({"status": outcome.status, "steps": {s.name: s.status for s in outcome.steps},
                            "ran": ran(outcome), "inside_lock": inside_lock(outcome), "execs": outcome.exec_count,
                            "notes": outcome.notes,
-                           "error": outcome.error, "failed_step": outcome.failed_step,
+                           "error": outcome.error, "failed_step": outcome.failed_step, "rollout": outcome.rollout,
                            "messages": {s.name: s.message for s in outcome.steps if s.message}},
                           sort_keys=False, width=120)

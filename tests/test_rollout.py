@@ -46,13 +46,37 @@ def test_a_batch_stops_the_rollout_when_its_failures_exceed_the_limit(max_fail, 
     ("serial: [1, many]", "serial: 'many' is not a batch size"),
     ("max_fail_percentage: 150", "max_fail_percentage: 150 is not a percentage"),
     ("max_fail_percentage: ten", "max_fail_percentage: 'ten' is not a percentage"),
+    ("canary: -1", "canary: -1 is not a number of hosts"),
+    ("canary: yes", "canary: True is not a number of hosts"),
+    ("drain: always", "drain: 'always' is not auto or never"),
+    ("drain_timeout: 0", "drain_timeout: 0 is not a number of seconds"),
+    ("rollback: maybe", "rollback: 'maybe' is not true or false"),
 ])
 def test_a_wrong_rollout_is_refused_at_its_line(tmp_path, text, words):
+    """Each rolling key's bad value is refused at its line, with that key's own fix."""
     book = tmp_path / "p.yml"
     book.write_text(f"{text}\nsteps:\n  - command: {{cmd: 'true'}}\n")
     with pytest.raises(UsageError) as error:
         load_playbook(book)
-    assert words in str(error.value) and error.value.line == 1 and "[1, 5, 25%]" in error.value.fix
+    key = text.partition(":")[0]
+    assert words in str(error.value) and error.value.line == 1 and error.value.fix.startswith(key + ":")
+
+
+@pytest.mark.parametrize(("canary", "serial", "hosts", "sizes"), [
+    (1, None, 5, [1, 4]),
+    (1, 2, 5, [1, 2, 2]),
+    (2, "50%", 6, [2, 3, 1]),   # the percentage is of all the play's hosts, as in Ansible
+    (3, 1, 2, [2]),             # fewer hosts than the canary: one batch
+])
+def test_the_canary_goes_first_and_alone(canary, serial, hosts, sizes):
+    rollout = Rollout.from_play({"canary": canary, "serial": serial})
+    assert [len(b) for b in rollout.batches(list(range(hosts)))] == sizes
+
+
+def test_a_failed_canary_host_stops_the_rollout_whatever_the_limit():
+    rollout = Rollout.from_play({"canary": 2, "serial": 1, "max_fail_percentage": 60})
+    assert rollout.stops_after(1, 2, number=1) is True
+    assert rollout.stops_after(1, 2, number=2) is False  # later batches: the limit as written
 
 
 def test_a_failed_canary_stops_the_rollout_before_the_other_hosts(tmp_path):

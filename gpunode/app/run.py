@@ -29,6 +29,10 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     The connections start opening first: the code for the run, the live display and the summary imports while the
     hosts answer."""
     check_arguments(book, selected, extra_vars)  # a wrong value is refused before any host is contacted
+    from gpunode.schedulers.drain import drainer_for
+
+    for host in selected:  # a wrong scheduler name too
+        drainer_for(host.name, host.vars)
     for user in book.library:  # code taken from the project's library/ folder is never taken silently
         say(f"user steps: {user.shown}")
     for warning in misspelt_variables(book, selected, extra_vars):
@@ -53,10 +57,8 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     options = RunOptions(check=check, forks=forks, extra_vars=extra_vars, connect=connect_options)
     if max_diff_size:
         options.max_diff_size = max_diff_size
-    if book.rollout.serial:
-        batches = book.rollout.batches([h.name for h in selected])
-        say(f"rollout (serial: {', '.join(book.rollout.serial)}): " +
-            "; ".join(f"batch {n}: {', '.join(names)}" for n, names in enumerate(batches, 1)))
+    if book.rollout.rolling:
+        say(rollout_plan(book, selected))
     if is_tty() and not verbose:
         with LiveEvents([h.name for h in selected]) as events:
             result = run_playbook(book, selected, options, events, early)
@@ -66,6 +68,21 @@ def run_and_report(book: Playbook, selected: list[Host], check: bool, forks: int
     print_summary(result, show_diffs=True if diff else None)
     say(f"per-host logs: {logs}/")
     return EXIT_FAILED if result.exit_code else EXIT_OK
+
+
+def rollout_plan(book: Playbook, selected: list[Host]) -> str:
+    """The batches in order (the canary first), and which hosts leave their scheduler before a change that
+    disturbs their GPUs."""
+    rollout = book.rollout
+    written = [f"canary: {rollout.canary}"] if rollout.canary else []
+    written += [f"serial: {', '.join(rollout.serial)}"] if rollout.serial else []
+    batches = rollout.batches([h.name for h in selected])
+    lines = [f"rollout ({'; '.join(written)}): " + "; ".join(
+        f"batch {n}{' (canary)' if n == 1 and rollout.canary else ''}: {', '.join(names)}"
+        for n, names in enumerate(batches, 1))]
+    if book.gate:
+        lines.append(f"  gate after each changed host: {', '.join(s.name for s in book.gate)}")
+    return "\n".join(lines)
 
 
 def diff_size(value: str | int | None) -> int | None:

@@ -41,7 +41,11 @@ class Transcript:
         self._streamed = 0
         self._running = ""
         self._file: TextIO | None = None
-        if self.log_path:
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Append to the log file again after close() (a rolling run's gate and resume come after the host's run)."""
+        if self.log_path and not self._file:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 

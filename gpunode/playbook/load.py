@@ -27,7 +27,16 @@ from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
 STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
-PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers", "serial", "max_fail_percentage"}
+PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers", "serial", "max_fail_percentage", "canary",
+             "drain", "drain_timeout", "rollback", "gate"}
+ROLLOUT_FIX = {
+    "serial": "serial: 1, serial: 25%, or a list such as [1, 5, 25%] (the last size repeats)",
+    "max_fail_percentage": "max_fail_percentage: 0 to 100",
+    "canary": "canary: 1 (the first host alone, which must pass before any other is touched)",
+    "drain": "drain: auto (take a node out of its scheduler before a change that disturbs its GPUs) or never",
+    "drain_timeout": "drain_timeout: 3600 (seconds to wait for the node's running jobs)",
+    "rollback": "rollback: true or false",
+}
 # Ansible task keywords and modules gpunode has no key for: what to write instead (docs/guide.md, "Coming from Ansible")
 ANSIBLE_INSTEAD = {
     "loop": "loops are not supported: give the list to the step, e.g. `packages: {names: [...]}`",
@@ -92,6 +101,7 @@ class Playbook:
     sha256: str = ""
     rollout: Rollout = field(default_factory=Rollout)  # `serial` and `max_fail_percentage`: hosts in batches
     library: list[UserSteps] = field(default_factory=list)  # user step files loaded (library/ beside a playbook)
+    gate: list[StepSpec] = field(default_factory=list)  # `gate:` steps a changed host must pass before it returns
 
     @property
     def tags(self) -> list[str]:
@@ -120,18 +130,31 @@ def load_playbook(ref: str | Path, _chain: tuple[Path, ...] = ()) -> Playbook:
     parts = "".join([*(b.sha256 for b in included), *(u.sha256 for u in library)])
     digest = hashlib.sha256(path.read_bytes() + parts.encode()).hexdigest()
     return Playbook(source, str(data.get("name") or path.stem), data.get("hosts"), dict(variables),
-                    steps, handlers, digest, _rollout(data, source), library)
+                    steps, handlers, digest, _rollout(data, source), library, _gate(data, source, chain))
+
+
+def _gate(data: LineDict, source: str, chain: tuple[Path, ...]) -> list[StepSpec]:
+    """The play's `gate:` steps (run on a host after its change, before it returns to its scheduler)."""
+    gate = data.get("gate")
+    if gate is None:
+        return []
+    if not isinstance(gate, list) or not gate:
+        raise UsageError("`gate` must be a non-empty list of steps", source=source, line=data.line_of("gate"),
+                         fix="e.g. `gate: [{command: {cmd: 'nvidia-smi -L'}}]`, or leave it out")
+    steps, handlers, _ = _steps(gate, data.line_of("gate"), source, dict(data.get("vars") or {}), chain)
+    if handlers or any(s.notify for s in steps):
+        raise UsageError("a gate step cannot notify handlers", source=source, line=data.line_of("gate"),
+                         fix="a gate only checks: remove `notify:` from it")
+    return steps
 
 
 def _rollout(data: LineDict, source: str) -> Rollout:
-    """The play's `serial` and `max_fail_percentage` (Ansible's play keys), checked."""
+    """The play's `serial` and `max_fail_percentage` (Ansible's play keys) and gpunode's rolling keys, checked."""
     try:
-        return Rollout.parse(data.get("serial"), data.get("max_fail_percentage"))
+        return Rollout.from_play(data)
     except ValueError as exc:
-        key = "serial" if str(exc).startswith("serial") else "max_fail_percentage"
-        raise UsageError(str(exc), source=source, line=data.line_of(key),
-                         fix="serial: 1, serial: 25%, or a list such as [1, 5, 25%] (the last size repeats); "
-                         "max_fail_percentage: 0 to 100") from None
+        key = str(exc).partition(":")[0]
+        raise UsageError(str(exc), source=source, line=data.line_of(key), fix=ROLLOUT_FIX.get(key, "")) from None
 
 
 def _play(path: Path, source: str) -> LineDict:

@@ -62,7 +62,7 @@ def check_arguments(book: Any, hosts: list[Any], extra_vars: dict[str, Any]) -> 
     from gpunode.steps.kinds import build_step
 
     seen: set[tuple[int, str]] = set()
-    specs = [*book.steps, *book.handlers.values()]
+    specs = [*book.steps, *book.handlers.values(), *book.gate]
     registered = {spec.register for spec in specs if spec.register}
     for host in hosts:
         for index, spec in enumerate(specs):

@@ -37,6 +37,7 @@ class HostOutcome:
     log_path: str = ""
     phases: dict[str, float] = field(default_factory=dict)   # seconds: connect, lock + facts, probe, steps, release
     commands: list[dict] = field(default_factory=list)       # each remote command: label, seconds, exit_code, session
+    rollout: dict = field(default_factory=dict)  # a rolling run: drain, wait, gate, resume or hold, rollback (times)
 
     @property
     def changed(self) -> int:

@@ -21,7 +21,7 @@ from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render
 from gpunode.report.model import HostOutcome, StepOutcome
 from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
-from gpunode.runner.host_state import Carried, Handlers, PackageShare, Session, Share
+from gpunode.runner.host_state import BeforeDisturbing, Carried, Handlers, PackageShare, Session, Share
 from gpunode.steps import Action, Step, StepContext, StepFailed, build_step, step_facts_sections
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 from gpunode.steps.diffs import render as render_diff
@@ -67,6 +67,7 @@ class HostRun:
     outcome: HostOutcome = field(init=False)
     opening: Future[None] | None = None  # the connection already opening (runner/early.py), or None: open it here
     max_diff_size: int = DEFAULT_MAX_DIFF_SIZE  # bytes of diff per step in reports (--max-diff-size)
+    before_disturbing: BeforeDisturbing | None = None  # a rolling run's drain (runner/rolling.py)
 
     def __post_init__(self) -> None:
         self.outcome = HostOutcome(host=self.host.name, address=self.host.address,
@@ -114,10 +115,7 @@ class HostRun:
                 if self.session.lock:
                     self._release(self.session.lock)
                 self.conn.close()
-            self.outcome.exec_count = self.conn.transcript.exec_count
-            self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
-                                      "exit_code": r.exit_code, "new_session": r.new_session}
-                                     for r in self.conn.transcript.records]
+            account_commands(self.outcome, self.conn)
             self.outcome.seconds = time.monotonic() - started
             self.conn.transcript.note("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.outcome.phases.items()))
             self.conn.transcript.note(f"finished: {self.outcome.status} after {self.outcome.exec_count} remote execs")
@@ -348,6 +346,8 @@ class HostRun:
         outcome.diffs = [render_diff(a.diff, self.max_diff_size) for a in actions if a.diff]
         changes = [a for a in actions if a.changes]
         _require_root(facts, self.host.name, step, changes)
+        if self.before_disturbing and changes and (step.disturbs_gpus or any(a.reboot for a in changes)):
+            self.before_disturbing(self.conn, outcome.name, ctx.check, self.outcome.notes)
         if ctx.check:
             outcome.status = _predicted(ctx, changes)
         elif actions:
@@ -436,6 +436,13 @@ class HostRun:
                 step="reboot",
             )
         return facts
+
+
+def account_commands(outcome: HostOutcome, conn: Connection) -> None:
+    """The host's remote commands so far, into its report (label redacted, seconds, exit code, session)."""
+    outcome.exec_count = conn.transcript.exec_count
+    outcome.commands = [{"label": conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
+                         "exit_code": r.exit_code, "new_session": r.new_session} for r in conn.transcript.records]
 
 
 def _predicted(ctx: StepContext, changes: list[Action]) -> str:

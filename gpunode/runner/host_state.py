@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
+from gpunode.connection import Connection
 from gpunode.facts import Facts
 from gpunode.runner import remote_lock
 from gpunode.steps import Action, StepContext
@@ -14,6 +15,14 @@ from gpunode.steps.probe import ProbeBatch
 from gpunode.steps.state import HostState
 
 Share: TypeAlias = Callable[[StepContext, Action], str]  # the package share a step's packages go through
+
+
+class BeforeDisturbing(Protocol):
+    """Called once a step is about to make a change that disturbs the GPUs' running work (runner/rolling.py takes
+    the node out of its scheduler); in --check it only says what it would do, in `notes`. Raising GpunodeError
+    fails the host before that change."""
+
+    def __call__(self, conn: Connection, step: str, check: bool, notes: list[str]) -> None: ...
 
 
 @dataclass

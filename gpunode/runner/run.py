@@ -6,7 +6,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from gpunode.report.model import HostOutcome, RunResult
 from gpunode.runner.early import EarlyConnections
 from gpunode.runner.events import Events, NoEvents
 from gpunode.runner.host_run import HostRun
+from gpunode.runner.rolling import HostRollout
+from gpunode.schedulers.drain import drainer_for
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 
 
@@ -42,16 +44,17 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
     opening = early.opening if early else {}
     runs = [HostRun(h, connections[h.name], playbook, options.extra_vars, options.check, events, cancel,
                     opening=opening.get(h.name), max_diff_size=options.max_diff_size) for h in hosts]
+    rolling = host_rollouts(playbook, hosts) if playbook.rollout.rolling or playbook.gate else {}
     outcomes: dict[str, HostOutcome] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, min(options.forks, len(hosts))), thread_name_prefix="host")
     try:
         batches = playbook.rollout.batches(runs)
         for number, batch in enumerate(batches, 1):
-            if not _run_batch(pool, batch, outcomes, cancel, connections):
+            if not _run_batch(pool, batch, outcomes, cancel, connections, rolling):
                 _not_run(runs, outcomes, "interrupted by the user (Ctrl-C) before it ran")
                 break
             failed = sum(outcomes[run.host.name].failed for run in batch)
-            if number < len(batches) and playbook.rollout.stops_after(failed, len(batch)):
+            if number < len(batches) and playbook.rollout.stops_after(failed, len(batch), number):
                 _not_run(runs, outcomes, f"not run: the rollout stopped after batch {number} of {len(batches)}, "
                          f"where {failed} of {len(batch)} host(s) failed{_limit(playbook.rollout)}",
                          "fix the failed hosts (their errors are above) and run again: the hosts done are converged "
@@ -68,11 +71,21 @@ def default_log_dir() -> Path:
     return Path(".gpunode") / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
+def host_rollouts(playbook: Playbook, hosts: list[Host]) -> dict[str, HostRollout]:
+    """Each host's rolling side: its scheduler (from its inventory variables) and the play's gate."""
+    gate = replace(playbook, name=f"{playbook.name} (gate)", steps=playbook.gate, handlers={}, gate=[]) \
+        if playbook.gate else None
+    return {h.name: HostRollout(playbook.rollout, drainer_for(h.name, h.vars), gate) for h in hosts}
+
+
 def _run_batch(pool: ThreadPoolExecutor, batch: list[HostRun], outcomes: dict[str, HostOutcome],
-               cancel: threading.Event, connections: dict[str, Connection]) -> bool:
+               cancel: threading.Event, connections: dict[str, Connection],
+               rolling: dict[str, HostRollout] | None = None) -> bool:
     """Run the batch's hosts at once into `outcomes`; False after Ctrl-C, which cancels cleanly (the hosts not
-    started are cancelled)."""
-    futures = {pool.submit(run.run): run for run in batch}
+    started are cancelled). A rolling run's hosts go through their HostRollout."""
+    rolling = rolling or {}
+    futures = {pool.submit(rolling[run.host.name].run, run) if run.host.name in rolling else pool.submit(run.run): run
+               for run in batch}
     try:
         for future in as_completed(futures):  # wakes as each host ends (Ctrl-C still interrupts the wait)
             outcomes[futures[future].host.name] = future.result()

@@ -21,6 +21,7 @@ class DkmsModuleStep(Step):
     kernel; through the module cache unless `cache: off`."""
 
     kind = "dkms_module"
+    disturbs_gpus = True
     facts_sections = frozenset()  # core only: kernel, architecture, Secure Boot
     name: str = arg("", "the module's DKMS name (its source is in /usr/src/<name>-<version>)")
     version: str = arg("", "the module's version, as in its dkms.conf")

@@ -135,6 +135,9 @@ class Step:
     facts_sections: ClassVar[frozenset[str]] = frozenset(OPTIONAL_SECTIONS)
     # its changes are made as root (packages, units, /etc): without root and without become it cannot work
     needs_root: ClassVar[bool] = True
+    # a change it makes disturbs the GPUs' running work (the driver or module replaced, MIG re-partitioned): in a
+    # rolling run with `drain: auto` the host leaves its scheduler first (runner/rolling.py). A reboot always does.
+    disturbs_gpus: ClassVar[bool] = False
 
     def probe(self, facts: Facts) -> Snippets | None:
         """Named shell snippets (run as root, batched with the other steps' probes, see steps/probe.py); `plan`

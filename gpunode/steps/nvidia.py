@@ -64,6 +64,7 @@ class NvidiaDriverStep(Step):
     """Install the NVIDIA driver (distro packages, NVIDIA's CUDA repo, or a runfile) for the target kernel."""
 
     kind = "nvidia_driver"
+    disturbs_gpus = True
     facts_sections = frozenset({"pkgmgr", "packages", "services", "gpu"})
     method: Literal["distro", "cuda-repo", "runfile"] = arg("distro", "where the driver comes from: the distro's "
                                                             "packages, NVIDIA's CUDA repository or a runfile")

@@ -88,6 +88,7 @@ class NvidiaMigStep(Step):
     """
 
     kind = "nvidia_mig"
+    disturbs_gpus = True
     facts_sections = frozenset()
     config: list[dict[str, Any]] = arg(factory=list, doc=(
         "the layout: a list of {devices: all | [indexes], mig-enabled: true/false, mig-devices: {profile: count}} "

@@ -1,0 +1,54 @@
+"""The drain protocol a rolling run uses, and which scheduler a host is in (its inventory variables).
+
+A host's scheduler is named by `gpunode_scheduler` (`slurm` or `none`) in the inventory (usually in a group's
+vars); `slurm_node_name` gives the node's Slurm name when it is not the host's short hostname.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from gpunode.connection import Connection
+from gpunode.errors import UsageError
+
+SCHEDULERS = ("slurm", "none")
+
+
+class Drainer(Protocol):
+    """One node in its scheduler. Every call runs through the node's own connection (Slurm's client and munge key
+    are on every slurmd node, and root there may change node states) and raises GpunodeError on failure."""
+
+    @property
+    def describe(self) -> str:
+        """How reports name the node: "slurm node gpu1"."""
+        ...
+
+    def drain(self, conn: Connection, reason: str) -> None:
+        """Take the node out: no new work lands; running work goes on."""
+        ...
+
+    def running(self, conn: Connection) -> list[str]:
+        """The work still running on the node, each item described for a person (id, user, name, time left)."""
+        ...
+
+    def resume(self, conn: Connection) -> None:
+        """Put the node back."""
+        ...
+
+    def hold(self, conn: Connection, reason: str) -> None:
+        """Keep the node out with this reason (its change or gate failed)."""
+        ...
+
+
+def drainer_for(name: str, variables: dict[str, Any]) -> Drainer | None:
+    """The host's drainer from its variables; None when it is in no scheduler. A wrong name is refused (exit 2)."""
+    scheduler = str(variables.get("gpunode_scheduler") or "none")
+    if scheduler not in SCHEDULERS:
+        raise UsageError(f"{name}: gpunode_scheduler is {scheduler!r}, not one of {', '.join(SCHEDULERS)}",
+                         fix="set gpunode_scheduler: slurm in the group's vars (or none), and slurm_node_name where "
+                         "the Slurm name is not the host's short hostname")
+    if scheduler == "slurm":
+        from gpunode.schedulers.slurm_drain import SlurmDrainer
+
+        return SlurmDrainer(str(variables.get("slurm_node_name") or ""))
+    return None
