@@ -25,7 +25,7 @@ from gpunode.steps.kinds import argument_fix, build_step
 from gpunode.yamlfile import LineDict, LineList, load_yaml_file
 
 TASK_KEYS = {"register", "ignore_errors", "failed_when", "changed_when", "check_mode"}  # Ansible's, same meaning
-STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", *TASK_KEYS}
+STEP_KEYWORDS = {"name", "when", "notify", "tags", "sensitive", "no_log", "disturbs_gpus", *TASK_KEYS}
 INCLUDE_KEYS = {"include", "name", "vars", "when", "tags"}
 PLAY_KEYS = {"name", "description", "hosts", "vars", "steps", "handlers", "serial", "max_fail_percentage", "canary",
              "drain", "drain_timeout", "rollback", "gate"}
@@ -82,6 +82,8 @@ class StepSpec:
     failed_when: list[str] | None = None   # conditions (all must hold) that make the step failed, instead of exit codes
     changed_when: list[str] | None = None  # conditions (all must hold) that make the step changed
     check_mode: bool | None = None         # false: runs in --check too (a read-only query); true: always predicts
+    disturbs_gpus: bool | None = None      # its change disturbs running GPU work (a rolling run drains first);
+                                           # None: as its kind says (steps/model.py Step.disturbs_gpus)
 
     @property
     def where(self) -> str:
@@ -370,13 +372,14 @@ def _task_keys(item: dict, source: str, line: int) -> dict[str, Any]:
             raise UsageError(f"register: {register!r} is not a variable name", source=source,
                              line=_line(item, "register", line), fix="e.g. `register: result` (letters, digits, _)")
         keys["register"] = register
-    for key in ("ignore_errors", "check_mode"):
+    for key in ("ignore_errors", "check_mode", "disturbs_gpus"):
         flag = item.get(key)
         if flag is not None and not isinstance(flag, bool):
             raise UsageError(f"{key} must be true or false, got {flag!r}", source=source,
                              line=_line(item, key, line), fix=f"write {key}: true or {key}: false")
     keys["ignore_errors"] = bool(item.get("ignore_errors", False))
     keys["check_mode"] = item.get("check_mode")
+    keys["disturbs_gpus"] = item.get("disturbs_gpus")
     for key in ("failed_when", "changed_when"):
         if item.get(key) is not None:
             keys[key] = _conditions(item[key], key, source, _line(item, key, line))

@@ -8,11 +8,11 @@ but at least 1; a list's last size repeats for the hosts left; after a batch, th
 (or unreachable) share of that batch exceeds `max_fail_percentage`, or, without it, when every host of the batch
 failed.
 
-gpunode's own keys for GPU fleets (docs/playbook-language.md): `canary` (a first batch of that many hosts, every one of which
-must pass, gate included, before any other host is touched), `drain` (`auto`: a host whose run is about to make a
-change that disturbs its GPUs is first taken out of its scheduler, waiting for its running work to end, and put back
-after its gate passed; `never`), `drain_timeout` (seconds to wait for that work) and `rollback` (a host whose change
-or gate failed gets back the NVIDIA packages it held before).
+gpunode's own keys for GPU fleets (docs/playbook-language.md): `canary` (a first batch of that many hosts, every one
+of which must pass, gate included, before any other host is touched), `drain` (`auto`: a host whose run is about to
+make a change that disturbs its GPUs is first taken out of its scheduler, waiting for its running work to end, and
+put back after its gate passed; `never`), `drain_timeout` (seconds to wait for that work) and `rollback` (a host
+whose change or gate failed gets back the NVIDIA packages it held before).
 """
 
 from __future__ import annotations

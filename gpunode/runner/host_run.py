@@ -328,7 +328,7 @@ class HostRun:
                           package_share=self._package_share(facts))
         error: GpunodeError | None = None
         try:
-            facts = self._plan_and_apply(item.step, ctx, outcome, facts)
+            facts = self._plan_and_apply(item.step, ctx, outcome, facts, spec.disturbs_gpus)
         except GpunodeError as exc:
             outcome.status = "cancelled" if self.cancel.is_set() else "failed"  # Ctrl-C closed its connection
             error = exc
@@ -339,14 +339,18 @@ class HostRun:
                 self.outcome.notes += ctx.notes  # cache entry): the cause may lie there
         return self._settle(item, outcome, ctx.results, error, started, facts)
 
-    def _plan_and_apply(self, step: Step, ctx: StepContext, outcome: StepOutcome, facts: Facts) -> Facts:
-        """Plan the step and (unless checking) apply what it planned; the outcome says what happened."""
+    def _plan_and_apply(self, step: Step, ctx: StepContext, outcome: StepOutcome, facts: Facts,
+                        disturbs: bool | None = None) -> Facts:
+        """Plan the step and (unless checking) apply what it planned; the outcome says what happened. `disturbs`:
+        the playbook's `disturbs_gpus:` for this step (None: as its kind says)."""
         actions = step.plan(ctx)
         outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
         outcome.diffs = [render_diff(a.diff, self.max_diff_size) for a in actions if a.diff]
         changes = [a for a in actions if a.changes]
         _require_root(facts, self.host.name, step, changes)
-        if self.before_disturbing and changes and (step.disturbs_gpus or any(a.reboot for a in changes)):
+        if disturbs is None:
+            disturbs = step.disturbs_gpus or any(a.reboot for a in changes)
+        if self.before_disturbing and changes and disturbs:
             self.before_disturbing(self.conn, outcome.name, ctx.check, self.outcome.notes)
         if ctx.check:
             outcome.status = _predicted(ctx, changes)
