@@ -1,0 +1,1 @@
+"""Scheduler hooks: drain a node before a change, return it after (Slurm)."""
