@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpunode.errors import GpunodeError, UsageError
 
@@ -92,20 +92,15 @@ class Job:
         return f"{self.job_id} ({self.user}, {self.name!r}, {self.state}, time left {self.time_left})"
 
 
-@dataclass
 class DrainTimeout(GpunodeError):
-    """The bound passed with jobs still on the node."""
+    """The bound passed with jobs still on the node: `jobs` names them."""
 
-    node: str = ""
-    jobs: list[Job] = field(default_factory=list)
-    waited_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        running = "; ".join(job.describe() for job in self.jobs) or "none listed (the node is still COMPLETING)"
-        GpunodeError.__init__(
-            self, f"node {self.node} still draining after {self.waited_s:.0f}s; running jobs: {running}",
-            fix=f"wait for them to end, or raise the drain bound; `scontrol update NodeName={self.node} "
-                "State=RESUME` returns the node unchanged", step="slurm drain")
+    def __init__(self, node: str, jobs: list[Job], waited_s: float) -> None:
+        running = "; ".join(job.describe() for job in jobs) or "none listed (the node is still COMPLETING)"
+        super().__init__(f"node {node} still draining after {waited_s:.0f}s; running jobs: {running}",
+                         fix=f"wait for them to end, or raise the drain bound; `scontrol update NodeName={node} "
+                             "State=RESUME` returns the node to service unchanged", step="slurm drain")
+        self.node, self.jobs, self.waited_s = node, jobs, waited_s
 
 
 def check_node_name(node: str) -> str:
@@ -193,7 +188,8 @@ def node_jobs(run: Run, node: str) -> list[Job]:
 
 def drain(run: Run, node: str, reason: str) -> NodeState:
     """Drain `node` (running jobs go on; no new ones start) with `reason` prefixed `gpunode:`."""
-    text = reason if reason.startswith(GPUNODE_REASON) else f"{GPUNODE_REASON} {reason}"
+    text = clean_reason(reason)
+    text = text if text.startswith(GPUNODE_REASON) else f"{GPUNODE_REASON} {text}"
     _checked(run, drain_command(node, text), node)
     return node_state(run, node)
 
@@ -222,5 +218,5 @@ def wait_drained(run: Run, node: str, timeout_s: float, poll_s: float = 2.0,
             return state
         waited = clock() - start
         if waited >= timeout_s:
-            raise DrainTimeout(cause="", node=node, jobs=node_jobs(run, node), waited_s=waited)
+            raise DrainTimeout(node, node_jobs(run, node), waited)
         sleep(min(poll_s, max(timeout_s - waited, 0.0)))
