@@ -61,7 +61,9 @@ fi
 OUT=$(mktemp) || exit 2
 timeout -k 5 "$BUDGET" "$ACCEPT" --tier quick --format slurm >"$OUT" 2>/dev/null
 RC=$?
-LINE=$(head -n 1 "$OUT" | tr -d '\r' | tr '\t\n' '  ' | tr -d '"')
+# One line for scontrol's Reason=: tabs to spaces; control characters and '"' dropped (scontrol strips a leading
+# and trailing quote, src/scontrol/update_node.c:167-179); no edge spaces.
+LINE=$(head -n 1 "$OUT" | tr '\t' ' ' | tr -d '\000-\037\177"' | sed 's/^ *//; s/ *$//')
 rm -f "$OUT"
 
 STATUS=$(node_status)
@@ -90,7 +92,7 @@ case "$RC" in
     1)
         [ -n "$LINE" ] || LINE="quick acceptance tier failed (no finding printed)"
         if [ "$OFFLINE" = 1 ] && [ "$OURS" = 0 ]; then
-            say "fail: $LINE; node already $STATE for another reason ($REASON): left as it is"
+            say "fail: $LINE; node already offline ($STATE) for another reason ($REASON): left as it is"
         else
             say "fail: $LINE; draining"
             "$SCONTROL" update NodeName="$NODE" State=DRAIN Reason="$LEADER $LINE"
