@@ -100,7 +100,8 @@ def test_slurmd_runs_the_check_periodically_drain_resume_admin_and_could_not_jud
     verdict(good, 2, "nvidia-smi did not answer in 10s")
     next_calls(good)
     assert not cluster.node(good.name).drain
-    assert "health_check failed: rc:2 output:slurm-healthcheck" in cluster.sh(good, "cat /var/log/slurm/slurmd.log").stdout
+    log = cluster.sh(good, "cat /var/log/slurm/slurmd.log").stdout
+    assert "health_check failed: rc:2 output:slurm-healthcheck" in log
 
 
 def test_slurmd_runs_the_check_at_its_start(slurm_cluster_factory):

@@ -32,8 +32,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the facts through protocols), so the layer has no loop
     "parsers": ("parsers", "facts", "distros"),
     # L4 GPU/driver knowledge; the test lab (it provisions nothing: it starts hosts of the lab distro, whose suites,
-    # cloud user and archive are the adapter's); the serverless clouds' GPU pods (gpupod: core imports only)
-    "gpu": ("gpu", "lab", "gpupod"),
+    # cloud user and archive are the adapter's); the serverless clouds' GPU pods (gpupod: core imports only); the
+    # schedulers' drain/resume and config lines (core imports only; the lab's Slurm cluster writes its slurm.conf)
+    "gpu": ("gpu", "lab", "gpupod", "schedulers"),
     # L5 the caches of the run: built modules (key, store, remote, coord), shared package files; no steps
     "modcache": ("modcache", "pkgshare"),
     "steps": ("steps",),                    # L6 step kinds: plan and apply

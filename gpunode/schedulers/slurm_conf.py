@@ -2,23 +2,33 @@
 
 Every key is Slurm 22.05's (Debian 12 packages 22.05.8), from its man page slurm.conf(5):
 SchedMD/slurm@d525b6872a106d32916b33a8738f12510ec7cf04 (tag slurm-22-05-8-1) doc/man/man5/slurm.conf.5, at the
-line named beside each key in KEY_SOURCES (the line of the key's `.TP` heading).
+line named beside each key in the fact table SLURM_CONF_KEYS.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SLURM_CONF_MAN = "SchedMD/slurm@d525b6872a106d32916b33a8738f12510ec7cf04:doc/man/man5/slurm.conf.5"
-KEY_SOURCES: dict[str, int] = {
-    "ClusterName": 642, "SlurmctldHost": 4562, "AuthType": 497, "SlurmUser": 5087, "StateSaveLocation": 5152,
-    "SlurmdSpoolDir": 4962, "SlurmctldPidFile": 4700, "SlurmdPidFile": 4935, "SlurmctldLogFile": 4577,
-    "SlurmdLogFile": 4884, "ProctrackType": 2998, "TaskPlugin": 5353, "MpiDefault": 2273,
-    "ReturnToService": 3436, "JobAcctGatherType": 1501, "AccountingStorageType": 205, "JobCompType": 1665,
-    "JobCompLoc": 1634, "HealthCheckProgram": 1452, "HealthCheckInterval": 1410, "HealthCheckNodeState": 1416,
-    "NodeName": 5782, "NodeAddr": 5825, "CPUs": 5894, "State": 6037, "PartitionName": 6761, "Nodes": 6638,
-    "Default": 6452, "MaxTime": 6620,
+from gpunode.vendor_facts import Fact, Pin, fact_table
+
+SLURM = Pin("SchedMD/slurm", "d525b6872a106d32916b33a8738f12510ec7cf04")  # tag slurm-22-05-8-1
+_MAN = "doc/man/man5/slurm.conf.5"
+_KEY_LINES = {
+    "ClusterName": "642", "SlurmctldHost": "4562", "AuthType": "497", "SlurmUser": "5087",
+    "StateSaveLocation": "5152", "SlurmdSpoolDir": "4962", "SlurmctldPidFile": "4700", "SlurmdPidFile": "4935",
+    "SlurmctldLogFile": "4577", "SlurmdLogFile": "4884", "ProctrackType": "2998", "TaskPlugin": "5353",
+    "MpiDefault": "2273", "ReturnToService": "3436", "JobAcctGatherType": "1501", "AccountingStorageType": "205",
+    "JobCompType": "1665", "JobCompLoc": "1634", "HealthCheckProgram": "1452", "HealthCheckInterval": "1410",
+    "HealthCheckNodeState": "1416", "NodeName": "5782", "NodeAddr": "5825", "CPUs": "5894", "State": "6037",
+    "PartitionName": "6761", "Nodes": "6638", "Default": "6452", "MaxTime": "6620",
 }
+# Every slurm.conf key gpunode writes, with the line of its `.TP` heading in slurm.conf(5) at that commit.
+SLURM_CONF_KEYS = fact_table("slurm-conf", {
+    key: Fact(key, SLURM.at(_MAN, line), "slurm.conf(5) entry of the key") for key, line in _KEY_LINES.items()
+} | {
+    "CgroupPlugin": Fact("CgroupPlugin", SLURM.at("doc/man/man5/cgroup.conf.5", "43"), "cgroup.conf(5): v1, v2 "
+                         "or autodetect (the default)"),
+})
 
 # Where gpunode installs its HealthCheckProgram (scripts/slurm_healthcheck.sh) on a node.
 HEALTHCHECK_PATH = "/usr/local/libexec/gpunode/slurm-healthcheck"
