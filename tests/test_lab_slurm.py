@@ -50,6 +50,11 @@ def test_cluster_starts_fast_and_sacct_sees_a_job(slurm_cluster):
     assert cluster.timings["total_s"] < 30, cluster.timings
     version = cluster.ctl(["scontrol", "--version"]).stdout
     assert version.startswith("slurm-wlm 22.05."), version  # Debian names its build slurm-wlm
+    config = cluster.ctl(["scontrol", "show", "config"]).stdout  # what slurmctld loaded from gpunode's slurm.conf
+    for key, value in (("ProctrackType", "proctrack/linuxproc"), ("TaskPlugin", "task/none"),
+                       ("JobCompType", "jobcomp/filetxt"), ("AccountingStorageType", "accounting_storage/none"),
+                       ("JobAcctGatherType", "jobacct_gather/linux")):
+        assert re.search(rf"^{key}\s+= {value}$", config, re.M), (key, config)
     plain = cluster.ctl(["sacct"])  # what a user types first: Slurm says why, and --completion is the answer
     assert "accounting storage is disabled" in plain.stderr
     job = submit(cluster, cluster.nodes[1].name, 2, name="hello")

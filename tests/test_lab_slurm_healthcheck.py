@@ -8,6 +8,7 @@ put in a file, and records each call with the SLURMD_NODENAME it was given, so t
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def next_calls(host, count: int = 2, timeout: float = 20) -> None:
 def test_slurmd_runs_the_check_periodically_drain_resume_admin_and_could_not_judge(slurm_cluster_factory):
     cluster = slurm_cluster_factory(healthcheck=healthcheck_lines(interval_s=2))
     bad, good = cluster.nodes
+    config = cluster.ctl(["scontrol", "show", "config"]).stdout  # what slurmctld loaded from gpunode's lines
+    assert re.search(rf"^HealthCheckProgram\s+= {HEALTHCHECK_PATH}$", config, re.M), config
+    assert re.search(r"^HealthCheckInterval\s+= 2 sec$", config, re.M)
+    assert re.search(r"^HealthCheckNodeState\s+= IDLE$", config, re.M)
     for host in cluster.nodes:
         install(host)
     verdict(bad, 1, FINDING)
