@@ -150,3 +150,14 @@ def test_conf_keys_all_have_their_man_page_line_and_render() -> None:
            "HealthCheckNodeState=IDLE\n" in text
     with pytest.raises(ValueError, match="0 disables"):
         healthcheck_lines(0)
+
+
+def test_over_a_gpunode_connection_each_argument_stays_one_word() -> None:
+    from gpunode.connection.local import LocalConnection
+    from gpunode.connection.transcript import Transcript
+    from gpunode.inventory import Host
+
+    run = slurm.over_connection(LocalConnection(Host(name="localhost", address="127.0.0.1", local=True),
+                                                Transcript("localhost")), sudo=False)
+    result = run(["printf", "%s|", "NodeName=n1", "Reason=gpunode: GPU 0 $(reboot); `x`"])
+    assert (result.code, result.stdout) == (0, "NodeName=n1|Reason=gpunode: GPU 0 $(reboot); `x`|")

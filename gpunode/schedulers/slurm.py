@@ -8,9 +8,11 @@ SchedMD/slurm@d525b6872a106d32916b33a8738f12510ec7cf04 (tag slurm-22-05-8-1); `S
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from gpunode.errors import GpunodeError, UsageError
 
@@ -42,6 +44,26 @@ class Completed:
 
 
 Run = Callable[[list[str]], Completed]
+
+
+class _Result(Protocol):
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+class _Connection(Protocol):
+    def run(self, command: str, *, sudo: bool | None = None, label: str | None = None) -> _Result: ...
+
+
+def over_connection(connection: _Connection, sudo: bool = True) -> Run:
+    """A `Run` over one of gpunode's connections (SSH or local) to a host with Slurm's client commands: each argv
+    is quoted word by word (a reason stays one argument), run as root by default (scontrol update needs an
+    administrator: SlurmUser or root)."""
+    def run(argv: list[str]) -> Completed:
+        result = connection.run(shlex.join(argv), sudo=sudo, label=f"slurm: {' '.join(argv[:3])}")
+        return Completed(result.exit_code, result.stdout, result.stderr)
+    return run
 
 
 @dataclass
