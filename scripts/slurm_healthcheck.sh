@@ -8,7 +8,8 @@
 # prints one line (the first failing finding) and exits 0 pass, 1 fail, 2 could not judge.
 #   fail (1):  drain this node with reason "gpunode: <line>", unless it is already drained or down for a reason
 #              that is not gpunode's (an admin's drain keeps its reason).
-#   pass (0):  resume this node only if gpunode drained it (reason starts "gpunode:"), never an admin's drain.
+#   pass (0):  resume this node only if gpunode's health check drained it (reason starts "gpunode:" but not
+#              "gpunode: change:", a rolling change's drain), never an admin's drain.
 #   2, or anything else (killed, missing program, timed out): nothing changes. The program could not judge the
 #              node (no GPU driver answer, a tool missing, its own budget spent); draining a fleet on "don't
 #              know" would take good nodes out on a broken check. The line is printed for slurmd's log.
@@ -73,7 +74,10 @@ case "$STATE" in
     down*|drain*|drng*|fail*|maint*) OFFLINE=1 ;;
     *) OFFLINE=0 ;;
 esac
+# A drain for a change in progress (gpunode.schedulers.slurm.CHANGE_REASON) is gpunode's too, but only the change's
+# own gate lifts it: a pass here must not return a node in the middle of its driver change.
 case "$REASON" in
+    "$LEADER change:"*) OURS=0 ;;
     "$LEADER"*) OURS=1 ;;
     *) OURS=0 ;;
 esac

@@ -71,7 +71,7 @@ def test_drain_waits_for_the_running_job_then_resume(slurm_cluster):
     state = slurm.drain(cluster.ctl, node, "driver 535 -> 550 (rolling change)")
     assert state.draining and not state.drained, state
     assert state.state == "ALLOCATED+DRAIN"
-    assert state.reason == "gpunode: driver 535 -> 550 (rolling change)" and state.reason_user == "root"
+    assert state.reason == "gpunode: change: driver 535 -> 550 (rolling change)" and state.reason_user == "root"
 
     with pytest.raises(slurm.DrainTimeout) as bound:  # the bound hit while the job runs names it
         slurm.wait_drained(cluster.ctl, node, timeout_s=1, poll_s=0.5)
@@ -112,7 +112,7 @@ def test_reason_with_quotes_and_shell_characters_reaches_slurm_as_written(slurm_
     cluster = slurm_cluster
     node = cluster.nodes[0].name
     state = slurm.drain(cluster.ctl, node, '"GPU 0 $(reboot); `x` | y\n>z"')
-    assert state.reason == "gpunode: GPU 0 $(reboot); `x` | y >z", state
+    assert state.reason == "gpunode: change: GPU 0 $(reboot); `x` | y >z", state
 
 
 def back_in_service(cluster, node: str) -> None:

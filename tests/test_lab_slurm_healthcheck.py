@@ -101,6 +101,14 @@ def test_slurmd_runs_the_check_periodically_drain_resume_admin_and_could_not_jud
     assert "node already offline (drain) for another reason (admin: replacing fan 3): left as it is" in \
         cluster.sh(bad, "tail -n 5 /var/log/slurm/slurmd.log").stdout
 
+    # a rolling change's drain is gpunode's, but a pass does not lift it: only the change's gate does
+    slurm.drain(cluster.ctl, good.name, "driver 535 -> 550")
+    next_calls(good)
+    state = cluster.node(good.name)
+    assert state.drain and state.reason == "gpunode: change: driver 535 -> 550", state
+    assert slurm.resume(cluster.ctl, good.name) is True
+    wait_for(lambda: cluster.node(good.name).state == "IDLE", 10, f"{good.name} back")
+
     # exit 2, could not judge: the node is not drained
     verdict(good, 2, "nvidia-smi did not answer in 10s")
     next_calls(good)

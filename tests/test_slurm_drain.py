@@ -161,3 +161,16 @@ def test_over_a_gpunode_connection_each_argument_stays_one_word() -> None:
                                                 Transcript("localhost")), sudo=False)
     result = run(["printf", "%s|", "NodeName=n1", "Reason=gpunode: GPU 0 $(reboot); `x`"])
     assert (result.code, result.stdout) == (0, "NodeName=n1|Reason=gpunode: GPU 0 $(reboot); `x`|")
+
+
+def test_drain_for_a_change_is_marked_so_the_health_check_leaves_it() -> None:
+    sent: list[list[str]] = []
+
+    def run(argv: list[str]) -> slurm.Completed:
+        sent.append(argv)
+        return slurm.Completed(0, LAB["allocated_drain"] if argv[1] == "show" else "")
+
+    slurm.drain(run, "hs-h201", "driver 535 -> 550")
+    slurm.drain(run, "hs-h201", "gpunode: GPU 0 lost")  # already gpunode's: kept as given
+    assert [argv[-1] for argv in sent if argv[1] == "update"] == \
+        ["Reason=gpunode: change: driver 535 -> 550", "Reason=gpunode: GPU 0 lost"]

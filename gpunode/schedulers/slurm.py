@@ -18,6 +18,9 @@ from gpunode.errors import GpunodeError, UsageError
 
 SRC = "SchedMD/slurm@d525b6872a106d32916b33a8738f12510ec7cf04"
 GPUNODE_REASON = "gpunode:"  # every reason gpunode sets starts so: a drain it may lift; any other is an admin's
+# A drain for a change (a rolling driver or kernel change): the health check (scripts/slurm_healthcheck.sh) lifts
+# gpunode's drains on a pass, but never this one, which only the change's own gate may lift.
+CHANGE_REASON = "gpunode: change:"
 
 # `squeue -h -w NODE -o FORMAT`: %i job id (src/squeue/opts.c:740), %u user (865), %T state (855), %L time left
 # (774) and %j name (749) last, as it may hold the separator. No width given = the whole value (_parse_token,
@@ -209,9 +212,10 @@ def node_jobs(run: Run, node: str) -> list[Job]:
 
 
 def drain(run: Run, node: str, reason: str) -> NodeState:
-    """Drain `node` (running jobs go on; no new ones start) with `reason` prefixed `gpunode:`."""
+    """Drain `node` for a change (running jobs go on; no new ones start); the reason is prefixed
+    `gpunode: change:` unless it already starts `gpunode:`."""
     text = clean_reason(reason)
-    text = text if text.startswith(GPUNODE_REASON) else f"{GPUNODE_REASON} {text}"
+    text = text if text.startswith(GPUNODE_REASON) else f"{CHANGE_REASON} {text}"
     _checked(run, drain_command(node, text), node)
     return node_state(run, node)
 
