@@ -119,7 +119,9 @@ def test_slurmd_runs_the_check_periodically_drain_resume_admin_and_could_not_jud
 
 def test_slurmd_runs_the_check_at_its_start(slurm_cluster_factory):
     # slurmd runs the program once it has started, before its registration thread (src/slurmd/slurmd/slurmd.c:389-397
-    # at slurm-22-05-8-1). An hour between periodic runs: a drain seconds after slurmd starts is that run.
+    # at slurm-22-05-8-1). An hour between periodic runs, counted from slurmctld's start
+    # (src/slurmctld/controller.c:1990 sets last_health_check_time = now): a drain seconds after slurmd restarts is
+    # that run.
     cluster = slurm_cluster_factory(compute=1, healthcheck=healthcheck_lines(interval_s=3600))
     node = cluster.nodes[0]
     install(node)
