@@ -162,3 +162,29 @@ def nfs_server(lab):
     server = LabNfsServer(lab.network, lab.directory).up()
     yield server
     server.down()
+
+
+@pytest.fixture
+def slurm_cluster_factory(lab):
+    """Start real Slurm clusters on lab hosts (Debian 12's slurmctld/slurmd/munge, Slurm 22.05: a controller and
+    `compute` slurmd hosts, about 2 s once the package layer is cached); each is removed after the test.
+    `start(compute=2, healthcheck=[slurm.conf lines])` returns a gpunode.lab.slurm.SlurmCluster."""
+    from gpunode.lab.slurm import FIRST_INDEX, start_cluster
+
+    clusters = []
+
+    def start(compute: int = 2, healthcheck: list[str] | None = None):
+        first = FIRST_INDEX + sum(len(c.nodes) + 1 for c in clusters)
+        cluster = start_cluster(lab, compute, healthcheck=healthcheck, first_index=first)
+        clusters.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in clusters:
+        cluster.down()
+
+
+@pytest.fixture
+def slurm_cluster(slurm_cluster_factory):
+    """A running Slurm cluster: one controller, two idle compute nodes."""
+    return slurm_cluster_factory()

@@ -33,7 +33,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "parsers": ("parsers", "facts", "distros"),
     # L4 GPU/driver knowledge; the test lab (it provisions nothing: it starts hosts of the lab distro, whose suites,
     # cloud user and archive are the adapter's); the serverless clouds' GPU pods (gpupod: core imports only); the
-    # schedulers a node drains from (Slurm, Kubernetes: through a connection, no steps)
+    # schedulers a node drains from (Slurm; drain/resume, config lines; the lab's Slurm cluster writes its slurm.conf)
     "gpu": ("gpu", "lab", "gpupod", "schedulers"),
     # L5 the caches of the run: built modules (key, store, remote, coord), shared package files; no steps
     "modcache": ("modcache", "pkgshare"),

@@ -31,6 +31,7 @@ class LabHost:
     netns_path: str
     supervisor_pid: int = 0
     suite: str = SUITE            # the suite its rootfs was built from
+    layers: str = ""              # extra read-only layers above the rootfs (overlay lowerdir order, ':'-joined)
 
     @property
     def root(self) -> Path:
@@ -46,8 +47,9 @@ class LabHost:
         for sub in ("upper", "work", "merged", "docker"):
             (base / sub).mkdir(parents=True, exist_ok=True)
         if not os.path.ismount(self.root):
+            lower = ":".join([*filter(None, self.layers.split(":")), str(rootfs)])
             sh("mount", "-t", "overlay", "overlay", "-o",
-               f"lowerdir={rootfs},upperdir={base / 'upper'},workdir={base / 'work'}", str(self.root))
+               f"lowerdir={lower},upperdir={base / 'upper'},workdir={base / 'work'}", str(self.root))
         root = self.root
         (root / "etc/hostname").write_text(self.name + "\n")
         (root / "etc/hosts").write_text(f"127.0.0.1 localhost\n{self.address} {self.name}\n")

@@ -77,11 +77,12 @@ class Lab:
             self._publish(started)
         return [self.hosts[f"{self.tag}-h{i}"] for i in range(1, count + 1)]
 
-    def add_host(self, index: int, suite: str = SUITE) -> LabHost:
-        """Start one more host (a fresh machine of Debian `suite`), e.g. for a test that must not share state."""
+    def add_host(self, index: int, suite: str = SUITE, layers: tuple[Path, ...] = ()) -> LabHost:
+        """Start one more host (a fresh machine of Debian `suite`), e.g. for a test that must not share state;
+        `layers`: read-only trees laid over the rootfs (first wins), e.g. a cached layer of installed packages."""
         with self._locked():
             rootfs, pubkey = self._ready(suite=suite)
-            host = self._start(f"{self.tag}-h{index}", index, rootfs, pubkey, suite)
+            host = self._start(f"{self.tag}-h{index}", index, rootfs, pubkey, suite, layers)
             self._publish([host])
         return host
 
@@ -164,7 +165,8 @@ class Lab:
         self._write_known_hosts()
         self._write_inventory()
 
-    def _start(self, name: str, index: int, rootfs: Path, pubkey: str, suite: str = SUITE) -> LabHost:
+    def _start(self, name: str, index: int, rootfs: Path, pubkey: str, suite: str = SUITE,
+               layers: tuple[Path, ...] = ()) -> LabHost:
         old = self.hosts.get(name)
         if old:
             old.destroy()
@@ -172,7 +174,8 @@ class Lab:
         shutil.rmtree(directory, ignore_errors=True)
         netns = self.network.attach(name, index)
         host = LabHost(name=name, index=index, address=self.network.address(index),
-                       directory=str(directory), netns_path=netns, suite=suite_name(suite))
+                       directory=str(directory), netns_path=netns, suite=suite_name(suite),
+                       layers=":".join(str(layer) for layer in layers))
         host.prepare(rootfs, pubkey)
         host.boot(directory / "console.log")
         self.hosts[name] = host
