@@ -12,6 +12,7 @@ from gpunode.parsers.lspci import PciDevice
 from gpunode.parsers.model import Finding, SmiReport
 from gpunode.verify import host_evidence
 from gpunode.verify.captures.blocks import without_prompts
+from gpunode.verify.captures.cuda_samples_read import is_own
 from gpunode.verify.captures.file_reader import FileRead, read_text
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.gpus_seen import gpus_seen, matrix_gpus
@@ -221,11 +222,16 @@ def diagnose_files(paths: list[Path], expectations: Expectations | None = None) 
             _merge_into(combined, evidence)
     combined.smi = merge_reports(reports) or combined.smi
     found = analyze(combined) if _has_any(combined) else []
-    return DiagnoseResult(files, _with(found, [f for r in files for f in r.findings if f.id in _READ_IDS],
+    return DiagnoseResult(files, _with(found, [f for r in files for f in r.findings if _read_here(f)],
                                        _combined_units(files, combined)), combined.smi)
 
 
 _READ_IDS = frozenset({"nvlink-down", "nvlink-errors"})  # findings read from a capture, not by analyze()
+
+
+def _read_here(finding: Finding) -> bool:
+    """A finding read from a capture (link states, CUDA samples, NCCL transports), not made by analyze()."""
+    return finding.id in _READ_IDS or is_own(finding)
 
 
 def _combined_units(files: list[FileResult], combined: Evidence) -> list[Finding]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpunode.parsers.dcgmi import dcgmi_findings
@@ -20,6 +21,7 @@ from gpunode.parsers.smi_nvlink import nvlink_findings, parse_nvlink
 from gpunode.parsers.smi_table import apply_inforom_warnings, parse_smi_table
 from gpunode.parsers.smi_text import parse_smi_text
 from gpunode.parsers.smi_xml import parse_smi_xml
+from gpunode.verify.captures.cuda_samples_read import nccl_transport_findings, read_bandwidth_test, read_p2p_test
 from gpunode.parsers.vendor_lines import foreign, is_nvidia
 from gpunode.verify.captures.blocks import Block, split_blocks, undisguise
 from gpunode.verify.captures.gpu_merge import merge_reports
@@ -31,6 +33,7 @@ SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table"
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
 _PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "nccl-tests", "nvbandwidth",
+            "cuda-p2p", "cuda-bandwidthtest",
             "lspci-vv", "lspci", "error-text", "kernel-log", "unit-failure", "other-vendor")
 _FOREIGN_SAMPLES = 2  # lines quoted per kind of foreign message
 
@@ -97,7 +100,7 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     dcgmi: list[str] = []
     for block in split_blocks(text):
         if reader := _BENCHMARK_READERS.get(block.kind):  # benchmark output: its text kept for the findings
-            result.blocks.append(BlockResult(*reader(block.text, result.evidence)))
+            result.blocks.append(BlockResult(*reader(block.text, result)))
             continue
         try:
             message, found = _read_block(block, result, errors, kernel, links, dcgmi)
@@ -195,24 +198,30 @@ def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[st
     return _not_applicable(text, read), None
 
 
-def _read_nccl(text: str, ev: Evidence) -> tuple[str, bool, str]:
-    """Keep one nccl-tests run's text in the evidence, and describe it."""
+def _read_nccl(text: str, read: FileRead) -> tuple[str, bool, str]:
+    """Keep one nccl-tests run's text in the evidence, name the transports its NCCL_DEBUG=INFO lines show, and
+    describe it."""
+    ev = read.evidence
     ev.nccl_tests = f"{ev.nccl_tests}\n{text}" if ev.nccl_tests else text
     run = parse_nccl_tests(text)
+    read.findings.extend(nccl_transport_findings(text, run.collective or "nccl-tests"))
     return ("nccl-tests", True, f"{run.collective or 'collective not named'}: {run.n_ranks} rank(s), "
                                 f"{len(run.rows)} size(s), max busbw {run.max_busbw()} GB/s")
 
 
-def _read_nvbandwidth(text: str, ev: Evidence) -> tuple[str, bool, str]:
+def _read_nvbandwidth(text: str, read: FileRead) -> tuple[str, bool, str]:
     """Keep one nvbandwidth output's text in the evidence (blank lines kept: they end its matrices), and describe
     it."""
+    ev = read.evidence
     ev.nvbandwidth = f"{ev.nvbandwidth}\n\n{text}" if ev.nvbandwidth else text
     run = parse_nvbandwidth(text)
     tests = ", ".join(dict.fromkeys(m.testcase or "unnamed testcase" for m in run.matrices)) or "no matrix"
     return "nvbandwidth", True, f"{run.version or 'version not shown'}, {len(run.devices)} device line(s): {tests}"
 
 
-_BENCHMARK_READERS = {"nccl-tests": _read_nccl, "nvbandwidth": _read_nvbandwidth}
+_BENCHMARK_READERS: dict[str, Callable[[str, FileRead], tuple[str, bool, str]]] = {
+    "nccl-tests": _read_nccl, "nvbandwidth": _read_nvbandwidth, "cuda-bandwidthtest": read_bandwidth_test,
+    "cuda-p2p": read_p2p_test}
 
 
 def _not_applicable(text: str, read: FileRead) -> tuple[str, bool, str]:

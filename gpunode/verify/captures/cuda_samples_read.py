@@ -1,0 +1,78 @@
+"""Read CUDA sample benchmark blocks (bandwidthTest, p2pBandwidthLatencyTest) and nccl-tests transport lines into
+findings that name the GPU or pair, judged against the per-model floors the nvbandwidth judge uses."""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from gpunode.parsers import cuda_bandwidth_test, cuda_p2p_test
+from gpunode.parsers.model import Finding
+from gpunode.parsers.nccl_transport import failure_findings, parse_nccl_transport, transport_findings
+from gpunode.parsers.nvbandwidth import NvbRun
+from gpunode.parsers.nvbandwidth_findings import nvbandwidth_findings
+from gpunode.verify.evidence import Evidence
+
+# Findings these readers add (kept at the combined level of diagnose, like the link states read from a capture).
+OWN_PREFIXES = ("p2p-", "bandwidthtest-", "p2ptest-", "nccl-p2p-disabled", "nccl-no-p2p", "nccl-net-socket",
+                "nccl-transport", "nccl-tests-failed")
+_RUN_START = re.compile(r"^.*\[?CUDA Bandwidth Test\] - Starting", re.M)
+
+
+class Read(Protocol):
+    """What a reader writes to: the file's evidence (its expectations) and its findings."""
+
+    evidence: Evidence
+    findings: list[Finding]
+
+
+def _as_own(found: list[Finding], prefix: str, program: str) -> list[Finding]:
+    """The nvbandwidth judge's findings on a converted run, re-named for the program that measured it."""
+    return [Finding(prefix + f.id.removeprefix("nvbandwidth-"), f.severity,
+                    f.summary.replace("nvbandwidth on", f"{program} on"), f"{program}: {f.evidence}", f.remedy, f.gpu)
+            for f in found]
+
+
+def _judged(run: NvbRun, read: Read, prefix: str, program: str) -> list[Finding]:
+    if not run.matrices:
+        return []
+    found = nvbandwidth_findings(run, read.evidence.expectations.expect_model)
+    if prefix == "p2ptest-":  # the host-link floors do not apply to a peer-copy test: keep its pair verdicts only
+        found = [f for f in found if "p2p" in f.id or f.id == "nvbandwidth-test-failed"]
+    return _as_own(found, prefix, program)
+
+
+def read_bandwidth_test(text: str, read: Read) -> tuple[str, bool, str]:
+    """Each bandwidthTest run of a block (a pasted file can hold several, one per banner) judged on its own."""
+    cuts = sorted({0, *(m.start() for m in _RUN_START.finditer(text)), len(text)})
+    messages = []
+    for start, end in zip(cuts, cuts[1:]):
+        run = cuda_bandwidth_test.parse_bandwidth_test(text[start:end])
+        if not run.results and not run.devices:
+            continue
+        found = _judged(cuda_bandwidth_test.as_nvbandwidth(run), read, "bandwidthtest-", "bandwidthTest")
+        if run.passed is False:
+            found.append(Finding("bandwidthtest-failed", "critical", "bandwidthTest printed Result = FAIL",
+                                 "Result = FAIL (bandwidthTest.cu:168)",
+                                 "Run it again with --device=N per GPU and dcgmi diag -r 2 on the node."))
+        read.findings.extend(found)
+        messages.append(cuda_bandwidth_test.describe(run))
+    return "cuda-bandwidthtest", True, " | ".join(messages)
+
+
+def read_p2p_test(text: str, read: Read) -> tuple[str, bool, str]:
+    """The pairs whose P2P copy does not beat the host-staged copy, and the enabled matrices against the floors."""
+    run = cuda_p2p_test.parse_p2p_test(text)
+    read.findings.extend(cuda_p2p_test.p2p_findings(run))
+    read.findings.extend(_judged(cuda_p2p_test.as_nvbandwidth(run), read, "p2ptest-", "p2pBandwidthLatencyTest"))
+    return "cuda-p2p", True, cuda_p2p_test.describe(run)
+
+
+def nccl_transport_findings(text: str, run_name: str) -> list[Finding]:
+    """What the run's NCCL_DEBUG=INFO lines say about its transports (nothing when it has none)."""
+    return failure_findings(text, run_name) + transport_findings(parse_nccl_transport(text), run_name)
+
+
+def is_own(finding: Finding) -> bool:
+    """Whether a finding came from these readers (kept when diagnose combines its files)."""
+    return finding.id.startswith(OWN_PREFIXES)
