@@ -56,8 +56,9 @@ _NEW_DOCUMENT = {
 # Lines that carry on a benchmark's output after a blank line: NCCL's debug lines (host:pid:tid [dev] NCCL ...,
 # mpirun tags allowed), nccl-tests' own `#` and error lines; the CUDA samples' device, result, NOTE and matrix lines.
 _CONTINUES = {
-    "nccl-tests": re.compile(r"^\s*(?:\[[\d,]+\]<std\w+>:)?(?:\[\d+\] )?(?:\S+:\d+:\d+ \[\d+\] (?:NCCL|\S+\.cc:\d+ NCCL)"
-                             r"|#|\S+: Test |\s*\.\. \S+ pid \d+: Test )"),
+    "nccl-tests": re.compile(r"^\s*(?:\[[\d,]+\]<std\w+>:)?(?:\[\d+\] )?"
+                             r"(?:\S+:\d+:\d+ \[\d+\] (?:NCCL|\S+\.cc:\d+ NCCL)|#|\S+: Test |"
+                             r"\s*\.\. \S+ pid \d+: Test )"),
     "cuda-bandwidthtest": re.compile(r"^\s*(?:Device \d+: |Quick Mode|Range Mode|Shmoo Mode|Result = |NOTE: |"
                                      r"Running on|(?:Host to Device|Device to Host|Device to Device) Bandwidth|"
                                      r"(?:PINNED|PAGEABLE) Memory|Transfer Size|\d+\s+[0-9.]+\s*$)"),

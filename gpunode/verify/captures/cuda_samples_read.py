@@ -7,6 +7,7 @@ import re
 from typing import Protocol
 
 from gpunode.parsers import cuda_bandwidth_test, cuda_p2p_test
+from gpunode.parsers.dcgm_pcie_bandwidth import dcgm_pcie_run
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nccl_transport import failure_findings, parse_nccl_transport, transport_findings
 from gpunode.parsers.nvbandwidth import NvbRun
@@ -14,8 +15,8 @@ from gpunode.parsers.nvbandwidth_findings import nvbandwidth_findings
 from gpunode.verify.evidence import Evidence
 
 # Findings these readers add (kept at the combined level of diagnose, like the link states read from a capture).
-OWN_PREFIXES = ("p2p-", "bandwidthtest-", "p2ptest-", "nccl-p2p-disabled", "nccl-no-p2p", "nccl-net-socket",
-                "nccl-transport", "nccl-tests-failed")
+OWN_PREFIXES = ("p2p-", "bandwidthtest-", "p2ptest-", "dcgm-pcie-", "nccl-p2p-disabled", "nccl-no-p2p",
+                "nccl-net-socket", "nccl-transport", "nccl-tests-failed")
 _RUN_START = re.compile(r"^.*\[?CUDA Bandwidth Test\] - Starting", re.M)
 
 
@@ -46,7 +47,7 @@ def read_bandwidth_test(text: str, read: Read) -> tuple[str, bool, str]:
     """Each bandwidthTest run of a block (a pasted file can hold several, one per banner) judged on its own."""
     cuts = sorted({0, *(m.start() for m in _RUN_START.finditer(text)), len(text)})
     messages = []
-    for start, end in zip(cuts, cuts[1:]):
+    for start, end in zip(cuts, cuts[1:], strict=False):
         run = cuda_bandwidth_test.parse_bandwidth_test(text[start:end])
         if not run.results and not run.devices:
             continue
@@ -66,6 +67,12 @@ def read_p2p_test(text: str, read: Read) -> tuple[str, bool, str]:
     read.findings.extend(cuda_p2p_test.p2p_findings(run))
     read.findings.extend(_judged(cuda_p2p_test.as_nvbandwidth(run), read, "p2ptest-", "p2pBandwidthLatencyTest"))
     return "cuda-p2p", True, cuda_p2p_test.describe(run)
+
+
+def dcgm_pcie_findings(text: str, read: Read) -> list[Finding]:
+    """A dcgmi diag JSON's PCIe test bandwidths per GPU against the floor for the model (--expect-model: the JSON
+    names no GPU model)."""
+    return _judged(dcgm_pcie_run(text), read, "dcgm-pcie-", "dcgmi diag PCIe")
 
 
 def nccl_transport_findings(text: str, run_name: str) -> list[Finding]:

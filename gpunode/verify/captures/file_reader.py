@@ -21,9 +21,14 @@ from gpunode.parsers.smi_nvlink import nvlink_findings, parse_nvlink
 from gpunode.parsers.smi_table import apply_inforom_warnings, parse_smi_table
 from gpunode.parsers.smi_text import parse_smi_text
 from gpunode.parsers.smi_xml import parse_smi_xml
-from gpunode.verify.captures.cuda_samples_read import nccl_transport_findings, read_bandwidth_test, read_p2p_test
 from gpunode.parsers.vendor_lines import foreign, is_nvidia
 from gpunode.verify.captures.blocks import Block, split_blocks, undisguise
+from gpunode.verify.captures.cuda_samples_read import (
+    dcgm_pcie_findings,
+    nccl_transport_findings,
+    read_bandwidth_test,
+    read_p2p_test,
+)
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.not_applicable import not_applicable_kind
 from gpunode.verify.captures.units import FailedUnit, fabric_context, failed_units
@@ -184,6 +189,7 @@ def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[st
         return (kind, True, f"{counts}; {len(scan.lost)} fallen-off-the-bus line(s)"), None
     if kind == "dcgmi-diag":
         dcgmi.append(text)
+        read.findings.extend(dcgm_pcie_findings(text, read))
         tests, found = dcgmi_findings(text)
         return (kind, True, f"dcgmi diag: {tests} test result(s), {len(found)} finding(s)"), None
     if kind == "error-text":
