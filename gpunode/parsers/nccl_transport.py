@@ -62,6 +62,13 @@ class NcclTransport:
         return None
 
 
+def is_nccl_debug(text: str) -> bool:
+    """Whether text is NCCL_DEBUG=INFO output (a log of a job or a test): most of its lines NCCL INFO/WARN lines."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    nccl = sum(1 for line in lines if " NCCL INFO " in line or " NCCL WARN " in line)
+    return nccl > 0 and nccl * 2 >= len(lines)
+
+
 def _kind(how: str) -> str:
     if how.startswith("P2P/"):
         return "p2p"

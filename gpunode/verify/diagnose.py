@@ -13,7 +13,7 @@ from gpunode.parsers.model import Finding, SmiReport
 from gpunode.verify import host_evidence
 from gpunode.verify.captures.blocks import without_prompts
 from gpunode.verify.captures.cuda_samples_read import is_own
-from gpunode.verify.captures.expected import floor_missing, nccl_missing, rejudge_nccl
+from gpunode.verify.captures.expected import floor_missing, nccl_missing, rejudge_nccl, without_moot
 from gpunode.verify.captures.file_reader import FileRead, read_text
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.gpus_seen import gpus_seen, matrix_gpus
@@ -228,8 +228,8 @@ def diagnose_files(paths: list[Path], expectations: Expectations | None = None) 
             _merge_into(combined, evidence)
     combined.smi = merge_reports(reports) or combined.smi
     found = rejudge_nccl(analyze(combined), combined.nccl_tests, combined.expectations) if _has_any(combined) else []
-    return DiagnoseResult(files, _with(found, [f for r in files for f in r.findings if _read_here(f)],
-                                       _combined_units(files, combined)), combined.smi)
+    return DiagnoseResult(files, without_moot(_with(found, [f for r in files for f in r.findings if _read_here(f)],
+                                                    _combined_units(files, combined))), combined.smi)
 
 
 _READ_IDS = frozenset({"nvlink-down", "nvlink-errors"})  # findings read from a capture, not by analyze()
@@ -359,8 +359,8 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
         return FileResult(path, failed[0].kind if failed else kind, False, message, blocks=kinds), None
     evidence = read.evidence
     analysed = analyze(evidence) if _has_any(evidence) else []
-    findings = _with(rejudge_nccl(analysed, evidence.nccl_tests, evidence.expectations), read.findings,
-                     unit_findings(read.units, read.fabric, evidence.smi))
+    findings = without_moot(_with(rejudge_nccl(analysed, evidence.nccl_tests, evidence.expectations), read.findings,
+                                  unit_findings(read.units, read.fabric, evidence.smi)))
     messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
     partial = list(evidence.smi.missing) if evidence.smi else []
     partial += _no_verdict(findings, evidence)

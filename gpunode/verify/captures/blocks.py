@@ -18,6 +18,7 @@ from gpunode.parsers.dcgmi_json import dcgmi_json_spans
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci_vv import is_lspci_vv
 from gpunode.parsers.nccl_tests import is_nccl_tests, starts_nccl_tests
+from gpunode.parsers.nccl_transport import is_nccl_debug
 from gpunode.parsers.nvbandwidth import continues_nvbandwidth, is_nvbandwidth
 from gpunode.parsers.vendor_lines import foreign
 from gpunode.verify.captures.detect import detect_kind
@@ -59,6 +60,7 @@ _CONTINUES = {
     "nccl-tests": re.compile(r"^\s*(?:\[[\d,]+\]<std\w+>:)?(?:\[\d+\] )?"
                              r"(?:\S+:\d+:\d+ \[\d+\] (?:NCCL|\S+\.cc:\d+ NCCL)|#|\S+: Test |"
                              r"\s*\.\. \S+ pid \d+: Test )"),
+    "nccl-debug": re.compile(r"^\s*(?:\[[\d,]+\]<std\w+>:)?(?:\[\d+\] )?\S+:\d+:\d+ \[\d+\] (?:NCCL|\S+\.cc:\d+ NCCL)"),
     "cuda-bandwidthtest": re.compile(r"^\s*(?:Device \d+: |Quick Mode|Range Mode|Shmoo Mode|Result = |NOTE: |"
                                      r"Running on|(?:Host to Device|Device to Host|Device to Device) Bandwidth|"
                                      r"(?:PINNED|PAGEABLE) Memory|Transfer Size|\d+\s+[0-9.]+\s*$)"),
@@ -186,6 +188,8 @@ def _kind(piece: str, command: str | None) -> str:
         return "nvbandwidth"
     if is_p2p_test(piece):
         return "cuda-p2p"
+    if is_nccl_debug(piece):
+        return "nccl-debug"
     if is_bandwidth_test(piece):
         return "cuda-bandwidthtest"
     kind = detect_kind(piece)
@@ -205,8 +209,9 @@ def _continues(previous: Block, kind: str, piece: str) -> bool:
         return False
     if kind == "unknown":
         return _structural_continuation(previous.kind, piece, previous.text)
-    if kind != previous.kind:
-        return previous.kind == "smi-text" and kind == "smi-text"
+    if kind != previous.kind:  # NCCL_DEBUG lines between an nccl-tests run's header and its table are the run's
+        return (previous.kind, kind) in (("smi-text", "smi-text"), ("nccl-tests", "nccl-debug"),
+                                         ("nccl-debug", "nccl-tests"))
     new_document = _NEW_DOCUMENT.get(kind)
     return new_document is None or not new_document.search(piece)
 

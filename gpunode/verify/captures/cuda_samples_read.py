@@ -47,10 +47,11 @@ def read_bandwidth_test(text: str, read: Read) -> tuple[str, bool, str]:
     """Each bandwidthTest run of a block (a pasted file can hold several, one per banner) judged on its own."""
     cuts = sorted({0, *(m.start() for m in _RUN_START.finditer(text)), len(text)})
     messages = []
-    for start, end in zip(cuts, cuts[1:], strict=False):
-        run = cuda_bandwidth_test.parse_bandwidth_test(text[start:end])
-        if not run.results and not run.devices:
-            continue
+    runs = [cuda_bandwidth_test.parse_bandwidth_test(text[start:end]) for start, end in zip(cuts, cuts[1:],
+                                                                                             strict=False)]
+    runs = [run for run in runs if run.results or run.devices]
+    read.findings.extend(_runs_differ(runs))
+    for run in runs:
         found = _judged(cuda_bandwidth_test.as_nvbandwidth(run), read, "bandwidthtest-", "bandwidthTest")
         if run.passed is False:
             found.append(Finding("bandwidthtest-failed", "critical", "bandwidthTest printed Result = FAIL",
@@ -59,6 +60,24 @@ def read_bandwidth_test(text: str, read: Read) -> tuple[str, bool, str]:
         read.findings.extend(found)
         messages.append(cuda_bandwidth_test.describe(run))
     return "cuda-bandwidthtest", True, " | ".join(messages)
+
+
+def _runs_differ(runs: list[cuda_bandwidth_test.BandwidthTestRun]) -> list[Finding]:
+    """The same GPU measured at under half its own best host-to-device speed in another run of the same capture
+    (a run bound to the far CPU socket, a link that trains down under load)."""
+    best: dict[str, list[float]] = {}
+    for run in runs:
+        name = next(iter(run.devices.values()), "device not shown")
+        for result in run.results:
+            if result.direction == "h2d" and result.memory == "PINNED" and result.best:
+                best.setdefault(name, []).append(result.best)
+    return [Finding("bandwidthtest-runs-differ", "warning",
+                    f"{name}: host-to-device {min(values):g} GB/s in one bandwidthTest run and {max(values):g} GB/s "
+                    f"in another of the same capture ({min(values) / max(values):.0%})",
+                    "bandwidthTest Host to Device PINNED tables of each run",
+                    "Bind the test to the GPU's own CPU socket (`nvidia-smi topo -m` CPU Affinity, `numactl -N <node> "
+                    "-m <node>`); if a bound run is still slow, check the link: `lspci -vv` LnkSta against LnkCap.")
+            for name, values in best.items() if len(values) > 1 and min(values) < 0.5 * max(values)]
 
 
 def read_p2p_test(text: str, read: Read) -> tuple[str, bool, str]:
@@ -73,6 +92,15 @@ def dcgm_pcie_findings(text: str, read: Read) -> list[Finding]:
     """A dcgmi diag JSON's PCIe test bandwidths per GPU against the floor for the model (--expect-model: the JSON
     names no GPU model)."""
     return _judged(dcgm_pcie_run(text), read, "dcgm-pcie-", "dcgmi diag PCIe")
+
+
+def read_nccl_debug(text: str, read: Read) -> tuple[str, bool, str]:
+    """An NCCL_DEBUG=INFO log without a test table (a training job's, an excerpt): its transports and errors."""
+    found = parse_nccl_transport(text)
+    read.findings.extend(nccl_transport_findings(text, "NCCL"))
+    used = ", ".join(f"{kind} x{count}" for kind, count in sorted(found.kinds.items())) or "no channel lines"
+    hosts = f" on {len(found.hosts)} host(s)" if found.hosts else ""
+    return "nccl-debug", True, f"NCCL_DEBUG=INFO log{hosts}: {used}"
 
 
 def nccl_transport_findings(text: str, run_name: str) -> list[Finding]:

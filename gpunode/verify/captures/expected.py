@@ -37,6 +37,13 @@ def rejudge_nccl(findings: list[Finding], nccl_text: str | None, expectations: E
     return [f for f in findings if f.id not in ids] + judged
 
 
+def without_moot(findings: list[Finding]) -> list[Finding]:
+    """findings without "no reference" for an nccl-tests run that stopped before measuring anything."""
+    if any(f.id == "nccl-tests-failed" for f in findings):
+        return [f for f in findings if f.id != "nccl-no-reference"]
+    return findings
+
+
 def nccl_missing(nccl_text: str | None, expectations: Expectations) -> str:
     """What an nccl-tests run without a verdict lacks: the GPU model/count when the output names none, else a
     published reference for what it names."""

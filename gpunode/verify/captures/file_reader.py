@@ -27,6 +27,7 @@ from gpunode.verify.captures.cuda_samples_read import (
     dcgm_pcie_findings,
     nccl_transport_findings,
     read_bandwidth_test,
+    read_nccl_debug,
     read_p2p_test,
 )
 from gpunode.verify.captures.gpu_merge import merge_reports
@@ -38,7 +39,7 @@ SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table"
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
 _PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "nccl-tests", "nvbandwidth",
-            "cuda-p2p", "cuda-bandwidthtest",
+            "cuda-p2p", "cuda-bandwidthtest", "nccl-debug",
             "lspci-vv", "lspci", "error-text", "kernel-log", "unit-failure", "other-vendor")
 _FOREIGN_SAMPLES = 2  # lines quoted per kind of foreign message
 
@@ -227,7 +228,7 @@ def _read_nvbandwidth(text: str, read: FileRead) -> tuple[str, bool, str]:
 
 _BENCHMARK_READERS: dict[str, Callable[[str, FileRead], tuple[str, bool, str]]] = {
     "nccl-tests": _read_nccl, "nvbandwidth": _read_nvbandwidth, "cuda-bandwidthtest": read_bandwidth_test,
-    "cuda-p2p": read_p2p_test}
+    "cuda-p2p": read_p2p_test, "nccl-debug": read_nccl_debug}
 
 
 def _not_applicable(text: str, read: FileRead) -> tuple[str, bool, str]:
