@@ -80,16 +80,23 @@ def parse_p2p_test(text: str) -> P2pRun:
             current, columns, connectivity = None, [], True
         elif tokens and tokens[0] == "D\\D":
             columns = [int(t) for t in tokens[1:] if t.isdigit()]
-        elif columns and len(tokens) == len(columns) + 1 and tokens[0].isdigit():
-            row = int(tokens[0])
-            for column, cell in zip(columns, tokens[1:], strict=True):
-                if connectivity and cell in ("0", "1") and row != column:
-                    run.access.setdefault((row, column), cell == "1")
-                elif current is not None and re.fullmatch(r"[0-9.]+", cell):
-                    current[(row, column)] = float(cell)
+        elif columns and (connectivity or current is not None) and len(tokens) == len(columns) + 1 \
+                and tokens[0].isdigit():
+            _row(run, current if not connectivity else None, columns, tokens)
         elif tokens and tokens[0] in ("GPU", "CPU") or line.startswith("P2P=") or line.startswith("NOTE"):
             current, columns, connectivity = None, [], False
     return run
+
+
+def _row(run: P2pRun, matrix: dict[tuple[int, int], float] | None, columns: list[int], tokens: list[str]) -> None:
+    """One matrix row: into the bandwidth matrix being read, else (the connectivity matrix) into run.access."""
+    row = int(tokens[0])
+    for column, cell in zip(columns, tokens[1:], strict=True):
+        if matrix is not None:
+            if re.fullmatch(r"[0-9.]+", cell):
+                matrix[(row, column)] = float(cell)
+        elif cell in ("0", "1") and row != column:
+            run.access.setdefault((row, column), cell == "1")
 
 
 def _pair(run: P2pRun, a: int, b: int) -> str:
