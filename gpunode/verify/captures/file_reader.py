@@ -105,10 +105,10 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     links: list[LinkState] = []
     dcgmi: list[str] = []
     for block in split_blocks(text):
-        if reader := _BENCHMARK_READERS.get(block.kind):  # benchmark output: its text kept for the findings
-            result.blocks.append(BlockResult(*reader(block.text, result)))
-            continue
         try:
+            if reader := _BENCHMARK_READERS.get(block.kind):  # benchmark output: its text kept for the findings
+                result.blocks.append(BlockResult(*reader(block.text, result)))
+                continue
             message, found = _read_block(block, result, errors, kernel, links, dcgmi)
         except SmiParseError as exc:
             result.blocks.append(BlockResult(block.kind, False, str(exc)))
