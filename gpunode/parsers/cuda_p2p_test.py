@@ -12,8 +12,9 @@ Samples/5_Domain_Specific/p2pBandwidthLatencyTest/p2pBandwidthLatencyTest.cu:
   Bandwidth Matrix (GB/s)``, :683 ``Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)``, each a ``   D\\D`` header
   (:256-262, :409-415) and rows ``%6d `` then ``%6.02f `` per column (:265-271); the latency matrices (:686-691,
   ``   GPU`` / ``   CPU`` headers, :549-582) are not read.
-With P2P disabled the copy goes through host memory (cudaMemcpyPeerAsync without peer access, :136-141 and the
-sample's own note at :119); an enabled pair that is no faster than that did not get a working P2P path.
+Without peer access the copy is cudaMemcpyPeerAsync (performP2PCopy :123-149, :146), which "falls back to normal
+memcopy procedure" (the sample's own note, :119); an enabled pair that is no faster than that did not get a working
+P2P path.
 """
 
 from __future__ import annotations
