@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpunode.commands.verify_cmd import diagnose
+from gpunode.parsers.nccl_tests import parse_nccl_tests
 from gpunode.parsers.nccl_transport import is_nccl_debug, parse_nccl_transport, transport_findings
 from gpunode.verify import Expectations, diagnose_files
 from tests.conftest import run_cli
@@ -28,6 +29,7 @@ CASES = {
     # GeForce: no published reference, so no bandwidth verdict (exit 2, saying what is missing)
     "nccl-tests-287__rtx5090x4_allreduce_pcie.txt": ("nccl-tests", {"nccl-no-reference": "warning"}, 2),
     "autodl-blog__rtx2080ti_x2_broadcast.txt": ("nccl-tests", {"nccl-no-reference": "warning"}, 2),
+    "autodl-blog__rtx2080ti_x2_reduce.txt": ("nccl-tests", {"nccl-no-reference": "warning"}, 2),
     # no rank lines: the GPUs must be given (exit 2 until they are, see below); NVLink P2P was used
     "nccl-1161__h100_pcie_x2_nvlink_p2p_excerpt.txt": (
         "nccl-tests", {"nccl-no-reference": "warning", "nccl-transport": "ok"}, 2),
@@ -49,6 +51,13 @@ def test_capture_kind_findings_and_exit_code(name: str) -> None:
 def test_new_captures_have_sources() -> None:
     sources = (NCCL / "SOURCES.md").read_text(encoding="utf-8")
     assert all(f"| {name} |" in sources for name in CASES)
+
+
+def test_collectives_of_the_new_captures() -> None:
+    named = {name: parse_nccl_tests((NCCL / name).read_text()).collective for name in CASES}
+    assert named["autodl-blog__rtx2080ti_x2_broadcast.txt"] == "broadcast"
+    assert named["autodl-blog__rtx2080ti_x2_reduce.txt"] == "reduce"
+    assert named["nccl-tests-287__rtx5090x4_allreduce_pcie.txt"] == "all_reduce"
 
 
 def test_rank_lines_before_debug_lines_and_blank_lines_stay_with_the_run() -> None:
