@@ -99,6 +99,12 @@ def is_nccl_tests(text: str) -> bool:
     return bool(_TABLE_HEAD.search(text) or (_HEADER.search(text) and _AVG.search(text)))
 
 
+def starts_nccl_tests(text: str) -> bool:
+    """Whether text opens an nccl-tests run (its ``# nThread ... nGpus ...`` header, src/util.cu:625) whose table
+    comes later, after NCCL_DEBUG=INFO lines and blank lines."""
+    return any(_HEADER.match(_PREFIX.sub("", line).strip()) for line in text.splitlines()[:3])
+
+
 def _int(token: str) -> int | None:
     return int(token) if token.isdigit() else None
 

@@ -12,6 +12,8 @@ from gpunode.parsers.lspci import PciDevice
 from gpunode.parsers.model import Finding, SmiReport
 from gpunode.verify import host_evidence
 from gpunode.verify.captures.blocks import without_prompts
+from gpunode.verify.captures.cuda_samples_read import is_own
+from gpunode.verify.captures.expected import floor_missing, nccl_missing, rejudge_nccl, without_moot
 from gpunode.verify.captures.file_reader import FileRead, read_text
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.gpus_seen import gpus_seen, matrix_gpus
@@ -23,11 +25,15 @@ from gpunode.verify.evidence import Evidence, Expectations
 __all__ = ["NOT_APPLICABLE_KINDS", "DiagnoseResult", "FileResult", "diagnose_files"]
 _ACCEPTS = ("nvidia-smi -q -x / -q / plain table (or a fragment) / --query-gpu CSV / -L, lspci (-nn, -vv), a "
             "kernel log (dmesg, journalctl -k, syslog), captured nvidia-smi/docker/podman/containerd error output, "
-            "a `gpunode collect` bundle (.tar.gz) or a folder of these, also several of them pasted in one file")
+            "a `gpunode collect` bundle (.tar.gz) or a folder of these, also several of them pasted in one file; "
+            "benchmark output: dcgmi diag (table or -j), nccl-tests (with NCCL_DEBUG=INFO lines), nvbandwidth, the "
+            "CUDA samples bandwidthTest and p2pBandwidthLatencyTest")
 _CAPTURE_INSTEAD = ("capture instead, on the node: `nvidia-smi -q -x` (or plain `nvidia-smi`), `dmesg -T | grep -iE "
                     "'nvrm|xid|nvidia'` (or `journalctl -k -b`), `lspci -nn -vv -d 10de:`, or all of them at once "
                     "with `gpunode collect HOST`")
 _UNKNOWN = "not a recognised capture; expected " + _ACCEPTS
+_NO_VERDICT = ("a benchmark is judged against the published reference for its GPU model and count "
+               "(gpunode/parsers/catalogs); without one there is no verdict on its bandwidth")
 
 
 
@@ -204,8 +210,9 @@ class DiagnoseResult:
         if not self.has_evidence:
             return (f"Result: NO EVIDENCE {counts}: nothing in the input speaks about a GPU's health (no GPU in "
                     f"nvidia-smi output, no NVIDIA kernel message, no error message, no PCI scan); {_CAPTURE_INSTEAD}")
+        benchmark = all("no verdict" in item or "--expect-" in item for item in self.partial)
         return (f"Result: UNKNOWN {counts}: partial capture, missing {'; '.join(self.partial)}; "
-                f"{_CAPTURE_INSTEAD}")
+                f"{_NO_VERDICT if benchmark else _CAPTURE_INSTEAD}")
 
 
 def diagnose_files(paths: list[Path], expectations: Expectations | None = None) -> DiagnoseResult:
@@ -220,12 +227,17 @@ def diagnose_files(paths: list[Path], expectations: Expectations | None = None) 
         if evidence is not None:
             _merge_into(combined, evidence)
     combined.smi = merge_reports(reports) or combined.smi
-    found = analyze(combined) if _has_any(combined) else []
-    return DiagnoseResult(files, _with(found, [f for r in files for f in r.findings if f.id in _READ_IDS],
-                                       _combined_units(files, combined)), combined.smi)
+    found = rejudge_nccl(analyze(combined), combined.nccl_tests, combined.expectations) if _has_any(combined) else []
+    return DiagnoseResult(files, without_moot(_with(found, [f for r in files for f in r.findings if _read_here(f)],
+                                                    _combined_units(files, combined))), combined.smi)
 
 
 _READ_IDS = frozenset({"nvlink-down", "nvlink-errors"})  # findings read from a capture, not by analyze()
+
+
+def _read_here(finding: Finding) -> bool:
+    """A finding read from a capture (link states, CUDA samples, NCCL transports), not made by analyze()."""
+    return finding.id in _READ_IDS or is_own(finding)
 
 
 def _combined_units(files: list[FileResult], combined: Evidence) -> list[Finding]:
@@ -346,20 +358,29 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
         message = failed[0].message if failed else _UNKNOWN
         return FileResult(path, failed[0].kind if failed else kind, False, message, blocks=kinds), None
     evidence = read.evidence
-    findings = _with(analyze(evidence) if _has_any(evidence) else [], read.findings,
-                     unit_findings(read.units, read.fabric, evidence.smi))
+    analysed = analyze(evidence) if _has_any(evidence) else []
+    findings = without_moot(_with(rejudge_nccl(analysed, evidence.nccl_tests, evidence.expectations), read.findings,
+                                  unit_findings(read.units, read.fabric, evidence.smi)))
     messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
     partial = list(evidence.smi.missing) if evidence.smi else []
-    if any(f.id == "nccl-no-reference" for f in findings):  # a benchmark with nothing to compare to is no verdict
-        partial.append("a published bandwidth reference for this nccl-tests run (no verdict on its bandwidth)")
-    if any(f.id == "nvbandwidth-no-reference" for f in findings):
-        partial.append("a published floor for this nvbandwidth run: the GPU model (--expect-model, or its Device "
-                       "lines) and host_to_device/device_to_host_memcpy_ce (no verdict on its bandwidth)")
+    partial += _no_verdict(findings, evidence)
     if any(f.id == "nvbandwidth-test-failed" for f in findings):
         partial.append("the rest of an nvbandwidth run that stopped in a testcase (its copies were not all measured)")
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
                       read.has_evidence or bool(findings), partial, read.kernel_lines, read.nvidia_lines,
                       read.reports, sorted(gpus_seen(evidence)), read.foreign, read.units, read.fabric), evidence
+
+
+_NO_FLOOR = {"nvbandwidth-no-reference": "nvbandwidth", "bandwidthtest-no-reference": "bandwidthTest",
+             "dcgm-pcie-no-reference": "dcgmi diag PCIe"}
+
+
+def _no_verdict(findings: list[Finding], evidence: Evidence) -> list[str]:
+    """What a benchmark with nothing to compare to lacks (a benchmark without a reference is no verdict)."""
+    missing = [nccl_missing(evidence.nccl_tests, evidence.expectations)
+               for f in findings[:1] if any(g.id == "nccl-no-reference" for g in findings)]
+    missing += [floor_missing(_NO_FLOOR[f.id], f, evidence.expectations) for f in findings if f.id in _NO_FLOOR]
+    return list(dict.fromkeys(missing))
 
 
 def _host_evidence(path: str, text: str, expectations: Expectations) -> tuple[FileResult, Evidence | None]:

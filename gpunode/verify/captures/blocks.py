@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpunode.parsers.cuda_bandwidth_test import is_bandwidth_test
+from gpunode.parsers.cuda_p2p_test import is_p2p_test
 from gpunode.parsers.dcgmi import is_dcgmi_diag
 from gpunode.parsers.dcgmi_json import dcgmi_json_spans
 from gpunode.parsers.kernel_log import has_kernel_markers
 from gpunode.parsers.lspci_vv import is_lspci_vv
-from gpunode.parsers.nccl_tests import is_nccl_tests
+from gpunode.parsers.nccl_tests import is_nccl_tests, starts_nccl_tests
+from gpunode.parsers.nccl_transport import is_nccl_debug
 from gpunode.parsers.nvbandwidth import continues_nvbandwidth, is_nvbandwidth
 from gpunode.parsers.vendor_lines import foreign
 from gpunode.verify.captures.detect import detect_kind
@@ -48,6 +51,21 @@ _NEW_DOCUMENT = {
     "smi-table": re.compile(r"NVIDIA-SMI \S+"),
     "smi-text": re.compile(r"=+NVSMI LOG=+|^Driver Version\s+:", re.M),
     "smi-csv": re.compile(r"^[a-z_.]+(?: \[[^\]]+\])?(?:, ?[a-z_.]+(?: \[[^\]]+\])?)+\s*$", re.M),
+}
+
+
+# Lines that carry on a benchmark's output after a blank line: NCCL's debug lines (host:pid:tid [dev] NCCL ...,
+# mpirun tags allowed), nccl-tests' own `#` and error lines; the CUDA samples' device, result, NOTE and matrix lines.
+_CONTINUES = {
+    "nccl-tests": re.compile(r"^\s*(?:\[[\d,]+\]<std\w+>:)?(?:\[\d+\] )?"
+                             r"(?:\S+:\d+:\d+ \[\d+\] (?:NCCL|\S+\.cc:\d+ NCCL)|#|\S+: Test |"
+                             r"\s*\.\. \S+ pid \d+: Test )"),
+    "nccl-debug": re.compile(r"^\s*(?:\[[\d,]+\]<std\w+>:)?(?:\[\d+\] )?\S+:\d+:\d+ \[\d+\] (?:NCCL|\S+\.cc:\d+ NCCL)"),
+    "cuda-bandwidthtest": re.compile(r"^\s*(?:Device \d+: |Quick Mode|Range Mode|Shmoo Mode|Result = |NOTE: |"
+                                     r"Running on|(?:Host to Device|Device to Host|Device to Device) Bandwidth|"
+                                     r"(?:PINNED|PAGEABLE) Memory|Transfer Size|\d+\s+[0-9.]+\s*$)"),
+    "cuda-p2p": re.compile(r"^\s*(?:(?:GPU|CPU|D\\D)(?:\s+\d+)+\s*$|\d+(?:\s+[0-9.]+)+\s*$|NOTE: |P2P=|\*\*\*NOTE|"
+                           r"So you can see|\.\.\.)"),
 }
 
 
@@ -164,10 +182,16 @@ def _kind(piece: str, command: str | None) -> str:
         return "lspci-vv"
     if is_dcgmi_diag(piece):
         return "dcgmi-diag"
-    if is_nccl_tests(piece):
+    if is_nccl_tests(piece) or starts_nccl_tests(piece):
         return "nccl-tests"
     if is_nvbandwidth(piece):
         return "nvbandwidth"
+    if is_p2p_test(piece):
+        return "cuda-p2p"
+    if is_nccl_debug(piece):
+        return "nccl-debug"
+    if is_bandwidth_test(piece):
+        return "cuda-bandwidthtest"
     kind = detect_kind(piece)
     if kind == "unknown" and command and re.match(r"(?:sudo\s+)?(?:dmesg|journalctl)\b", command) and \
             has_kernel_markers(piece):
@@ -185,8 +209,9 @@ def _continues(previous: Block, kind: str, piece: str) -> bool:
         return False
     if kind == "unknown":
         return _structural_continuation(previous.kind, piece, previous.text)
-    if kind != previous.kind:
-        return previous.kind == "smi-text" and kind == "smi-text"
+    if kind != previous.kind:  # NCCL_DEBUG lines between an nccl-tests run's header and its table are the run's
+        return (previous.kind, kind) in (("smi-text", "smi-text"), ("nccl-tests", "nccl-debug"),
+                                         ("nccl-debug", "nccl-tests"))
     new_document = _NEW_DOCUMENT.get(kind)
     return new_document is None or not new_document.search(piece)
 
@@ -200,6 +225,8 @@ def _structural_continuation(kind: str, piece: str, previous_text: str) -> bool:
         return first.startswith((" ", "\t", "GPU ")) or " : " in first
     if kind == "nvbandwidth":  # its version, CUDA, Device and NOTE lines, a matrix cut from its SUM line
         return continues_nvbandwidth(piece)
+    if kind in _CONTINUES:  # NCCL_DEBUG lines between a run's header and its table; a sample's later sections
+        return all(_CONTINUES[kind].match(line) for line in piece.split("\n") if line.strip())
     if kind == "smi-csv":  # rows after a blank line below their rows: as many fields as those
         return "," in first and first.count(",") == last.count(",")
     return False

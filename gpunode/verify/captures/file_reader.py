@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpunode.parsers.dcgmi import dcgmi_findings
@@ -22,6 +23,13 @@ from gpunode.parsers.smi_text import parse_smi_text
 from gpunode.parsers.smi_xml import parse_smi_xml
 from gpunode.parsers.vendor_lines import foreign, is_nvidia
 from gpunode.verify.captures.blocks import Block, split_blocks, undisguise
+from gpunode.verify.captures.cuda_samples_read import (
+    dcgm_pcie_findings,
+    nccl_transport_findings,
+    read_bandwidth_test,
+    read_nccl_debug,
+    read_p2p_test,
+)
 from gpunode.verify.captures.gpu_merge import merge_reports
 from gpunode.verify.captures.not_applicable import not_applicable_kind
 from gpunode.verify.captures.units import FailedUnit, fabric_context, failed_units
@@ -31,6 +39,7 @@ SMI_PARSERS = {"smi-xml": parse_smi_xml, "smi-text": parse_smi_text, "smi-table"
                "smi-csv": parse_smi_csv, "smi-list": parse_smi_list}
 # The kind a file is named by when it holds several: the richest evidence first.
 _PRIMARY = ("smi-xml", "smi-text", "smi-csv", "smi-table", "smi-list", "dcgmi-diag", "nccl-tests", "nvbandwidth",
+            "cuda-p2p", "cuda-bandwidthtest", "nccl-debug",
             "lspci-vv", "lspci", "error-text", "kernel-log", "unit-failure", "other-vendor")
 _FOREIGN_SAMPLES = 2  # lines quoted per kind of foreign message
 
@@ -96,10 +105,10 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     links: list[LinkState] = []
     dcgmi: list[str] = []
     for block in split_blocks(text):
-        if reader := _BENCHMARK_READERS.get(block.kind):  # benchmark output: its text kept for the findings
-            result.blocks.append(BlockResult(*reader(block.text, result.evidence)))
-            continue
         try:
+            if reader := _BENCHMARK_READERS.get(block.kind):  # benchmark output: its text kept for the findings
+                result.blocks.append(BlockResult(*reader(block.text, result)))
+                continue
             message, found = _read_block(block, result, errors, kernel, links, dcgmi)
         except SmiParseError as exc:
             result.blocks.append(BlockResult(block.kind, False, str(exc)))
@@ -181,6 +190,7 @@ def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[st
         return (kind, True, f"{counts}; {len(scan.lost)} fallen-off-the-bus line(s)"), None
     if kind == "dcgmi-diag":
         dcgmi.append(text)
+        read.findings.extend(dcgm_pcie_findings(text, read))
         tests, found = dcgmi_findings(text)
         return (kind, True, f"dcgmi diag: {tests} test result(s), {len(found)} finding(s)"), None
     if kind == "error-text":
@@ -195,24 +205,30 @@ def _read_block(block: Block, read: FileRead, errors: list[str], kernel: list[st
     return _not_applicable(text, read), None
 
 
-def _read_nccl(text: str, ev: Evidence) -> tuple[str, bool, str]:
-    """Keep one nccl-tests run's text in the evidence, and describe it."""
+def _read_nccl(text: str, read: FileRead) -> tuple[str, bool, str]:
+    """Keep one nccl-tests run's text in the evidence, name the transports its NCCL_DEBUG=INFO lines show, and
+    describe it."""
+    ev = read.evidence
     ev.nccl_tests = f"{ev.nccl_tests}\n{text}" if ev.nccl_tests else text
     run = parse_nccl_tests(text)
+    read.findings.extend(nccl_transport_findings(text, run.collective or "nccl-tests"))
     return ("nccl-tests", True, f"{run.collective or 'collective not named'}: {run.n_ranks} rank(s), "
                                 f"{len(run.rows)} size(s), max busbw {run.max_busbw()} GB/s")
 
 
-def _read_nvbandwidth(text: str, ev: Evidence) -> tuple[str, bool, str]:
+def _read_nvbandwidth(text: str, read: FileRead) -> tuple[str, bool, str]:
     """Keep one nvbandwidth output's text in the evidence (blank lines kept: they end its matrices), and describe
     it."""
+    ev = read.evidence
     ev.nvbandwidth = f"{ev.nvbandwidth}\n\n{text}" if ev.nvbandwidth else text
     run = parse_nvbandwidth(text)
     tests = ", ".join(dict.fromkeys(m.testcase or "unnamed testcase" for m in run.matrices)) or "no matrix"
     return "nvbandwidth", True, f"{run.version or 'version not shown'}, {len(run.devices)} device line(s): {tests}"
 
 
-_BENCHMARK_READERS = {"nccl-tests": _read_nccl, "nvbandwidth": _read_nvbandwidth}
+_BENCHMARK_READERS: dict[str, Callable[[str, FileRead], tuple[str, bool, str]]] = {
+    "nccl-tests": _read_nccl, "nvbandwidth": _read_nvbandwidth, "cuda-bandwidthtest": read_bandwidth_test,
+    "cuda-p2p": read_p2p_test, "nccl-debug": read_nccl_debug}
 
 
 def _not_applicable(text: str, read: FileRead) -> tuple[str, bool, str]:
