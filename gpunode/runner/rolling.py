@@ -68,7 +68,7 @@ class HostRollout:
             self.changing = True
             return
         self.record.update(drain_before=step, drain_started=_now())
-        self.drainer.drain(conn, f"gpunode: {step}")
+        self.drainer.drain(conn, step)
         self.drained = True
         try:
             self._wait_idle(conn)
@@ -142,7 +142,7 @@ class HostRollout:
             if self.rollout.rollback and self.changing and self.snapshot:
                 outcome.notes.append(self._roll_back(conn))
             if self.drained and self.drainer:
-                self.drainer.hold(conn, f"gpunode: {outcome.failed_step or 'change'} failed")
+                self.drainer.hold(conn, f"{outcome.failed_step or 'the change'} failed")
                 self.record["held"] = _now()
                 outcome.notes.append(f"{self.drainer.describe} stays drained: fix the cause, then resume it "
                                      "(scontrol update NodeName=... State=RESUME) or run again")

@@ -24,7 +24,8 @@ class Drainer(Protocol):
         ...
 
     def drain(self, conn: Connection, reason: str) -> None:
-        """Take the node out: no new work lands; running work goes on."""
+        """Take the node out: no new work lands; running work goes on. `reason` says why (the step); the scheduler's
+        form marks it as a change's drain, which only the change lifts."""
         ...
 
     def running(self, conn: Connection) -> list[str]:

@@ -1,21 +1,18 @@
-"""A Slurm node drained and resumed with Slurm's own client on the node (`scontrol`, `squeue`)."""
+"""A Slurm node drained and resumed for a rolling change, through Slurm's client on the node itself
+(schedulers/slurm.py: the commands, their output formats and their sources)."""
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
-from gpunode.connection import Connection, ExecResult
+from gpunode.connection import Connection
 from gpunode.errors import GpunodeError
-
-# squeue's fields: job id, user, name, time left (%i %u %j %L); `|` never appears in a job id or a user name
-_JOBS = "%i|%u|%j|%L"
-_ACTIVE = "RUNNING,COMPLETING,SUSPENDED"  # what still holds the node's GPUs
+from gpunode.schedulers import slurm
 
 
 @dataclass
 class SlurmDrainer:
-    """The node's Slurm name, or "" for the host's short hostname (Slurm's usual NodeName)."""
+    """The node's Slurm name, or "" for the host's short hostname (Slurm's usual NodeName), read once."""
 
     node: str = ""
 
@@ -23,38 +20,32 @@ class SlurmDrainer:
     def describe(self) -> str:
         return f"slurm node {self.node}" if self.node else "slurm node (the host's short hostname)"
 
-    @property
-    def _name(self) -> str:
-        return shlex.quote(self.node) if self.node else '"$(hostname -s)"'
+    def _name(self, conn: Connection) -> str:
+        if not self.node:
+            result = conn.run("hostname -s", sudo=False, label="slurm: the node's short hostname")
+            if not result.ok or not result.stdout.strip():
+                raise GpunodeError(f"could not read the short hostname: {result.tail(2)}", step="slurm drain",
+                                   fix="set slurm_node_name for this host in the inventory")
+            self.node = result.stdout.strip()
+        return slurm.check_node_name(self.node)
 
     def drain(self, conn: Connection, reason: str) -> None:
-        self._update(conn, f"State=DRAIN Reason={shlex.quote(reason)}", "drain")
+        slurm.drain(slurm.over_connection(conn), self._name(conn), reason)
 
     def hold(self, conn: Connection, reason: str) -> None:
-        self._update(conn, f"State=DRAIN Reason={shlex.quote(reason)}", "hold drained")
+        slurm.drain(slurm.over_connection(conn), self._name(conn), reason)
 
     def resume(self, conn: Connection) -> None:
-        self._update(conn, "State=RESUME", "resume")
+        slurm.resume(slurm.over_connection(conn), self._name(conn))
 
     def running(self, conn: Connection) -> list[str]:
-        result = conn.run(f"squeue -h -w {self._name} -t {_ACTIVE} -o '{_JOBS}'", label="slurm: jobs on the node")
-        _check(result, "list the node's jobs", conn.name)
-        return [describe_job(line) for line in result.stdout.splitlines() if line.strip()]
-
-    def _update(self, conn: Connection, change: str, what: str) -> None:
-        result = conn.run(f"scontrol update NodeName={self._name} {change}", label=f"slurm: {what}")
-        _check(result, what, conn.name)
-
-
-def describe_job(line: str) -> str:
-    """One squeue line (`%i|%u|%j|%L`) for a person: "job 42 (alice: train-llm, 0:12:00 left)"."""
-    job, user, name, left = (line.split("|", 3) + ["", "", ""])[:4]
-    return f"job {job} ({user}: {name}, {left} left)"
-
-
-def _check(result: ExecResult, what: str, host: str) -> None:
-    if not result.ok:
-        raise GpunodeError(f"slurm: could not {what} (exit {result.exit_code}): {result.tail(4)}", host=host,
-                           step=f"slurm {what}",
-                           fix="check that slurmd's node has Slurm's client and munge key (scontrol ping), that "
-                           "slurm_node_name is the node's Slurm name (scontrol show node), and that the run is root")
+        """Nothing once the node is DRAINED; else its jobs (or that it is still completing one)."""
+        run, node = slurm.over_connection(conn), self._name(conn)
+        state = slurm.node_state(run, node)
+        if not state.drain:
+            raise GpunodeError(f"slurm node {node} is no longer draining (State={state.state}): someone resumed it "
+                               "during the change's wait", step="slurm drain", fix="run again once nobody resumes it")
+        if state.drained:
+            return []
+        return [f"job {job.describe()}" for job in slurm.node_jobs(run, node)] or [
+            f"(no job listed; the node is {state.state})"]
