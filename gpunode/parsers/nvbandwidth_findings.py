@@ -175,9 +175,9 @@ def _no_reference(run: NvbRun, model: str, why: str) -> Finding:
                    f"nvbandwidth on {len(run.devices) or 'an unknown number of'} GPU(s) of "
                    f"{model or 'unnamed model'}: {why} - no verdict on its bandwidth",
                    f"testcases: {', '.join(m.testcase or '?' for m in measured)}",
-                   "Give --expect-model naming the exact part (e.g. 'H100 SXM', 'A100 80GB PCIe', 'T4': docs/gpu-models.md "
-                   "lists them and their floors), run host_to_device_memcpy_ce and device_to_host_memcpy_ce, or "
-                   "compare with a known-good node of the same type.")
+                   "Give --expect-model naming the exact part (e.g. 'H100 SXM', 'A100 80GB PCIe', 'T4': "
+                   "docs/gpu-models.md lists them and their floors), run host_to_device_memcpy_ce and "
+                   "device_to_host_memcpy_ce, or compare with a known-good node of the same type.")
 
 
 def nvbandwidth_findings(run: NvbRun, expect_model: str | None = None,
