@@ -47,39 +47,47 @@ def _source(floor: Floor) -> str:
     return f"{floor.source} ({floor.kind})" if floor.kind == "published" else floor.source
 
 
-def nccl_findings(run: NcclRun, expect_model: str | None = None, expect_gpus: int | None = None) -> list[Finding]:
-    """Corruption, then bandwidth against the reference for the model and GPU count (or say none applies). The GPU
-    count is the capture's (its rank lines), else `expect_gpus`."""
-    found: list[Finding] = []
-    name = run.collective or "nccl-tests"
-    if run.wrong or run.out_of_bounds:
-        found.append(Finding("nccl-wrong-results", "critical",
-                             f"{name}: {run.wrong} wrong element(s) / {run.out_of_bounds or 0} out-of-bounds value(s)"
-                             " - data corruption between GPUs", "#wrong column and '# Out of bounds values'",
-                             "Take the node out of service and run dcgmi diag -r 3 and an NVLink/PCIe check."))
-    model = expect_model or (run.models[0] if run.models else "")
-    gpus = run.n_ranks or expect_gpus or 0
-    floor, label = reference(model, gpus, len(run.hosts)) if name == "all_reduce" and model and gpus else (None, "")
-    if floor is None or floor.message_bytes is None:
-        found.append(Finding("nccl-no-reference", "warning",
-                             f"{name} on {gpus or 'an unknown number of'}x {label or model or 'unknown GPU'}"
-                             f"{f' across {len(run.hosts)} hosts' if len(run.hosts) > 1 else ''}: no published or "
-                             "derived reference for this collective, model and GPU count - no bandwidth verdict",
-                             f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
-                             "Give --expect-model / --expect-gpus when the log does not name them (docs/gpu-models.md "
-                             "lists the references), or compare with a known-good node of the same type."))
-        return found
-    size = floor.message_bytes
+def _corruption(run: NcclRun, name: str) -> list[Finding]:
+    if not (run.wrong or run.out_of_bounds):
+        return []
+    return [Finding("nccl-wrong-results", "critical",
+                    f"{name}: {run.wrong} wrong element(s) / {run.out_of_bounds or 0} out-of-bounds value(s)"
+                    " - data corruption between GPUs", "#wrong column and '# Out of bounds values'",
+                    "Take the node out of service and run dcgmi diag -r 3 and an NVLink/PCIe check.")]
+
+
+def _no_reference(run: NcclRun, name: str, gpus: int, label: str) -> Finding:
+    across = f" across {len(run.hosts)} hosts" if len(run.hosts) > 1 else ""
+    return Finding("nccl-no-reference", "warning",
+                   f"{name} on {gpus or 'an unknown number of'}x {label or 'unknown GPU'}{across}: no published or "
+                   "derived reference for this collective, model and GPU count - no bandwidth verdict",
+                   f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
+                   "Give --expect-model / --expect-gpus when the log does not name them (docs/gpu-models.md "
+                   "lists the references), or compare with a known-good node of the same type.")
+
+
+def _verdict(run: NcclRun, name: str, gpus: int, label: str, floor: Floor, size: int) -> Finding:
     measured = run.busbw_at(size)
     at = f"{size // _GIB} GiB"
     if measured is None:
         measured, at = run.max_busbw() or 0.0, f"the largest sizes run (reference is for {size // _GIB} GiB)"
     claim = f"{name} bus bandwidth {measured:g} GB/s at {at} on {gpus}x {label}"
     if measured >= floor.gbs:
-        found.append(Finding("nccl-busbw-ok", "ok", f"{claim} is at or above the {floor.gbs:g} GB/s reference of "
-                             f"{_source(floor)}", f"busbw column at {at}", ""))
-    else:
-        found.append(Finding("nccl-busbw-low", "critical", f"{claim} is below the {floor.gbs:g} GB/s reference of "
-                             f"{_source(floor)}", f"busbw column at {at}",
-                             "Check NVLink status (nvidia-smi nvlink -s), fabric manager and GPU clocks."))
-    return found
+        return Finding("nccl-busbw-ok", "ok", f"{claim} is at or above the {floor.gbs:g} GB/s reference of "
+                       f"{_source(floor)}", f"busbw column at {at}", "")
+    return Finding("nccl-busbw-low", "critical", f"{claim} is below the {floor.gbs:g} GB/s reference of "
+                   f"{_source(floor)}", f"busbw column at {at}",
+                   "Check NVLink status (nvidia-smi nvlink -s), fabric manager and GPU clocks.")
+
+
+def nccl_findings(run: NcclRun, expect_model: str | None = None, expect_gpus: int | None = None) -> list[Finding]:
+    """Corruption, then bandwidth against the reference for the model and GPU count (or say none applies). The GPU
+    count is the capture's (its rank lines), else `expect_gpus`."""
+    name = run.collective or "nccl-tests"
+    found = _corruption(run, name)
+    model = expect_model or (run.models[0] if run.models else "")
+    gpus = run.n_ranks or expect_gpus or 0
+    floor, label = reference(model, gpus, len(run.hosts)) if name == "all_reduce" and model and gpus else (None, "")
+    if floor is None or floor.message_bytes is None:
+        return [*found, _no_reference(run, name, gpus, label or model)]
+    return [*found, _verdict(run, name, gpus, label, floor, floor.message_bytes)]
