@@ -45,7 +45,7 @@ def gpu_models_md() -> str:
         clouds = "; ".join(str(c["v"]) for c in m.clouds) or "-"
         rows.append([code(m.key), cell(" / ".join(m.names)), code(m.value("device_id")), m.form,
                      _fact(m, "memory_gb", " GB"), link, f"x{m.value('min_width') or '?'}", nvlink, cell(clouds)])
-    out += table(["key", "nvidia-smi name", "PCI id", "form", "memory", "host link", "narrowest link (DCGM)",
+    out += table(["key", "nvidia-smi name", "PCI id", "form", "memory", "host link", "narrowest link NVIDIA accepts",
                   "NVLink per GPU", "rented as"], rows)
     out += ["", "## Floors", "",
             "Host-to-device / device-to-host copy per GPU (nvbandwidth `*_memcpy_ce`), GPU-to-GPU copy per pair "

@@ -3,8 +3,8 @@ conf per VM size: nccl_references.yaml, nvbandwidth_references.yaml), else deriv
 stated rule whose constants are read from those same published floors (never typed in):
 
 - host<->device copy: the lowest published floor of a model of the same PCIe generation (Gen3: V100, Gen4: A100,
-  Gen5: H100/H200), scaled by the narrowest link NVIDIA's DCGM diag accepts for the SKU (min_pci_width / 16): a T4
-  or an L40S at x8 is within spec, an H100 at x8 is not.
+  Gen5: H100/H200), scaled by the narrowest link NVIDIA accepts for the SKU (DCGM diag's min_pci_width, or the
+  product brief: width / 16): a T4 or an L40S at x8 is within spec, an H100 at x8 is not.
 - GPU-to-GPU copy (all-to-all NVLink only): the model's NVLink rate each way x the lowest published ratio of a P2P
   floor to its model's NVLink rate each way.
 - all_reduce busbw (one node, all-to-all NVLink only): the same, with the lowest published ratio of an all_reduce
@@ -98,7 +98,7 @@ def h2d_floor(model: GpuModel) -> Floor | None:
     base, where = gen_floors()[gen]
     value = round(base * min(int(width), 16) / 16, 2)
     return Floor(value, "derived", f"derived: {base:g} GB/s (lowest published Gen{gen} floor, {where}) x "
-                 f"x{int(width)}/x16 (narrowest link DCGM accepts, {model.cite('min_width')})")
+                 f"x{int(width)}/x16 (the narrowest link NVIDIA accepts for it, {model.cite('min_width')})")
 
 
 def p2p_floor(model: GpuModel, gpus: int | None) -> Floor | None:
