@@ -68,6 +68,14 @@ def test_every_fact_has_a_source_whose_quote_holds_its_number(key: str, fact: st
         assert entry.get("note") or fact == "device_id", f"{key}.{fact}: a converted number needs its note"
 
 
+def test_the_number_check_catches_a_typo_on_either_side() -> None:
+    assert _number_in(21.0, "check_gpu_bw 21 238") and _number_in(238, "check_gpu_bw 21 238")
+    assert not _number_in(12.0, "check_gpu_bw 21 238")      # a typo in the value
+    assert not _number_in(21.0, "check_gpu_bw 12 238")      # a typo in the quote
+    assert not _number_in(16, "min_pci_width: 160.0") and _number_in(16, "min_pci_width: 16.0")
+    assert _number_in("20b2", "Device Id : 0x20B210DE") and not _number_in("20b5", "Device Id : 0x20B210DE")
+
+
 def test_quoted_captures_are_on_their_lines() -> None:
     checked = 0
     for key, fact, entry in _entries():
