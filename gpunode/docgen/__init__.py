@@ -14,11 +14,13 @@ from pathlib import Path
 
 from gpunode.docgen.clouds import clouds_md
 from gpunode.docgen.findings import findings_md
+from gpunode.docgen.gpu_models import gpu_models_md
 from gpunode.docgen.pages import playbooks_md, steps_md, tasks_md
 from gpunode.docgen.where import COMMAND, DOCS
 
 PAGES: dict[str, Callable[[], str]] = {"steps.md": steps_md, "playbooks.md": playbooks_md, "tasks.md": tasks_md,
-                                       "findings.md": findings_md, "clouds.md": clouds_md}
+                                       "findings.md": findings_md, "clouds.md": clouds_md,
+                                       "gpu-models.md": gpu_models_md}
 
 
 def generate() -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Findings on one nccl-tests run against the per-system references (catalogs/nccl_references.yaml)."""
+"""Findings on one nccl-tests run against the per-model references: published (catalogs/nccl_references.yaml) or
+derived (catalogs/gpu_floors.py), for the catalogued model (catalogs/gpu_models.yaml) and GPU count."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from gpunode.parsers.catalogs.gpu_floors import Floor, allreduce_floor, published_source
+from gpunode.parsers.catalogs.gpu_models import identify
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nccl_tests import NcclRun
 
@@ -26,43 +29,65 @@ def _matching(model: str, gpus: int) -> list[dict[str, Any]]:
     return [r for r in references() if r["gpus"] == gpus and str(r["model"]).upper() in model.upper()]
 
 
-def _source(ref: dict[str, Any]) -> str:
-    s = ref["source"]
-    return f"{s['repo']}@{s['commit'][:12]}:{s['path']}:{s['line']} ({ref['vm']})"
-
-
-def nccl_findings(run: NcclRun, expect_model: str | None = None) -> list[Finding]:
-    """Corruption, then bandwidth against the reference for the model and GPU count (or say none applies)."""
-    found: list[Finding] = []
-    name = run.collective or "nccl-tests"
-    if run.wrong or run.out_of_bounds:
-        found.append(Finding("nccl-wrong-results", "critical",
-                             f"{name}: {run.wrong} wrong element(s) / {run.out_of_bounds or 0} out-of-bounds value(s)"
-                             " - data corruption between GPUs", "#wrong column and '# Out of bounds values'",
-                             "Take the node out of service and run dcgmi diag -r 3 and an NVLink/PCIe check."))
-    model = expect_model or (run.models[0] if run.models else "")
-    gpus = run.n_ranks
-    refs = _matching(model, gpus) if name == "all_reduce" and model else []
+def reference(model: str, gpus: int, hosts: int) -> tuple[Floor | None, str]:
+    """(all_reduce floor, label) for a GPU name or --expect-model value: the catalogued model's (published for that
+    GPU count, else derived for one all-to-all NVLink node), else the published entries of a family name ("H100")."""
+    found = identify(model)
+    if found is not None:
+        label = model if " ".join(model.upper().split()) == found.label.upper() else f"{model} ({found.label})"
+        return allreduce_floor(found, gpus, hosts), label
+    refs = _matching(model, gpus)
     if not refs:
-        found.append(Finding("nccl-no-reference", "warning",
-                             f"{name} on {gpus}x {model or 'unknown GPU'}: no published reference for this "
-                             "collective, model and GPU count - no bandwidth verdict",
-                             f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
-                             "Compare with a known-good node of the same type."))
-        return found
+        return None, model
     ref = min(refs, key=lambda r: float(r["busbw_gbs"]))
-    size = int(ref["message_bytes"])
+    return Floor(float(ref["busbw_gbs"]), "published", published_source(ref), int(ref["message_bytes"]), gpus), model
+
+
+def _source(floor: Floor) -> str:
+    return f"{floor.source} ({floor.kind})" if floor.kind == "published" else floor.source
+
+
+def _corruption(run: NcclRun, name: str) -> list[Finding]:
+    if not (run.wrong or run.out_of_bounds):
+        return []
+    return [Finding("nccl-wrong-results", "critical",
+                    f"{name}: {run.wrong} wrong element(s) / {run.out_of_bounds or 0} out-of-bounds value(s)"
+                    " - data corruption between GPUs", "#wrong column and '# Out of bounds values'",
+                    "Take the node out of service and run dcgmi diag -r 3 and an NVLink/PCIe check.")]
+
+
+def _no_reference(run: NcclRun, name: str, gpus: int, label: str) -> Finding:
+    across = f" across {len(run.hosts)} hosts" if len(run.hosts) > 1 else ""
+    return Finding("nccl-no-reference", "warning",
+                   f"{name} on {gpus or 'an unknown number of'}x {label or 'unknown GPU'}{across}: no published or "
+                   "derived reference for this collective, model and GPU count - no bandwidth verdict",
+                   f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
+                   "Give --expect-model / --expect-gpus when the log does not name them (docs/gpu-models.md "
+                   "lists the references), or compare with a known-good node of the same type.")
+
+
+def _verdict(run: NcclRun, name: str, gpus: int, label: str, floor: Floor, size: int) -> Finding:
     measured = run.busbw_at(size)
     at = f"{size // _GIB} GiB"
     if measured is None:
         measured, at = run.max_busbw() or 0.0, f"the largest sizes run (reference is for {size // _GIB} GiB)"
-    floor = float(ref["busbw_gbs"])
-    claim = f"{name} bus bandwidth {measured:g} GB/s at {at} on {gpus}x {model}"
-    if measured >= floor:
-        found.append(Finding("nccl-busbw-ok", "ok", f"{claim} is at or above the {floor:g} GB/s reference of "
-                             f"{_source(ref)}", f"busbw column at {at}", ""))
-    else:
-        found.append(Finding("nccl-busbw-low", "critical", f"{claim} is below the {floor:g} GB/s reference of "
-                             f"{_source(ref)}", f"busbw column at {at}",
-                             "Check NVLink status (nvidia-smi nvlink -s), fabric manager and GPU clocks."))
-    return found
+    claim = f"{name} bus bandwidth {measured:g} GB/s at {at} on {gpus}x {label}"
+    if measured >= floor.gbs:
+        return Finding("nccl-busbw-ok", "ok", f"{claim} is at or above the {floor.gbs:g} GB/s reference of "
+                       f"{_source(floor)}", f"busbw column at {at}", "")
+    return Finding("nccl-busbw-low", "critical", f"{claim} is below the {floor.gbs:g} GB/s reference of "
+                   f"{_source(floor)}", f"busbw column at {at}",
+                   "Check NVLink status (nvidia-smi nvlink -s), fabric manager and GPU clocks.")
+
+
+def nccl_findings(run: NcclRun, expect_model: str | None = None, expect_gpus: int | None = None) -> list[Finding]:
+    """Corruption, then bandwidth against the reference for the model and GPU count (or say none applies). The GPU
+    count is the capture's (its rank lines), else `expect_gpus`."""
+    name = run.collective or "nccl-tests"
+    found = _corruption(run, name)
+    model = expect_model or (run.models[0] if run.models else "")
+    gpus = run.n_ranks or expect_gpus or 0
+    floor, label = reference(model, gpus, len(run.hosts)) if name == "all_reduce" and model and gpus else (None, "")
+    if floor is None or floor.message_bytes is None:
+        return [*found, _no_reference(run, name, gpus, label or model)]
+    return [*found, _verdict(run, name, gpus, label, floor, floor.message_bytes)]

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from gpunode.parsers.catalogs.gpu_floors import Floor, h2d_floor, p2p_floor, published_source
+from gpunode.parsers.catalogs.gpu_models import identify
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nvbandwidth import NvbMatrix, NvbRun
 
@@ -43,9 +45,31 @@ def matching(model: str) -> list[dict[str, Any]]:
     return variant or family
 
 
-def _source(ref: dict[str, Any]) -> str:
-    s = ref["source"]
-    return f"{s['repo']}@{s['commit'][:12]}:{s['path']}:{s['line']} ({ref['vm']})"
+def floors(model: str, gpus: int | None = None) -> tuple[Floor | None, Floor | None, str]:
+    """(host<->device floor, GPU-to-GPU floor, label) for a GPU name or --expect-model value: the catalogued model's
+    (gpu_models.yaml, PCIe and SXM parts apart), else the published entries of a family name such as "H100"."""
+    found = identify(model)
+    if found is not None:
+        label = model if _plain(model) == _plain(found.label) else f"{model} ({found.label})"
+        return h2d_floor(found), p2p_floor(found, gpus), label
+    refs = matching(model) if model else []
+    if not refs:
+        return None, None, model
+    h2d = min(refs, key=lambda r: float(r["h2d_gbs"]))
+    h2d_ref = Floor(float(h2d["h2d_gbs"]), "published", published_source(h2d))
+    p2p = None
+    if all(r.get("nvlink") and r.get("p2p_gbs") for r in refs):
+        low = min(refs, key=lambda r: float(r["p2p_gbs"]))
+        p2p = Floor(float(low["p2p_gbs"]), "published", published_source(low))
+    return h2d_ref, p2p, model
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.upper().split())
+
+
+def _source(floor: Floor) -> str:
+    return f"{floor.source} ({floor.kind})" if floor.kind == "published" else floor.source
 
 
 def _gpu(run: NvbRun, index: int) -> str:
@@ -69,9 +93,8 @@ def _per_gpu(matrix: NvbMatrix) -> dict[int, float]:
     return {col: value for _, col, value in matrix.cells()}
 
 
-def _floor_findings(run: NvbRun, refs: list[dict[str, Any]], model: str) -> list[Finding]:
-    ref = min(refs, key=lambda r: float(r["h2d_gbs"]))
-    floor = float(ref["h2d_gbs"])
+def _floor_findings(run: NvbRun, h2d: Floor, p2p: Floor | None, model: str) -> list[Finding]:
+    floor = h2d.gbs
     found: list[Finding] = []
     checked = 0
     for test in _FLOOR_TESTS:
@@ -83,33 +106,32 @@ def _floor_findings(run: NvbRun, refs: list[dict[str, Any]], model: str) -> list
             if value >= floor:
                 continue
             claim = f"{_gpu(run, index)}: {test} {value:g} GB/s is below the {floor:g} GB/s floor for {model} " \
-                    f"of {_source(ref)}"
+                    f"of {_source(h2d)}"
             half = _HALF_OF_FLOOR[0] * floor <= value <= _HALF_OF_FLOOR[1] * floor
             found.append(_link_finding(test, index, claim, _HALF_LINK if half else None))
-    p2p = _p2p_findings(run, refs, model)
+    p2p_found = _p2p_findings(run, p2p, model)
     if checked and not found:
         found.append(Finding("nvbandwidth-ok", "ok", f"host<->device copies of {checked} GPU measure(s) on {model} "
-                             f"are at or above the {floor:g} GB/s floor of {_source(ref)}",
+                             f"are at or above the {floor:g} GB/s floor of {_source(h2d)}",
                              " / ".join(t for t in _FLOOR_TESTS if run.matrix(t)), ""))
-    return found + p2p
+    return found + p2p_found
 
 
-def _p2p_findings(run: NvbRun, refs: list[dict[str, Any]], model: str) -> list[Finding]:
+def _p2p_findings(run: NvbRun, p2p: Floor | None, model: str) -> list[Finding]:
     matrix = run.matrix(_P2P_TEST)
-    if matrix is None or not refs or not all(r.get("nvlink") and r.get("p2p_gbs") for r in refs):
+    if matrix is None or p2p is None:
         return []
-    ref = min(refs, key=lambda r: float(r["p2p_gbs"]))
-    floor = float(ref["p2p_gbs"])
+    floor = p2p.gbs
     low = [(row, col, value) for row, col, value in matrix.cells() if value < floor]
     found = [Finding("nvbandwidth-p2p-low", "critical", f"GPU pair {row} -> {col}: {_P2P_TEST} {value:g} GB/s is "
-                     f"below the {floor:g} GB/s NVLink floor for {model} of {_source(ref)}",
+                     f"below the {floor:g} GB/s NVLink floor for {model} of {_source(p2p)}",
                      f"{_P2P_TEST} row {row}, column {col}",
                      "Check NVLink: `nvidia-smi nvlink -s -i <gpu>` (links down or slower), `nvidia-smi nvlink -e` "
                      "error counters, fabric manager status (NVSwitch systems).", f"{row},{col}")
              for row, col, value in low]
     if matrix.cells() and not found:
         found.append(Finding("nvbandwidth-ok", "ok", f"{len(matrix.cells())} GPU pair(s) on {model} copy at or "
-                             f"above the {floor:g} GB/s NVLink floor of {_source(ref)}", _P2P_TEST, ""))
+                             f"above the {floor:g} GB/s NVLink floor of {_source(p2p)}", _P2P_TEST, ""))
     return found
 
 
@@ -153,21 +175,24 @@ def _no_reference(run: NvbRun, model: str, why: str) -> Finding:
                    f"nvbandwidth on {len(run.devices) or 'an unknown number of'} GPU(s) of "
                    f"{model or 'unnamed model'}: {why} - no verdict on its bandwidth",
                    f"testcases: {', '.join(m.testcase or '?' for m in measured)}",
-                   "Give --expect-model (A100, H100, H200, V100 have floors), run host_to_device_memcpy_ce and "
+                   "Give --expect-model naming the exact part (e.g. 'H100 SXM', 'A100 80GB PCIe', 'T4': "
+                   "docs/gpu-models.md lists them and their floors), run host_to_device_memcpy_ce and "
                    "device_to_host_memcpy_ce, or compare with a known-good node of the same type.")
 
 
-def nvbandwidth_findings(run: NvbRun, expect_model: str | None = None) -> list[Finding]:
+def nvbandwidth_findings(run: NvbRun, expect_model: str | None = None,
+                         expect_gpus: int | None = None) -> list[Finding]:
     """Failed testcases, then each GPU and pair against the floors for the model (or say none applies), then each
-    GPU against its peers."""
+    GPU against its peers. The GPU count is the capture's, else `expect_gpus`."""
     found = _failure(run)
     model = expect_model or (run.models[0] if run.models else "")
-    refs = matching(model) if model else []
-    floors = _floor_findings(run, refs, model) if refs else []
-    if floors:
-        found += floors
+    h2d, p2p, label = floors(model, len(run.devices) or expect_gpus) if model else (None, None, model)
+    floor_found = _floor_findings(run, h2d, p2p, label) if h2d else []
+    if floor_found:
+        found += floor_found
     elif any(m.unit == "GB/s" and m.cells() for m in run.matrices):
-        found.append(_no_reference(run, model, f"the floors cover {', '.join((*_FLOOR_TESTS, _P2P_TEST))} only"
-                                   if refs else "no published floor for this GPU"))
+        why = "no published or derived floor for this model" if identify(model) else "no published floor for this GPU"
+        found.append(_no_reference(run, label, f"the floors cover {', '.join((*_FLOOR_TESTS, _P2P_TEST))} only"
+                                   if h2d else why))
     named = {f.gpu for f in found if f.gpu and f.id.startswith("nvbandwidth-pcie")}
     return found + peer_findings(run, {n for n in named if n})

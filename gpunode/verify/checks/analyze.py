@@ -26,6 +26,7 @@ _RANK = {"critical": 0, "warning": 1, "ok": 2}
 def analyze(evidence: Evidence) -> list[Finding]:
     """All findings for one host, critical first; one finding per id (evidence merged)."""
     errors = classify_errors(evidence.smi_error) if evidence.smi_error else []
+    expect = evidence.expectations
     scan = KernelScan()
     for text in (evidence.kernel_log, evidence.smi_error):
         if text:
@@ -38,9 +39,9 @@ def analyze(evidence: Evidence) -> list[Finding]:
         *kernel_message_findings("\n".join(t for t in (evidence.kernel_log, evidence.smi_error) if t), scan),
         *link_findings(evidence.link_states or []),
         *(dcgmi_findings(evidence.dcgmi)[1] if evidence.dcgmi else []),
-        *(nccl_findings(parse_nccl_tests(evidence.nccl_tests), evidence.expectations.expect_model)
+        *(nccl_findings(parse_nccl_tests(evidence.nccl_tests), expect.expect_model, expect.expect_gpus)
           if evidence.nccl_tests else []),
-        *(nvbandwidth_findings(parse_nvbandwidth(evidence.nvbandwidth), evidence.expectations.expect_model)
+        *(nvbandwidth_findings(parse_nvbandwidth(evidence.nvbandwidth), expect.expect_model, expect.expect_gpus)
           if evidence.nvbandwidth else []),
     ]
     if evidence.smi is not None and evidence.smi.gpus:  # nvidia-smi works: nouveau does not hold these GPUs
