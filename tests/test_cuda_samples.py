@@ -39,7 +39,10 @@ CASES = {
     # no published floor for a GeForce RTX 2080 Ti / a P100: no verdict, said as what is missing (exit 2)
     "autodl-blog__bandwidthtest_rtx2080ti.txt": ("cuda-bandwidthtest", {"bandwidthtest-no-reference": "warning"}, 2),
     "gearshifft-82__bandwidthtest_p100_numa_excerpt.txt": (
-        "cuda-bandwidthtest", {"bandwidthtest-runs-differ": "warning", "bandwidthtest-no-reference": "warning"}, 2),
+        # the catalogue's P100 PCIe floor (Gen3 x16: 9 GB/s): the run bound to the GPU's own socket meets it, so the
+        # far-socket run is a binding warning, not a link fault
+        "cuda-bandwidthtest", {"bandwidthtest-runs-differ": "warning", "bandwidthtest-pcie-half": "warning",
+                               "bandwidthtest-pcie-low": "warning", "bandwidthtest-ok": "ok"}, 0),
 }
 
 

@@ -50,16 +50,32 @@ def read_bandwidth_test(text: str, read: Read) -> tuple[str, bool, str]:
     runs = [cuda_bandwidth_test.parse_bandwidth_test(text[start:end]) for start, end in zip(cuts, cuts[1:],
                                                                                              strict=False)]
     runs = [run for run in runs if run.results or run.devices]
-    read.findings.extend(_runs_differ(runs))
+    differ = _runs_differ(runs)
+    read.findings.extend(differ)
+    judged = []
     for run in runs:
         found = _judged(cuda_bandwidth_test.as_nvbandwidth(run), read, "bandwidthtest-", "bandwidthTest")
         if run.passed is False:
             found.append(Finding("bandwidthtest-failed", "critical", "bandwidthTest printed Result = FAIL",
                                  "Result = FAIL (bandwidthTest.cu:168)",
                                  "Run it again with --device=N per GPU and dcgmi diag -r 2 on the node."))
-        read.findings.extend(found)
+        judged.append(found)
         messages.append(cuda_bandwidth_test.describe(run))
+    if differ and any(f.id == "bandwidthtest-ok" for found in judged for f in found):
+        judged = [[_binding_not_link(f) for f in found] for found in judged]
+    read.findings.extend(f for found in judged for f in found)
     return "cuda-bandwidthtest", True, " | ".join(messages)
+
+
+def _binding_not_link(finding: Finding) -> Finding:
+    """A slow run of a GPU another run of the same capture measured at its floor: the link is fine, the run was
+    bound to the far CPU socket (a warning that says so, not a link fault)."""
+    if finding.id not in ("bandwidthtest-pcie-low", "bandwidthtest-pcie-half"):
+        return finding
+    return Finding(finding.id, "warning", finding.summary.split("; about half")[0] + "; another run of this capture "
+                   "meets the floor on the same GPU, so the link trains right: this run was bound to the far CPU "
+                   "socket (NUMA)", finding.evidence, "Bind the test to the GPU's own socket (`nvidia-smi topo -m` "
+                   "CPU Affinity, `numactl -N <node> -m <node>`).", finding.gpu)
 
 
 def _runs_differ(runs: list[cuda_bandwidth_test.BandwidthTestRun]) -> list[Finding]:
