@@ -586,9 +586,14 @@ def check_nvidia_smi(ctx, timeout):
 
 
 def check_gpu_count(ctx, timeout):
-    """The GPU count against the expected one (--expect-gpus / expect_gpus in the config)."""
-    expect = ctx.args.expect_gpus
+    """The GPU count and model against the expected ones (--expect-gpus, --expect-model, or the config)."""
+    expect, model = ctx.args.expect_gpus, ctx.args.expect_model
     have = len(ctx.gpus)
+    other = [g for g in ctx.gpus if model and model.lower() not in (g.get("name") or "").lower()]
+    if other:
+        return {"status": "fail", "findings": [finding(
+            "gpu-model", "critical", "%s is a %s, not the expected %s" % (gpu_label(g), g.get("name"), model),
+            "a node of another type, or --expect-model is wrong", gpu=g) for g in other]}
     if expect is None:
         return {"status": "pass", "findings": [], "measurements": {"gpus": have},
                 "reason": "no expected count given (--expect-gpus)"}
@@ -863,14 +868,15 @@ def check_nccl(ctx, timeout):
 # https://docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference/dcgmi/dcgmi-diag.html), gpunode's
 # measurements for the rest.
 def _checks(tier):
-    quick = [("nvidia-smi", 2, 30, check_nvidia_smi), ("gpu-count", 0, 1, check_gpu_count),
-             ("fabric", 2, 30, check_fabric), ("persistence", 0, 1, check_persistence),
-             ("cuda", 8, 60, check_cuda), ("dcgm-diag-1", 30, 120, lambda c, t: check_dcgm(c, t, 1))]
-    standard = [("dcgm-diag-2", 150, 600, lambda c, t: check_dcgm(c, t, 2)),
-                ("bandwidth", 60, 600, check_bandwidth), ("nccl", 120, 900, check_nccl)]
-    burn = [("cuda-loop", 60, 600, lambda c, t: check_cuda(c, t, "kernel", 200)),
-            ("dcgm-diag-3", 1200, 3600, lambda c, t: check_dcgm(c, t, 3)),
-            ("dcgm-diag-4", 3600, 7200, lambda c, t: check_dcgm(c, t, 4))]
+    """(name, estimated s, timeout s, function, the tool it needs: no estimate when that tool is absent)."""
+    quick = [("nvidia-smi", 2, 30, check_nvidia_smi, None), ("gpu-count", 0, 1, check_gpu_count, None),
+             ("fabric", 2, 30, check_fabric, None), ("persistence", 0, 1, check_persistence, None),
+             ("cuda", 8, 60, check_cuda, None), ("dcgm-diag-1", 30, 120, lambda c, t: check_dcgm(c, t, 1), "dcgmi")]
+    standard = [("dcgm-diag-2", 150, 600, lambda c, t: check_dcgm(c, t, 2), "dcgmi"),
+                ("bandwidth", 60, 600, check_bandwidth, None), ("nccl", 120, 900, check_nccl, "all_reduce_perf")]
+    burn = [("cuda-loop", 60, 600, lambda c, t: check_cuda(c, t, "kernel", 200), None),
+            ("dcgm-diag-3", 1200, 3600, lambda c, t: check_dcgm(c, t, 3), "dcgmi"),
+            ("dcgm-diag-4", 3600, 7200, lambda c, t: check_dcgm(c, t, 4), "dcgmi")]
     return quick + (standard if tier != "quick" else []) + (burn if tier == "burn-in" else [])
 
 
@@ -889,8 +895,10 @@ def run_tier(ctx):
     estimates = ctx.config.get("estimates") if isinstance(ctx.config.get("estimates"), dict) else {}
     timeouts = ctx.config.get("timeouts") if isinstance(ctx.config.get("timeouts"), dict) else {}
     checks, stopped = [], None
-    for name, estimate, limit, fn in _checks(args.tier):
+    for name, estimate, limit, fn, needs in _checks(args.tier):
         estimate, limit = float(estimates.get(name, estimate)), float(timeouts.get(name, limit))
+        if needs and not tool(needs, ctx):
+            estimate = 0.0  # it only says "not installed"
         left = budget - (time.monotonic() - started) - RESERVE_S
         if stopped or estimate > left:
             stopped = stopped or name
