@@ -16,13 +16,15 @@ types/config.go:32 defaultMaxOutputLength = 80; plugin/plugin.go:325-350 trims, 
 
 gpunode's own CUDA probe (--probe, run by the runner in a child process so a hung driver call is killed at its
 timeout) uses the CUDA driver API through ctypes: no compiler, nothing downloaded. Signatures and CUresult values are
-NVIDIA's cuda.h of CUDA 12.6 (CUDA_VERSION 12060), read at zspace/system.cuda-12.6@b3d92c837713411301ae5df45b0c7758df7d931e
-include/cuda.h (line numbers beside each use below); the `_v2` entry points are the ones cuda.h's #defines map the
-plain names to (lines 90-132), and libcuda.so.1 is the name NVIDIA's own sample dlopens
+NVIDIA's cuda.h of CUDA 12.6 (CUDA_VERSION 12060), read at
+zspace/system.cuda-12.6@b3d92c837713411301ae5df45b0c7758df7d931e include/cuda.h (line numbers beside each use
+below); the `_v2` entry points are the ones cuda.h's #defines map the plain names to (lines 90-132), and
+libcuda.so.1 is the name NVIDIA's own sample dlopens
 (NVIDIA/cuda-samples@c94ff366aed1 Samples/0_Introduction/matrixMulDynlinkJIT/cuda_drvapi_dynlink.c:303).
 """
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -234,10 +236,8 @@ def run_tool(argv, timeout):
         out, _ = proc.communicate(timeout=max(timeout, 0.1))
         return proc.returncode, out.decode("utf-8", "replace"), False
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         out, _ = proc.communicate()
         return proc.returncode, out.decode("utf-8", "replace"), True
 
@@ -268,7 +268,7 @@ class CudaError(Exception):
         self.call, self.code, self.name = call, code, cu_name(code)
 
 
-class Driver(object):
+class Driver:
     """The few driver API entry points the probe calls, typed as cuda.h declares them."""
 
     # name -> argtypes; every function returns CUresult (an int enum). cuda.h lines in the comments.
@@ -374,6 +374,10 @@ def _host_bandwidth(cu, size, reps):
     return h2d, d2h
 
 
+def _peer_copy(cu, dst, dst_ctx, src, src_ctx, size):
+    return lambda: cu("cuMemcpyPeer", dst, dst_ctx, src, src_ctx, size)
+
+
 def _peer(cu, devs, ctxs, size, reps):
     """GPU-to-GPU copy bandwidth per ordered pair; peer access enabled where the driver allows it."""
     pairs = []
@@ -397,11 +401,11 @@ def _peer(cu, devs, ctxs, size, reps):
                     if exc.name != "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED":
                         raise
             cu("cuCtxSetCurrent", dst_ctx)
-            gbs = _timed(cu, lambda: cu("cuMemcpyPeer", bufs[j], dst_ctx, bufs[i], src_ctx, size), size, reps)
+            gbs = _timed(cu, _peer_copy(cu, bufs[j], dst_ctx, bufs[i], src_ctx, size), size, reps)
             pairs.append({"src": i, "dst": j, "gbs": gbs, "peer_access": bool(can.value)})
-    for ctx, d in zip(ctxs, bufs):
+    for k, ctx in enumerate(ctxs):
         cu("cuCtxSetCurrent", ctx)
-        cu("cuMemFree_v2", d)
+        cu("cuMemFree_v2", bufs[k])
     return pairs
 
 
@@ -461,10 +465,8 @@ def probe(mode="kernel", iterations=1, size=64 << 20, reps=8, library="libcuda.s
         except CudaError as exc:
             result["peer_error"] = {"call": exc.call, "code": exc.code, "name": exc.name}
     for ctx in ctxs:
-        try:
+        with contextlib.suppress(CudaError):
             cu("cuCtxDestroy_v2", ctx)
-        except CudaError:
-            pass
     return result
 
 
@@ -503,7 +505,7 @@ def ptx_problems(text=PTX):
 
 # ---------------------------------------------------------------- the checks
 
-class Context(object):
+class Context:
     """What the checks share: options, config, and what earlier checks learned (the GPUs)."""
 
     def __init__(self, args, config):
@@ -998,7 +1000,7 @@ def load_config(path):
         with open(path) as handle:
             data = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise ValueError("cannot read %s: %s; fix its JSON or remove it" % (path, exc))
+        raise ValueError("cannot read %s: %s; fix its JSON or remove it" % (path, exc)) from None
     if not isinstance(data, dict):
         raise ValueError("%s must hold a JSON object like {\"tier\": \"quick\", \"expect_gpus\": 8}" % path)
     return data
