@@ -34,7 +34,8 @@ def part_label(part: dict[str, Any] | None) -> str | None:
 
 def node_finding(raw: dict[str, Any], check: str) -> Finding:
     """One of the runner's findings."""
-    severity: Severity = raw.get("severity") if raw.get("severity") in ("ok", "warning", "critical") else "warning"
+    given = raw.get("severity")
+    severity: Severity = "critical" if given == "critical" else "ok" if given == "ok" else "warning"
     return Finding(str(raw.get("id", check)), severity, str(raw.get("summary", "")),
                    str(raw.get("evidence") or f"check {check}"), str(raw.get("remedy", "")),
                    part_label(raw.get("part")))
