@@ -217,3 +217,16 @@ def test_fabric_state_is_read_per_gpu_from_nvidia_smi_q() -> None:
             "GPU 00000000:0F:00.0\n    Fabric\n        State : Completed\n        Status : Success\n")
     assert node._fabric_states(text) == {"00000000:07:00.0": ("In Progress", "N/A"),
                                          "00000000:0F:00.0": ("Completed", "Success")}
+
+
+def test_the_runner_is_python_3_6_syntax_and_stdlib_only() -> None:
+    """It is shipped to every distro gpunode supports: Python 3.6 syntax (ast's feature_version), standard
+    library imports only, none of the 3.7+ calls it could slip into (subprocess capture_output/text)."""
+    import ast
+
+    source = SCRIPT.read_text()
+    tree = ast.parse(source, feature_version=(3, 6))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= set(sys.stdlib_module_names) and "__future__" not in imported
+    assert "capture_output" not in source and "text=True" not in source
