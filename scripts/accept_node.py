@@ -47,12 +47,17 @@ DEFAULT_BUDGET = {"quick": 60.0, "standard": 1200.0, "burn-in": 10800.0}
 RESERVE_S = 1.0
 GIB = 1 << 30
 
+# How to install the tools, as their vendors document it: DCGM's installation page (the package is
+# datacenter-gpu-manager in NVIDIA's CUDA repository index, developer.download.nvidia.com/compute/cuda/repos/
+# ubuntu2404/x86_64/Packages); nccl-tests' README (NVIDIA/nccl-tests@01d6761451d6 README.md "Build": `make`,
+# CUDA_HOME / NCCL_HOME); nvbandwidth's -t takes several testcases (NVIDIA/nvbandwidth@66746a3bef61
+# nvbandwidth.cpp:211, multitoken).
 DCGM_INSTALL = ("install DCGM from NVIDIA's CUDA repository as "
                 "https://docs.nvidia.com/datacenter/dcgm/latest/installation.html says (package "
-                "datacenter-gpu-manager, or datacenter-gpu-manager-4-* on DCGM 4), then `systemctl enable --now "
-                "nvidia-dcgm`")
-NCCL_TESTS_INSTALL = ("build NVIDIA/nccl-tests as its README says (`make` with CUDA_HOME and NCCL_HOME) and put "
-                      "all_reduce_perf on PATH, or set nccl_tests in /etc/gpunode/accept.json to its folder")
+                "datacenter-gpu-manager), then `systemctl enable --now nvidia-dcgm`")
+NCCL_TESTS_INSTALL = ("build NVIDIA/nccl-tests as its README says (`make CUDA_HOME=... NCCL_HOME=...`) and put "
+                      "build/all_reduce_perf on PATH, or name its folder in /etc/gpunode/accept.json "
+                      "(tool_dirs: {\"all_reduce_perf\": \"/opt/nccl-tests/build\"})")
 NVBANDWIDTH_NOTE = "nvbandwidth is not installed: gpunode's own copy probe measured instead"
 
 # CUresult values: cuda.h (CUDA 12.6) enum cudaError_enum; the comment is each value's line in that file.
@@ -527,6 +532,10 @@ class Context:
         return {"index": index, "bus_id": bus_id} if index is not None or bus_id else None
 
 
+# Field names as `nvidia-smi --help-query-gpu` prints them (its output kept at
+# https://gist.github.com/Jaid/5e3b3bf4234078a1828fbfa9338c1514: "pci.bus_id" is "domain:bus:device.function" in hex);
+# --format=csv,noheader,nounits and -q as NVIDIA's man page gives them
+# (https://manpages.ubuntu.com/manpages/plucky/man1/nvidia-smi.1.html, nvidia-utils-550-server).
 SMI_QUERY = "index,uuid,pci.bus_id,name,persistence_mode,memory.total"
 _LOST = re.compile(r"fallen off the bus|GPU is lost|Unable to determine the device handle|requires reset", re.I)
 # lspci -D -n: "0000:07:00.0 0302: 10de:20b2 (rev a1)"; classes as gpunode/parsers/lspci.py reads them
