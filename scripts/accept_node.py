@@ -656,14 +656,27 @@ def check_fabric(ctx, timeout):
     if not ctx.nvswitches:
         res["reason"] = "no NVSwitch on the PCI bus: fabric state not applicable"
         return res
-    for bus, (state, status) in sorted(states.items()):
-        if (state or "").lower() != "completed":
-            res["findings"].append(finding(
-                "fabric-not-completed", "critical", "%s: fabric state %r (status %r) on an NVSwitch system: CUDA "
-                "cannot use its NVLinks until it is Completed" % (gpu_label(ctx.gpu(bus_id=bus)), state, status),
-                "`systemctl status nvidia-fabricmanager`, `journalctl -u nvidia-fabricmanager`; the fabric manager "
-                "must be the driver's exact version", gpu=ctx.gpu(bus_id=bus)))
+    res["findings"], reason = fabric_findings(ctx, states)
+    if reason:
+        res["reason"] = reason
     return res
+
+
+def fabric_findings(ctx, states):
+    """(findings, note) on an NVSwitch system: a GPU whose reported fabric state is not Completed is critical;
+    N/A (e.g. A100: the driver reports no fabric state; the fabric manager's service is what verify-gpu checks)
+    is noted, not failed."""
+    unreported = [b for b, (state, _) in states.items() if (state or "N/A").upper() == "N/A"]
+    found = []
+    for bus, (state, status) in sorted(states.items()):
+        if bus not in unreported and (state or "").lower() != "completed":
+            gpu = ctx.gpu(bus_id=bus)
+            found.append(finding(
+                "fabric-not-completed", "critical", "%s: fabric state %r (status %r) on an NVSwitch system: CUDA "
+                "cannot use its NVLinks until it is Completed" % (gpu_label(gpu), state, status),
+                "`systemctl status nvidia-fabricmanager`, `journalctl -u nvidia-fabricmanager`; the fabric manager "
+                "must be the driver's exact version", gpu=gpu, link="NVSwitch fabric"))
+    return found, ("no fabric state reported for %d GPU(s)" % len(unreported) if unreported else None)
 
 
 def check_persistence(ctx, timeout):

@@ -230,3 +230,34 @@ def test_the_runner_is_python_3_6_syntax_and_stdlib_only() -> None:
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= set(sys.stdlib_module_names) and "__future__" not in imported
     assert "capture_output" not in source and "text=True" not in source
+
+
+def test_fabric_states_of_real_nvidia_smi_q_captures() -> None:
+    """tests/data/captures/text_q (SOURCES.md there): an 8x H100 SXM NVSwitch system reports Completed/Success for
+    every GPU; a 4x A100 SXM4 and an L4 report N/A (no fabric state), which the check does not count as a failure."""
+    node = _module()
+    folder = REPO / "tests" / "data" / "captures" / "text_q"
+    h100 = node._fabric_states((folder / "gls__H100SXMx8__nvidia-smi-a.txt").read_text())
+    assert len(h100) == 8 and set(h100.values()) == {("Completed", "Success")}
+    a100 = node._fabric_states((folder / "gls__A100SXMx4__nvidia-smi-a.txt").read_text())
+    assert len(a100) == 4 and set(a100.values()) == {("N/A", "N/A")}
+
+
+def test_fabric_in_progress_names_the_gpu_and_completed_passes() -> None:
+    """The real 8x H100 capture passes; the same capture EDITED (GPU 00000000:2A:00.0's State "Completed" ->
+    "In Progress", the state NVIDIA/gpu-operator issue 2781 reports while the driver says ready) fails naming
+    that GPU by index, UUID and bus id; an A100's N/A is noted, not failed."""
+    node = _module()
+    text = (REPO / "tests" / "data" / "captures" / "text_q" / "gls__H100SXMx8__nvidia-smi-a.txt").read_text()
+    args = node.parse_args(["--config", ""])
+    ctx = node.Context(args, {})
+    ctx.gpus = [{"index": 1, "uuid": "GPU-1", "bus_id": "00000000:2A:00.0", "name": "NVIDIA H100 80GB HBM3"}]
+    assert node.fabric_findings(ctx, node._fabric_states(text)) == ([], None)
+    head, _, tail = text.partition("GPU 00000000:2A:00.0")
+    edited = head + "GPU 00000000:2A:00.0" + tail.replace("Completed", "In Progress", 1)
+    [bad], _ = node.fabric_findings(ctx, node._fabric_states(edited))
+    assert bad["id"] == "fabric-not-completed" and "'In Progress'" in bad["summary"]
+    assert bad["part"] == {"index": 1, "uuid": "GPU-1", "bus_id": "00000000:2A:00.0", "name": "NVIDIA H100 80GB HBM3",
+                           "link": "NVSwitch fabric"}
+    a100 = (REPO / "tests" / "data" / "captures" / "text_q" / "gls__A100SXMx4__nvidia-smi-a.txt").read_text()
+    assert node.fabric_findings(ctx, node._fabric_states(a100)) == ([], "no fabric state reported for 4 GPU(s)")
