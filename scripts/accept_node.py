@@ -333,6 +333,12 @@ def _device(cu, ordinal):
                  "bus_id": bus.value.decode("ascii", "replace"), "uuid": _uuid_text(uuid.raw[:16])}
 
 
+def kernel_params(*args):
+    """cuLaunchKernel's kernelParams: an array of N pointers, each pointing to the value of one kernel parameter
+    (cuda.h lines 16932-16937); the values must outlive the launch (the caller keeps them)."""
+    return (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args))
+
+
 def _kernel(cu, n=1 << 20):
     """Load the PTX (the driver JIT-compiles it), run it over n ints, check every value."""
     module, fn, dptr = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint64()
@@ -340,8 +346,7 @@ def _kernel(cu, n=1 << 20):
     cu("cuModuleGetFunction", ctypes.byref(fn), module, PTX_ENTRY.encode("ascii"))
     cu("cuMemAlloc_v2", ctypes.byref(dptr), n * 4)
     count = ctypes.c_uint(n)
-    params = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(dptr), ctypes.c_void_p),
-                                   ctypes.cast(ctypes.byref(count), ctypes.c_void_p))
+    params = kernel_params(dptr, count)
     block = 256
     cu("cuLaunchKernel", fn, (n + block - 1) // block, 1, 1, block, 1, 1, 0, None, params, None)
     cu("cuCtxSynchronize")
@@ -356,6 +361,7 @@ def _kernel(cu, n=1 << 20):
 
 
 def _timed(cu, copy, size, reps):
+    copy()  # warm-up: the first copy pays for mappings the timed ones do not
     cu("cuCtxSynchronize")
     start = time.perf_counter()
     for _ in range(reps):

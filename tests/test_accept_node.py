@@ -261,3 +261,21 @@ def test_fabric_in_progress_names_the_gpu_and_completed_passes() -> None:
                            "link": "NVSwitch fabric"}
     a100 = (REPO / "tests" / "data" / "captures" / "text_q" / "gls__A100SXMx4__nvidia-smi-a.txt").read_text()
     assert node.fabric_findings(ctx, node._fabric_states(a100)) == ([], "no fabric state reported for 4 GPU(s)")
+
+
+def test_kernel_params_point_at_each_argument_and_uuid_reads_as_nvidia_smi_prints_it() -> None:
+    """What can be checked of the launch without a GPU: kernelParams is an array of pointers, each to one
+    argument's value (cuda.h lines 16932-16937), in the PTX's parameter order (.u64 pointer, .u32 count); a CUuuid's
+    16 bytes (cuda.h line 304-305) read as nvidia-smi's "GPU-8-4-4-4-12" form (e.g. the capture's
+    GPU-1b724e78-eef5-4163-d43c-e4da15d41176 shape)."""
+    import ctypes
+
+    node = _module()
+    dptr, count = ctypes.c_uint64(0x7F00DEADBEEF), ctypes.c_uint(1 << 20)
+    params = node.kernel_params(dptr, count)
+    assert ctypes.c_uint64.from_address(params[0]).value == 0x7F00DEADBEEF
+    assert ctypes.c_uint.from_address(params[1]).value == 1 << 20
+    assert ".param .u64 gpunode_fill_param_0,\n\t.param .u32 gpunode_fill_param_1" in node.PTX
+    raw = bytes.fromhex("1b724e78eef54163d43ce4da15d41176")
+    assert node._uuid_text(raw) == "GPU-1b724e78-eef5-4163-d43c-e4da15d41176"
+    assert [node.expected_fill(i) for i in (0, 1, 2)] == [7, 10, 13]
