@@ -776,6 +776,7 @@ def check_bandwidth(ctx, timeout):
         if rc not in (0, None) and not timed_out:
             res["findings"].append(finding("nvbandwidth-failed", "critical", "nvbandwidth exited %s" % rc,
                                            "read its output (raw.nvbandwidth)", evidence=out[-1000:]))
+        res["findings"] += peer_outliers(ctx, nvbandwidth_host_copies(out))
         return res
     res = check_cuda(ctx, timeout, "bandwidth", max(1, ctx.args.iterations))
     res["tool"] = "gpunode-probe"
@@ -783,6 +784,31 @@ def check_bandwidth(ctx, timeout):
     probe_result = res.get("measurements", {}).get("probe") or {}
     res["findings"] = res.get("findings", []) + peer_outliers(ctx, probe_result)
     return res
+
+
+def nvbandwidth_host_copies(text):
+    """{"devices": [{index, name, bus_id, h2d_gbs, d2h_gbs}]} from nvbandwidth's output: its Device lines and the
+    one row of the host_to_device_memcpy_ce / device_to_host_memcpy_ce matrices (the layout
+    gpunode/parsers/nvbandwidth.py reads, with its sources)."""
+    devices = {}
+    for m in re.finditer(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F]{8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\))?\s*$", text,
+                         re.M):
+        devices[int(m.group(1))] = {"index": int(m.group(1)), "name": m.group(2), "bus_id": m.group(3)}
+    for test, key in (("host_to_device_memcpy_ce", "h2d_gbs"), ("device_to_host_memcpy_ce", "d2h_gbs")):
+        section = text.split("Running %s." % test, 1)
+        if len(section) < 2:
+            continue
+        lines = section[1].splitlines()
+        header = next((i for i, ln in enumerate(lines) if ln.split() and all(t.isdigit() for t in ln.split())), None)
+        if header is None or header + 1 >= len(lines):
+            continue
+        columns, row = lines[header].split(), lines[header + 1].split()
+        if not row or row[0] != "0" or len(row) != len(columns) + 1:
+            continue
+        for column, value in zip(columns, row[1:]):
+            if re.match(r"^\d+(\.\d+)?$", value):
+                devices.setdefault(int(column), {"index": int(column)})[key] = float(value)
+    return {"devices": [devices[i] for i in sorted(devices)]}
 
 
 def peer_outliers(ctx, result, ratio=0.75):

@@ -279,3 +279,17 @@ def test_kernel_params_point_at_each_argument_and_uuid_reads_as_nvidia_smi_print
     raw = bytes.fromhex("1b724e78eef54163d43ce4da15d41176")
     assert node._uuid_text(raw) == "GPU-1b724e78-eef5-4163-d43c-e4da15d41176"
     assert [node.expected_fill(i) for i in (0, 1, 2)] == [7, 10, 13]
+
+
+def test_node_side_reads_nvbandwidth_host_copies_and_names_the_slow_gpu() -> None:
+    """The node judges nvbandwidth's host copies itself (for the Slurm/NPD forms, without the controller's
+    references): tests/data/nvbandwidth/rtx4090x8_gpu5_h2d_edited.txt (EDITED: GPU 5 halved, its SOURCES.md)."""
+    node = _module()
+    text = (REPO / "tests" / "data" / "nvbandwidth" / "rtx4090x8_gpu5_h2d_edited.txt").read_text()
+    copies = node.nvbandwidth_host_copies(text)
+    assert len(copies["devices"]) == 8 and copies["devices"][5]["h2d_gbs"] == 12.95
+    ctx = node.Context(node.parse_args(["--config", ""]), {})
+    [low] = node.peer_outliers(ctx, copies)
+    assert low["id"] == "bandwidth-low" and low["part"]["index"] == 5 and "host-to-device 12.9" in low["summary"]
+    real = (REPO / "tests" / "data" / "nvbandwidth" / "rtx4090x8_v0.2_excerpt.txt").read_text()
+    assert node.peer_outliers(ctx, node.nvbandwidth_host_copies(real)) == []
