@@ -541,7 +541,7 @@ class Context:
 # Field names as `nvidia-smi --help-query-gpu` prints them (its output kept at
 # https://gist.github.com/Jaid/5e3b3bf4234078a1828fbfa9338c1514: "pci.bus_id" is "domain:bus:device.function" in hex);
 # --format=csv,noheader,nounits and -q as NVIDIA's man page gives them
-# (https://manpages.ubuntu.com/manpages/plucky/man1/nvidia-smi.1.html, nvidia-utils-550-server).
+# (nvidia-smi 610.43's man page as packaged: https://man.archlinux.org/man/nvidia-smi.1.raw).
 SMI_QUERY = "index,uuid,pci.bus_id,name,persistence_mode,memory.total"
 _LOST = re.compile(r"fallen off the bus|GPU is lost|Unable to determine the device handle|requires reset", re.I)
 # lspci -D -n: "0000:07:00.0 0302: 10de:20b2 (rev a1)"; classes as gpunode/parsers/lspci.py reads them
