@@ -15,6 +15,7 @@ from invoke.parser import Parser, ParserContext
 from gpunode.cliflags import flag_words, whole_numbers
 from gpunode.clihelp import help_argv
 from gpunode.errors import UsageError
+from gpunode.task_groups.accept import accept
 from gpunode.task_groups.base import GTask, gtask
 from gpunode.task_groups.hosts import collect, diagnose, facts, inventory_, mount_nfs, provision, verify_gpu
 from gpunode.task_groups.image import bake, build_ami, build_image, image_provision, plan, user_data
@@ -38,6 +39,7 @@ ns.add_task(build_image)
 ns.add_task(bake)
 ns.add_task(image_provision)
 ns.add_task(user_data)
+ns.add_task(accept)
 ns.add_task(bench)
 GTask.namespace = ns  # `invoke verify-gpu --help` prints the task's help from it
 

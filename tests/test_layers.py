@@ -41,7 +41,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "playbook": ("playbook",),              # L7 playbooks: load, validate, template
     "report": ("report",),                  # L8 the one output path: console, text, live view, summary, JUnit
     "runner": ("runner",),                  # L9 hosts in parallel, steps in order
-    "verify": ("verify",),                  # L10 GPU health: captures, checks, findings
+    "verify": ("verify", "accept"),        # L10 GPU health: captures, checks, findings; acceptance tiers
     "app": ("app",),                        # L11 load hosts, parse vars, run a playbook, verify a host
     "image": ("image",),                    # L12 image builds (Packer, bake, user data)
     "clouds": ("clouds",),                  # L13 image builder plug-ins, one module per cloud (image hands them in)
