@@ -87,7 +87,11 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
 
 
 @gtask(positional=["what"], iterable=["env"], help={
-    "what": "device-plugin (NVIDIA's device plugin DaemonSet, pinned release) or tfjob (a Kubeflow TFJob)",
+    "what": "device-plugin (NVIDIA's device plugin DaemonSet, pinned release), tfjob (a Kubeflow TFJob) or "
+            "accept-npd (node-problem-detector running the node's acceptance quick tier: condition "
+            "GPUAcceptanceProblem)",
+    "interval": "accept-npd: how often the node's acceptance program runs (a Go duration; default 10m)",
+    "timeout": "accept-npd: the program's time limit (a Go duration; default 120s)",
     "name": "tfjob: the TFJob's name", "image": "tfjob: the training image (Chief and Workers)",
     "ps_image": "tfjob: the parameter servers' image (default --image)",
     "command": "tfjob: the command, e.g. 'python /app/main.py'", "claim": "tfjob: the PersistentVolumeClaim to "
@@ -97,8 +101,10 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
     "namespace": "tfjob: its namespace (default default)", "env": "tfjob: NAME=VALUE in every replica; repeatable",
 })
 def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, claim=None, mount_path="/training",
-                 workers=1, ps=1, gpus=1, no_chief=False, namespace="default", env=None):
-    """Print Kubernetes objects for self-managed GPU node pools: NVIDIA's device plugin, or a TFJob on a PVC."""
+                 workers=1, ps=1, gpus=1, no_chief=False, namespace="default", env=None, interval="10m",
+                 timeout="120s"):
+    """Print Kubernetes objects for self-managed GPU node pools: NVIDIA's device plugin, a TFJob on a PVC, or
+    node-problem-detector running the node's acceptance program (a node condition the cluster can act on)."""
     from gpunode.commands import kube_cmd
     from gpunode.errors import UsageError
     from gpunode.steps.nfs.k8s import manifests_yaml
@@ -110,6 +116,15 @@ def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, cl
             objects = kube_cmd.tfjob(name or "", image or "", claim or "", ps_image=ps_image or "",
                                      command=command or "", mount_path=mount_path, chief=not no_chief,
                                      workers=int(workers), ps=int(ps), gpus=int(gpus), namespace=namespace, env=env)
+        elif what == "accept-npd":
+            from gpunode.kube_npd import npd_objects
+
+            try:
+                objects = npd_objects(interval=interval, timeout=timeout)
+            except ValueError as exc:
+                raise UsageError(f"k8s-manifest accept-npd: node-problem-detector would refuse this config: {exc}",
+                                 fix="e.g. --interval 10m --timeout 120s (Go durations: a number and ns, us, "
+                                     "ms, s, m or h)") from None
         else:
-            raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin or tfjob")
+            raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin, tfjob or accept-npd")
         print(manifests_yaml(objects), end="")
