@@ -54,8 +54,8 @@ NPD = fact_table("node-problem-detector", {
                         "flags are config.<problem daemon name>; the name is custom-plugin-monitor "
                         "(pkg/custompluginmonitor/custom_plugin_monitor.go:35)"),
     "nsenter": Fact("/usr/bin/nsenter", NPD_PIN.at("Dockerfile", "23-25"),
-                    "the image is debian-base bookworm with util-linux installed; Debian 12's util-linux ships "
-                    "/usr/bin/nsenter (dpkg -S bin/nsenter on Debian 12: util-linux)"),
+                    "the image is Kubernetes' build-image base with util-linux installed, whose package ships "
+                    "/usr/bin/nsenter (dpkg -S bin/nsenter on the same Debian release: util-linux)"),
     "service_account": Fact("node-problem-detector", NPD_PIN.at("deployment/rbac.yaml", "1-19"),
                             "the ServiceAccount bound to ClusterRole system:node-problem-detector (npd-binding)"),
 })
@@ -157,17 +157,21 @@ def _rule_problems(i: int, rule: Any, global_timeout: float | None, conditions: 
     args = rule.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         found.append(f"{where}.args: a list of strings")
-    for key in ("timeout", "invoke_interval"):
-        if key in rule and go_duration(rule[key]) is None:
-            found.append(f"{where}.{key}: {rule[key]!r} is not a Go duration")
+    if not isinstance(rule.get("reason"), str) or not rule.get("reason"):
+        found.append(f"{where}.reason: a rule needs a reason")
+    return found + _rule_time_problems(where, rule, global_timeout)
+
+
+def _rule_time_problems(where: str, rule: dict[str, Any], global_timeout: float | None) -> list[str]:
+    """A rule's own timeout and interval: Go durations, the timeout within the global one (config.go:149-155)."""
+    found = [f"{where}.{key}: {rule[key]!r} is not a Go duration"
+             for key in ("timeout", "invoke_interval") if key in rule and go_duration(rule[key]) is None]
     timeout = go_duration(rule.get("timeout", "0"))
     if timeout is not None and global_timeout is not None and timeout > global_timeout:
         found.append(f"{where}.timeout: {rule['timeout']} is longer than pluginConfig.timeout (config.go:152-155)")
     interval = go_duration(rule.get("invoke_interval", "1s"))
     if interval is not None and interval <= 0:
         found.append(f"{where}.invoke_interval: must be greater than zero (config.go:149-151)")
-    if not isinstance(rule.get("reason"), str) or not rule.get("reason"):
-        found.append(f"{where}.reason: a rule needs a reason")
     return found
 
 

@@ -13,6 +13,7 @@ and no scheduler configuration to change; a taint (kubelet --register-with-taint
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from gpunode.facts import Facts
 from gpunode.steps.base import Action, ArgumentError, Step, StepContext, StepFailed, arg, register
@@ -73,14 +74,12 @@ class AcceptAtBootStep(Step):
 
     kind = "accept_at_boot"
     facts_sections = frozenset()
-    mode: str = arg("auto", "auto: when the acceptance program is on the host; true: it must be; false: no unit")
+    mode: Literal["auto", "yes", "no"] = arg("auto", "auto: when the acceptance program is on the host; yes: it "
+                                             "must be; no: no unit")
     tier: str = arg("quick", "the acceptance tier run at boot (quick: about a minute)")
     timeout: int = arg(180, "seconds the boot check may take before it counts as failed")
 
     def __post_init__(self) -> None:
-        self.mode = str(self.mode).lower()
-        if self.mode not in ("auto", "true", "false"):
-            raise ArgumentError(f"accept_at_boot.mode {self.mode!r}: auto, true or false", "mode")
         if self.tier not in ("quick", "standard", "burn-in"):
             raise ArgumentError(f"accept_at_boot.tier {self.tier!r}: quick, standard or burn-in", "tier")
 
@@ -89,14 +88,14 @@ class AcceptAtBootStep(Step):
                 "enabled": f"systemctl is-enabled {UNIT} 2>/dev/null || true"}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        if self.mode == "false":
+        if self.mode == "no":
             return []
         if "present" not in ctx.probe["program"]:
             if self.mode == "auto":
                 ctx.notes.append(f"no acceptance program at {PROGRAM}: no boot-time acceptance unit")
                 return []
             raise StepFailed(f"accept_at_boot: {PROGRAM} is not on the host",
-                             fix="install the node acceptance program first, or set accept_at_boot auto")
+                             fix="install the node acceptance program first, or set accept_at_boot: auto")
         current = parse_file_probe(ctx.probe["unit"])
         wanted = unit_text(self.tier, self.timeout)
         actions = []
