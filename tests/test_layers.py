@@ -25,7 +25,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # templates_read: what templates read (Jinja's AST; the facts ask too, so below them); vendor_aws is vendor
     # data (Amazon's; the distros' AMI facts are in their adapters)
     "core": ("", "errors", "values", "yamlfile", "vendor_facts", "vendor_aws", "scripts", "kube", "kube_npd",
-             "kube_drain", "cliflags", "clihelp", "markdown", "templates_read"),
+             "kube_drain", "kube_api", "cliflags", "clihelp", "markdown", "templates_read"),
     "inventory": ("inventory",),            # L1 Ansible inventories, host patterns
     "connection": ("connection",),          # L2 SSH/local connections, sudo, transcripts
     # L3 named parsers of probe outputs, the host facts, and the distro adapters: facts reads the os-release
