@@ -73,11 +73,11 @@ def load_kubeconfig(path: str | Path | None = None, context: str = "") -> ApiCon
         config = yaml.safe_load(where.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise UsageError(f"kubeconfig {where}: cannot read it ({type(exc).__name__})",
-                         fix="point the group's kube_config at the cluster's kubeconfig") from None
+                         fix="give the cluster's kubeconfig (--kubeconfig PATH, or KUBECONFIG)") from None
     name = context or config.get("current-context") or ""
     if not name:
         raise UsageError(f"kubeconfig {where}: no current-context and no context named",
-                         fix="kubectl config use-context NAME, or set the group's kube_context")
+                         fix="kubectl config use-context NAME, or --context NAME")
     ctx = _named(config, "contexts", name, str(where))
     cluster = _named(config, "clusters", ctx.get("cluster", ""), str(where))
     user = _named(config, "users", ctx.get("user", ""), str(where))

@@ -106,3 +106,33 @@ def test_kubeconfig_data_fields_and_errors(tmp_path):
     assert "no context named 'prod'" in str(caught.value) and "get-contexts" in caught.value.fix
     with pytest.raises(UsageError):
         load_kubeconfig(tmp_path / "missing")
+
+
+def test_the_cli_drains_checks_and_uncordons(server, tmp_path):
+    from tests.conftest import run_cli
+
+    url, standin, _ = server
+    config = str(kubeconfig(tmp_path, url))
+    planned = run_cli("k8s-drain", "gpu-1", "--kubeconfig", config, "--check")
+    assert planned.code == 0, planned.output
+    assert 'would: PATCH /api/v1/nodes/gpu-1 {"spec": {"unschedulable": true}}' in planned.stdout
+    assert "would: POST /api/v1/namespaces/default/pods/web-a/eviction" in planned.stdout
+    assert standin.node["spec"] == {} and not [c for c in standin.calls if c.method != "GET"]
+    refused = run_cli("k8s-drain", "gpu-1", "--kubeconfig", config, "--max-attempts", "1")
+    assert refused.code == 1 and "PodDisruptionBudget web-pdb refused it" in refused.stderr, refused.output
+    assert "kubectl get pdb web-pdb -n default" in refused.stderr
+    done = run_cli("k8s-drain", "gpu-1", "--kubeconfig", config, "--max-attempts", "1")  # the budget healed
+    assert done.code == 0 and "node gpu-1 drained: evicted default/web-a" in done.stdout, done.output
+    back = run_cli("k8s-drain", "gpu-1", "--kubeconfig", config, "--uncordon")
+    assert back.code == 0 and "node gpu-1 uncordoned" in back.stdout and standin.node["spec"] == {}
+    assert TOKEN not in planned.output + refused.output + done.output + back.output
+
+
+def test_the_cli_refuses_bad_input_with_exit_2(tmp_path):
+    from tests.conftest import run_cli
+
+    result = run_cli("k8s-drain", "gpu-1", "--kubeconfig", str(tmp_path / "nope"))
+    assert result.code == 2 and "cannot read it" in result.stderr and "--kubeconfig PATH" in result.stderr
+    result = run_cli("k8s-drain", "gpu-1", "--kubeconfig", str(kubeconfig(tmp_path, "http://x")), "--max-attempts",
+                     "many")
+    assert result.code == 2, result.output
