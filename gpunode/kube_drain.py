@@ -225,26 +225,41 @@ def _skip_deleted(pod: dict[str, Any], opts: DrainOptions, now: float) -> bool:
     return now - deleted > opts.skip_wait_for_delete_timeout
 
 
+def _mirror_verdict(pod: dict[str, Any]) -> Verdict:
+    skip = value(DRAIN, "mirror_annotation") in (_meta(pod).get("annotations") or {})
+    return Verdict(pod, not skip, "Skip" if skip else "Okay")
+
+
+def _local_storage_verdict(pod: dict[str, Any], opts: DrainOptions) -> Verdict:
+    volumes = (pod.get("spec") or {}).get("volumes") or []
+    if not any("emptyDir" in v for v in volumes) or _finished(pod):
+        return Verdict(pod, True, "Okay")
+    if not opts.delete_emptydir_data:
+        return Verdict(pod, False, "Error", value(DRAIN, "local_storage_fatal"))
+    return Verdict(pod, True, "Warning", "deleting Pods with local storage")
+
+
+def _unreplicated_verdict(pod: dict[str, Any], opts: DrainOptions) -> Verdict:
+    if _finished(pod) or _controller(pod) is not None:
+        return Verdict(pod, True, "Okay")
+    if not opts.force:
+        return Verdict(pod, False, "Error", value(DRAIN, "unmanaged_fatal"))
+    return Verdict(pod, True, "Warning", "deleting Pods that declare no controller")
+
+
 def verdict(api: Api, pod: dict[str, Any], opts: DrainOptions, now: float) -> Verdict:
-    """filters.go's base filters in their order; the first that keeps the pod decides (drain.go:220-245)."""
+    """filters.go's base filters in their order (makeFilters, filters.go:150-161): the first that keeps the pod
+    decides, else the last one's status stands, so an earlier warning is dropped as kubectl drops it
+    (filters.go:230-232, drain.go:220-245)."""
     if _skip_deleted(pod, opts, now):
         return Verdict(pod, False, "Skip")
-    found = _daemonset_verdict(api, pod, opts)
-    if not found.delete:
-        return found
-    if value(DRAIN, "mirror_annotation") in (_meta(pod).get("annotations") or {}):
-        return Verdict(pod, False, "Skip")
-    last = found
-    volumes = (pod.get("spec") or {}).get("volumes") or []
-    if any("emptyDir" in v for v in volumes) and not _finished(pod):
-        if not opts.delete_emptydir_data:
-            return Verdict(pod, False, "Error", value(DRAIN, "local_storage_fatal"))
-        last = Verdict(pod, True, "Warning", "deleting Pods with local storage")
-    if not _finished(pod) and _controller(pod) is None:
-        if not opts.force:
-            return Verdict(pod, False, "Error", value(DRAIN, "unmanaged_fatal"))
-        last = Verdict(pod, True, "Warning", "deleting Pods that declare no controller")
-    return last
+    found = Verdict(pod, True, "Okay")
+    for check in (lambda: _daemonset_verdict(api, pod, opts), lambda: _mirror_verdict(pod),
+                  lambda: _local_storage_verdict(pod, opts), lambda: _unreplicated_verdict(pod, opts)):
+        found = check()
+        if not found.delete:
+            return found
+    return found
 
 
 def refused(node: str, verdicts: list[Verdict]) -> DrainError | None:
