@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
+from gpunode.parsers.dev_char import link_problems, link_states
 from gpunode.scripts import script_text
-from gpunode.steps.dev_char import link_problems, link_states
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of character devices needs root")
 
@@ -66,3 +66,21 @@ def test_a_dangling_link_is_wrong_and_no_device_means_no_lines(tmp_path, dev):
     (empty / "dev").mkdir(parents=True)
     result = _run(empty, "verify")
     assert result.returncode == 0 and result.stdout == ""
+
+
+def test_verify_gpu_reads_the_section_and_names_the_missing_link(dev):
+    """The evidence script verify-gpu and collect send carries the same section; a missing link is a warning."""
+    from gpunode.scripts import gpu_evidence_script
+    from gpunode.verify.checks.host import host_checks
+    from gpunode.verify.evidence import Evidence
+    from gpunode.verify.host_evidence import split_sections
+
+    os.symlink("../nvidia0", dev / "dev/char/195:0")
+    text = gpu_evidence_script()
+    assert text.count('echo "@@evidence dev-char"') == 1 and text.rstrip().endswith('echo "@@evidence end"')
+    _, sections = split_sections("facts\n@@evidence dev-char\n" + _run(dev).stdout + "@@evidence end\n")
+    finding, = [f for f in host_checks(Evidence(dev_char=sections["dev-char"])) if f.id == "dev-char-links-missing"]
+    assert finding.severity == "warning" and "/dev/char/195:255 is missing (for /dev/nvidiactl)" in finding.evidence
+    assert "create-dev-char-symlinks --create-all" in finding.remedy
+    assert not [f for f in host_checks(Evidence(dev_char="node /dev/nvidia0 195:0 ok\n"))
+                if f.id == "dev-char-links-missing"]

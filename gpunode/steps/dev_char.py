@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpunode.connection import q
 from gpunode.facts import Facts
+from gpunode.parsers.dev_char import link_problems, link_states
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.probe import Snippets
@@ -37,22 +38,6 @@ DEV_CHAR = fact_table("nvidia-dev-char", {
         "container-toolkit/troubleshooting.md", "150-157"),
         "runc with the systemd cgroup driver loses devices whose /dev/char links are missing"),
 })
-
-
-def link_states(output: str) -> dict[str, tuple[str, str]]:
-    """The script's `node PATH MAJOR:MINOR STATE` lines: {path: (major:minor, state)}."""
-    found = {}
-    for line in output.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "node":
-            found[parts[1]] = (parts[2], parts[3])
-    return found
-
-
-def link_problems(output: str) -> list[str]:
-    """One line per NVIDIA device whose /dev/char link is missing or leads elsewhere (what verify reports)."""
-    return [f"/dev/char/{mm} {'is missing' if state == 'missing' else 'does not lead to ' + path} (for {path})"
-            for path, (mm, state) in sorted(link_states(output).items()) if state != "ok"]
 
 
 @register
