@@ -111,3 +111,75 @@ def test_the_objects_are_built_from_npds_deployment():
     container = daemon_set["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.19"
     assert container["resources"]["limits"] == {"cpu": "10m", "memory": "80Mi"}
+
+
+# ---- NPD's own code as the consumer ------------------------------------------------------------------------------
+# With Go installed and a clone of kubernetes/node-problem-detector named by GPUNODE_NPD_SOURCE (a git folder), NPD's
+# config types at the pinned commit are built with tests/npd_check/main.go, which loads a config as NPD's custom
+# plugin monitor does (json.Unmarshal, ApplyConfiguration, Validate).
+NPD_COMMIT = "6632ca67148f7a23df9cdbd98d9e89b388561a3a"
+NPD_FILES = ("pkg/types/types.go", "pkg/custompluginmonitor/types/config.go",
+             "pkg/custompluginmonitor/types/types.go")
+
+
+@pytest.fixture(scope="module")
+def npd_check(tmp_path_factory):
+    import os
+    import shutil
+    import subprocess
+
+    source = os.environ.get("GPUNODE_NPD_SOURCE", "")
+    if not shutil.which("go") or not source:
+        pytest.skip("needs Go and GPUNODE_NPD_SOURCE (a node-problem-detector git clone)")
+    build = tmp_path_factory.mktemp("npd")
+
+    def show(path: str) -> bytes:
+        return subprocess.run(["git", "-C", source, "show", f"{NPD_COMMIT}:{path}"], capture_output=True,
+                              check=True).stdout
+
+    listing = subprocess.run(["git", "-C", source, "ls-tree", "-r", "--name-only", NPD_COMMIT,
+                              "vendor/github.com/spf13/pflag"], capture_output=True, text=True, check=True).stdout
+    for path in (*NPD_FILES, *listing.split()):
+        (build / path).parent.mkdir(parents=True, exist_ok=True)
+        (build / path).write_bytes(show(path))
+    (build / "cmd/check").mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "npd_check" / "main.go", build / "cmd/check/main.go")
+    (build / "go.mod").write_text("module k8s.io/node-problem-detector\n\ngo 1.19\n\n"
+                                  "require github.com/spf13/pflag v1.0.10\n")
+    (build / "vendor/modules.txt").write_text("# github.com/spf13/pflag v1.0.10\n## explicit; go 1.12\n"
+                                              "github.com/spf13/pflag\n")
+    env = {**os.environ, "GOFLAGS": "-mod=vendor", "GOPROXY": "off", "GOTOOLCHAIN": "local",
+           "GOCACHE": str(build / ".cache")}
+    subprocess.run(["go", "build", "-o", "check", "./cmd/check"], cwd=build, env=env, check=True, timeout=600)
+
+    def check(config: dict, tmp: Path) -> subprocess.CompletedProcess[str]:
+        path = tmp / "config.json"
+        path.write_text(json.dumps(config))
+        return subprocess.run([str(build / "check"), str(path)], capture_output=True, text=True)
+
+    return check
+
+
+def test_npds_own_loader_accepts_gpunodes_config(npd_check, tmp_path):
+    result = npd_check(accept_config(), tmp_path)
+    assert result.returncode == 0, result.stdout  # Validate also stats the rule's path: /usr/bin/nsenter
+    assert result.stdout.startswith("ok interval=10m0s timeout=2m0s rules=1 concurrency=1")
+
+
+@pytest.mark.parametrize("change, npd_refuses", [
+    (lambda c: c.update(plugin="kmsg"), True),
+    (lambda c: c["pluginConfig"].update(invoke_interval="0s"), True),
+    (lambda c: c["pluginConfig"].update(timeout="2 minutes"), True),
+    (lambda c: c["rules"][0].update(timeout="5m"), True),
+    (lambda c: c["rules"][0].update(condition="GPUProblem"), True),
+    # what NPD loads without a word, and then never does what was meant: the validator refuses these too
+    (lambda c: c["pluginConfig"].update(invoke_intervall="1m"), False),
+    (lambda c: c["pluginConfig"].update(concurrency=0), False),
+    (lambda c: c["rules"][0].update(type="perm"), False),
+])
+def test_the_validator_agrees_with_npd_and_is_stricter_only_where_npd_is_silent(npd_check, tmp_path, change,
+                                                                                  npd_refuses):
+    config = copy.deepcopy(accept_config())
+    change(config)
+    assert config_problems(config), "the validator must refuse it"
+    assert (npd_check(config, tmp_path).returncode != 0) is npd_refuses
