@@ -27,6 +27,7 @@ gpunode evicts them one after the other (the same calls, in a fixed order: what 
 
 from __future__ import annotations
 
+import calendar
 import re
 import time
 from collections.abc import Callable
@@ -221,7 +222,7 @@ def _skip_deleted(pod: dict[str, Any], opts: DrainOptions, now: float) -> bool:
     stamp = _meta(pod).get("deletionTimestamp")
     if opts.skip_wait_for_delete_timeout <= 0 or not stamp:
         return False
-    deleted = time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    deleted = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))  # RFC 3339 in UTC, as the API writes it
     return now - deleted > opts.skip_wait_for_delete_timeout
 
 

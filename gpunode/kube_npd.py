@@ -215,14 +215,21 @@ def accept_config(interval: str = "10m", timeout: str = "120s", tier: str = "qui
     }
 
 
-def npd_objects(interval: str = "10m", timeout: str = "120s", tier: str = "quick",
-                namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+def npd_objects(interval: str = "10m", timeout: str = "120s", tier: str = "quick", namespace: str = NAMESPACE,
+                node_selector: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRoleBinding, ConfigMap and DaemonSet: NPD's own deployment (image, privileges,
-    resources, tolerations) with gpunode's monitor as its one config. Raises ValueError on a config NPD refuses."""
+    resources, tolerations) with gpunode's monitor as its one config, on the nodes `node_selector` picks (the GPU
+    nodes; default every Linux node). Raises ValueError on a config NPD refuses or a selector that is no label."""
+    from gpunode.kube import label_key_ok, label_value_ok
+
     config = accept_config(interval, timeout, tier)
     problems = config_problems(config)
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ValueError("node-problem-detector would refuse this config: " + "; ".join(problems))
+    selector = {"kubernetes.io/os": "linux", **(node_selector or {})}
+    bad = [f"{k}={v}" for k, v in selector.items() if not label_key_ok(k) or not label_value_ok(v)]
+    if bad:
+        raise ValueError(f"node selector {', '.join(bad)} is not a Kubernetes label")
     labels = {"app": "gpunode-accept-npd"}
     account = value(NPD, "service_account")
     meta = {"namespace": namespace, "labels": dict(labels)}
@@ -249,7 +256,7 @@ def npd_objects(interval: str = "10m", timeout: str = "120s", tier: str = "quick
          "spec": {"selector": {"matchLabels": dict(labels)}, "template": {
              "metadata": {"labels": dict(labels)},
              "spec": {"serviceAccountName": account, "hostPID": True,  # nsenter --target 1: the host's PID 1
-                      "nodeSelector": {"kubernetes.io/os": "linux"}, "containers": [container],
+                      "nodeSelector": selector, "containers": [container],
                       "volumes": [{"name": "config", "configMap": {"name": "gpunode-accept-npd-config"}},
                                   {"name": "localtime", "hostPath": {"path": "/etc/localtime"}}],
                       "tolerations": [{"effect": "NoSchedule", "operator": "Exists"},

@@ -19,8 +19,9 @@ from tests.kube_schemas import kubernetes_validate
 NPD_EXAMPLE = Path(__file__).parent / "data" / "npd" / "custom-plugin-monitor.json"
 
 
-def test_the_manifest_passes_kubernetes_validate_strictly(tmp_path):
-    result = run_cli("k8s-manifest", "accept-npd")
+@pytest.mark.parametrize("extra", [(), ("--node-selector", "nvidia.com/gpu.present=true", "--interval", "1h")])
+def test_the_manifest_passes_kubernetes_validate_strictly(tmp_path, extra):
+    result = run_cli("k8s-manifest", "accept-npd", *extra)
     assert result.code == 0, result.output
     path = tmp_path / "npd.yaml"
     path.write_text(result.stdout)
@@ -103,7 +104,9 @@ def test_go_duration_refuses_what_go_refuses(text):
 def test_bad_options_exit_2_with_the_fix():
     result = run_cli("k8s-manifest", "accept-npd", "--timeout", "forever")
     assert result.code == 2
-    assert "not a Go duration" in result.output and "--interval 10m --timeout 120s" in result.output
+    assert "not a Go duration" in result.output and "10m, 120s" in result.output
+    result = run_cli("k8s-manifest", "accept-npd", "--node-selector", "bad key=x")
+    assert result.code == 2 and "node selector bad key=x is not a Kubernetes label" in result.output
 
 
 def test_the_objects_are_built_from_npds_deployment():

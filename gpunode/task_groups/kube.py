@@ -88,12 +88,14 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
             raise UsageError(str(exc), fix="see gpunode --help runtime-class") from None
 
 
-@gtask(positional=["what"], iterable=["env"], help={
+@gtask(positional=["what"], iterable=["env", "node_selector"], help={
     "what": "device-plugin (NVIDIA's device plugin DaemonSet, pinned release), tfjob (a Kubeflow TFJob) or "
             "accept-npd (node-problem-detector running the node's acceptance quick tier: condition "
             "GPUAcceptanceProblem)",
     "interval": "accept-npd: how often the node's acceptance program runs (a Go duration; default 10m)",
     "timeout": "accept-npd: the program's time limit (a Go duration; default 120s)",
+    "node_selector": "accept-npd: KEY=VALUE label of the GPU nodes it runs on (e.g. nvidia.com/gpu.present=true); "
+                     "repeatable",
     "name": "tfjob: the TFJob's name", "image": "tfjob: the training image (Chief and Workers)",
     "ps_image": "tfjob: the parameter servers' image (default --image)",
     "command": "tfjob: the command, e.g. 'python /app/main.py'", "claim": "tfjob: the PersistentVolumeClaim to "
@@ -104,7 +106,7 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
 })
 def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, claim=None, mount_path="/training",
                  workers=1, ps=1, gpus=1, no_chief=False, namespace="default", env=None, interval="10m",
-                 timeout="120s"):
+                 timeout="120s", node_selector=None):
     """Print Kubernetes objects for self-managed GPU node pools: NVIDIA's device plugin, a TFJob on a PVC, or
     node-problem-detector running the node's acceptance program (a node condition the cluster can act on)."""
     from gpunode.commands import kube_cmd
@@ -119,14 +121,17 @@ def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, cl
                                      command=command or "", mount_path=mount_path, chief=not no_chief,
                                      workers=int(workers), ps=int(ps), gpus=int(gpus), namespace=namespace, env=env)
         elif what == "accept-npd":
+            from gpunode.commands.common import option_pairs
             from gpunode.kube_npd import npd_objects
 
             try:
-                objects = npd_objects(interval=interval, timeout=timeout)
+                selector = option_pairs(node_selector, "--node-selector", "KEY=VALUE",
+                                        "nvidia.com/gpu.present=true")
+                objects = npd_objects(interval=interval, timeout=timeout, node_selector=selector)
             except ValueError as exc:
-                raise UsageError(f"k8s-manifest accept-npd: node-problem-detector would refuse this config: {exc}",
-                                 fix="e.g. --interval 10m --timeout 120s (Go durations: a number and ns, us, "
-                                     "ms, s, m or h)") from None
+                raise UsageError(f"k8s-manifest accept-npd: {exc}",
+                                 fix="--interval and --timeout are Go durations (a number and ns, us, ms, s, m or "
+                                     "h: 10m, 120s); --node-selector takes a label KEY=VALUE") from None
         else:
             raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin, tfjob or accept-npd")
         print(manifests_yaml(objects), end="")
