@@ -19,7 +19,7 @@ from gpunode.task_groups.accept import accept
 from gpunode.task_groups.base import GTask, gtask
 from gpunode.task_groups.hosts import collect, diagnose, facts, inventory_, mount_nfs, provision, verify_gpu
 from gpunode.task_groups.image import bake, build_ami, build_image, image_provision, plan, user_data
-from gpunode.task_groups.kube import gpu_pod, k8s_manifest, nfs_volume, runtime_class
+from gpunode.task_groups.kube import gpu_pod, k8s_drain, k8s_manifest, nfs_volume, runtime_class
 from gpunode.task_groups.lab import lab_base_image, lab_down, lab_up
 from gpunode.task_groups.tools import bench, cache, init, playbooks, steps
 
@@ -32,6 +32,7 @@ ns.add_task(nfs_volume)
 ns.add_task(runtime_class)
 ns.add_task(gpu_pod)
 ns.add_task(k8s_manifest)
+ns.add_task(k8s_drain)
 ns.add_task(lab_base_image)
 ns.add_task(cache)
 ns.add_task(build_ami)

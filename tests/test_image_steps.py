@@ -110,7 +110,8 @@ def test_validate_in_check_mode_does_not_hold_planned_cleanup_against_the_image(
 
 def test_finalize_playbook_and_its_variables(tmp_path: Path) -> None:
     book = load_playbook(REPO / "playbooks" / "image-finalize.yml")
-    assert [s.kind for s in book.steps] == ["ecs_gpu_support", "image_cleanup", "image_validate", "command"]  # qemu off
+    assert [s.kind for s in book.steps] == ["ecs_gpu_support", "accept_at_boot", "image_cleanup", "image_validate",
+                                              "command"]  # qemu off
     assert book.vars["power_off"] is False and finalize_vars(None, None, 2, False, power_off=True)["power_off"]
     line = generate_key(tmp_path / "k", "gpunode-build-x")
     assert public_key_line(tmp_path / "k") == line.rsplit(" ", 1)[0]

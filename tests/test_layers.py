@@ -20,11 +20,12 @@ PACKAGE = REPO / "gpunode"
 # The layers, lowest first: the key is the layer's name, the value the top-level names under gpunode/ (a package
 # or a module) that make it up. "" is gpunode/__init__.py itself (__version__).
 LAYERS: dict[str, tuple[str, ...]] = {
-    # L0 core: errors, plain values, YAML reading, vendor ids, the shipped shell scripts, kubectl/CLI helpers;
+    # L0 core: errors, plain values, YAML reading, vendor ids, the shipped shell scripts, kubectl/CLI helpers
+    # (kube_npd, kube_drain: Kubernetes objects and API calls, vendor facts and errors only);
     # templates_read: what templates read (Jinja's AST; the facts ask too, so below them); vendor_aws is vendor
     # data (Amazon's; the distros' AMI facts are in their adapters)
-    "core": ("", "errors", "values", "yamlfile", "vendor_facts", "vendor_aws", "scripts", "kube", "cliflags",
-             "clihelp", "markdown", "templates_read"),
+    "core": ("", "errors", "values", "yamlfile", "vendor_facts", "vendor_aws", "scripts", "kube", "kube_npd",
+             "kube_drain", "kube_api", "cliflags", "clihelp", "markdown", "templates_read"),
     "inventory": ("inventory",),            # L1 Ansible inventories, host patterns
     "connection": ("connection",),          # L2 SSH/local connections, sudo, transcripts
     # L3 named parsers of probe outputs, the host facts, and the distro adapters: facts reads the os-release

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from gpunode.connection import ConnectOptions, connect, q
 from gpunode.facts import Facts, facts_subshell, parse_facts
 from gpunode.inventory import Host
-from gpunode.scripts import script_text
+from gpunode.scripts import gpu_evidence_script
 from gpunode.verify import ContainerTest, Expectations, Finding, analyze
 from gpunode.verify.host_evidence import evidence_from, split_sections
 from gpunode.verify.report import HostReport
@@ -54,7 +54,7 @@ def check_host(host: Host, options: VerifyOptions, connect_options: ConnectOptio
     conn = connect(host, connect_options)
     try:
         conn.open()
-        script = facts_subshell() + script_text("gpu_evidence.sh")
+        script = facts_subshell() + gpu_evidence_script()
         result = conn.run("bash -s", stdin=script, label="facts + gpu evidence")
         facts_text, sections = split_sections(result.stdout)
         facts = parse_facts(facts_text)

@@ -15,7 +15,7 @@ from gpunode.errors import GpunodeError, UsageError
 from gpunode.facts import facts_subshell
 from gpunode.report.console import make_console
 from gpunode.report.text import line, say
-from gpunode.scripts import script_text
+from gpunode.scripts import gpu_evidence_script, script_text
 from gpunode.verify import Expectations, diagnose_files, junit_xml
 from gpunode.verify.report import HostReport
 
@@ -111,7 +111,7 @@ def collect(inventory: list[str], target: str, output: str | None, accept_new_ho
         conn = connect(host, ConnectOptions(accept_new_host_keys=accept_new_host_keys))
         try:
             conn.open()
-            evidence = "gpunode_evidence() {\n" + facts_subshell() + script_text("gpu_evidence.sh") + "}\n"
+            evidence = "gpunode_evidence() {\n" + facts_subshell() + gpu_evidence_script() + "}\n"
             result = conn.run("bash -s", stdin=evidence + script_text("collect.sh"), label="collect bundle")
             if not result.ok:
                 raise GpunodeError(f"collecting failed: {result.tail()}", host=host.name, step="collect")

@@ -1,6 +1,8 @@
-"""The tasks that print Kubernetes objects: nfs-volume, gpu-pod, runtime-class, k8s-manifest."""
+"""The Kubernetes tasks: the objects they print (nfs-volume, gpu-pod, runtime-class, k8s-manifest) and k8s-drain."""
 
 from __future__ import annotations
+
+import json
 
 from gpunode.commands.common import cli_errors
 from gpunode.errors import UsageError
@@ -86,8 +88,14 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
             raise UsageError(str(exc), fix="see gpunode --help runtime-class") from None
 
 
-@gtask(positional=["what"], iterable=["env"], help={
-    "what": "device-plugin (NVIDIA's device plugin DaemonSet, pinned release) or tfjob (a Kubeflow TFJob)",
+@gtask(positional=["what"], iterable=["env", "node_selector"], help={
+    "what": "device-plugin (NVIDIA's device plugin DaemonSet, pinned release), tfjob (a Kubeflow TFJob) or "
+            "accept-npd (node-problem-detector running the node's acceptance quick tier: condition "
+            "GPUAcceptanceProblem)",
+    "interval": "accept-npd: how often the node's acceptance program runs (a Go duration; default 10m)",
+    "timeout": "accept-npd: the program's time limit (a Go duration; default 120s)",
+    "node_selector": "accept-npd: KEY=VALUE label of the GPU nodes it runs on (e.g. nvidia.com/gpu.present=true); "
+                     "repeatable",
     "name": "tfjob: the TFJob's name", "image": "tfjob: the training image (Chief and Workers)",
     "ps_image": "tfjob: the parameter servers' image (default --image)",
     "command": "tfjob: the command, e.g. 'python /app/main.py'", "claim": "tfjob: the PersistentVolumeClaim to "
@@ -97,8 +105,10 @@ def runtime_class(c, name="nvidia", handler="nvidia", node_selector=None):
     "namespace": "tfjob: its namespace (default default)", "env": "tfjob: NAME=VALUE in every replica; repeatable",
 })
 def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, claim=None, mount_path="/training",
-                 workers=1, ps=1, gpus=1, no_chief=False, namespace="default", env=None):
-    """Print Kubernetes objects for self-managed GPU node pools: NVIDIA's device plugin, or a TFJob on a PVC."""
+                 workers=1, ps=1, gpus=1, no_chief=False, namespace="default", env=None, interval="10m",
+                 timeout="120s", node_selector=None):
+    """Print Kubernetes objects for self-managed GPU node pools: NVIDIA's device plugin, a TFJob on a PVC, or
+    node-problem-detector running the node's acceptance program (a node condition the cluster can act on)."""
     from gpunode.commands import kube_cmd
     from gpunode.errors import UsageError
     from gpunode.steps.nfs.k8s import manifests_yaml
@@ -110,6 +120,55 @@ def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, cl
             objects = kube_cmd.tfjob(name or "", image or "", claim or "", ps_image=ps_image or "",
                                      command=command or "", mount_path=mount_path, chief=not no_chief,
                                      workers=int(workers), ps=int(ps), gpus=int(gpus), namespace=namespace, env=env)
+        elif what == "accept-npd":
+            from gpunode.commands.common import option_pairs
+            from gpunode.kube_npd import npd_objects
+
+            try:
+                selector = option_pairs(node_selector, "--node-selector", "KEY=VALUE",
+                                        "nvidia.com/gpu.present=true")
+                objects = npd_objects(interval=interval, timeout=timeout, node_selector=selector)
+            except ValueError as exc:
+                raise UsageError(f"k8s-manifest accept-npd: {exc}",
+                                 fix="--interval and --timeout are Go durations (a number and ns, us, ms, s, m or "
+                                     "h: 10m, 120s); --node-selector takes a label KEY=VALUE") from None
         else:
-            raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin or tfjob")
+            raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin, tfjob or accept-npd")
         print(manifests_yaml(objects), end="")
+
+
+@gtask(positional=["node"], help={
+    "node": "the Kubernetes node name (kubectl get nodes)",
+    "kubeconfig": "the cluster's kubeconfig (default $KUBECONFIG, then ~/.kube/config)",
+    "context": "the kubeconfig context (default its current-context)",
+    "uncordon": "put the node back (kubectl uncordon) instead of draining it",
+    "check": "read only: print the cordon and the evictions a drain would make",
+    "ignore_daemonsets": "skip DaemonSet pods (default on, as the device plugin and NPD are DaemonSets)",
+    "delete_emptydir_data": "evict running pods with emptyDir volumes too (their data is lost)",
+    "force": "evict pods no controller manages too (they are not recreated)",
+    "grace_period": "seconds each pod gets to stop (default: the pod's own)",
+    "max_attempts": "PodDisruptionBudget refusals per pod before the drain stops, 5 s apart (default 60)",
+    "wait_timeout": "seconds to wait for evicted pods to terminate (default 600)",
+})
+def k8s_drain(c, node, kubeconfig=None, context=None, uncordon=False, check=False, ignore_daemonsets=True,
+              delete_emptydir_data=False, force=False, grace_period=None, max_attempts=None, wait_timeout=None):
+    """Drain a Kubernetes node as `kubectl drain` does (cordon, evict honouring PodDisruptionBudgets, wait), or
+    uncordon it: exit 0 done, 1 refused or timed out (the pods and the blocking budget named), 2 bad input."""
+    from gpunode import kube_drain as kd
+    from gpunode.kube_api import http_api, load_kubeconfig
+
+    with cli_errors():
+        opts = kd.DrainOptions(
+            ignore_daemonsets=bool(ignore_daemonsets), delete_emptydir_data=bool(delete_emptydir_data),
+            force=bool(force), grace_period=-1 if grace_period is None else _whole("--grace-period", grace_period),
+            max_attempts=_whole("--max-attempts", max_attempts) or 60,
+            wait_timeout=float(_whole("--wait-timeout", wait_timeout) or 600))
+        api = http_api(load_kubeconfig(kubeconfig, context or ""))
+        result = kd.uncordon(api, node, check=check) if uncordon else kd.drain(api, node, opts, check=check)
+        for line in result.log + [f"warning: {w}" for w in result.warnings]:
+            print(line)
+        for call in result.planned:
+            print(f"would: {call.line()}" + (f" {json.dumps(call.body, sort_keys=True)}" if call.body else ""))
+        if not check:
+            print(f"node {node} {'uncordoned' if uncordon else 'drained'}"
+                  + (f": evicted {', '.join(result.evicted)}" if result.evicted else ""))

@@ -63,6 +63,7 @@ class Evidence:
     dcgmi: str | None = None  # `dcgmi diag` result tables
     nccl_tests: str | None = None  # nccl-tests output (all_reduce_perf ...)
     nvbandwidth: str | None = None  # nvbandwidth output (copy bandwidth matrices)
+    dev_char: str | None = None  # dev_char_links.sh lines: each NVIDIA device's /dev/char link (None: not looked)
 
     @property
     def pci_gpus(self) -> list[PciDevice] | None:

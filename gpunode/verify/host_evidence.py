@@ -39,6 +39,7 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
         precompiled_modules=_precompiled_modules(facts),
         nouveau_loaded=facts.nvidia.nouveau_loaded,
     )
+    evidence.dev_char = sections.get("dev-char")
     states, _ = parse_lspci_vv(sections.get("lspci-vv", ""))
     evidence.link_states = states or None
     if facts.nvswitch_present:

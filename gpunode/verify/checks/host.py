@@ -13,9 +13,26 @@ def _driver_works(evidence: Evidence) -> bool:
 
 
 def host_checks(evidence: Evidence) -> list[Finding]:
-    """dkms-*, nouveau-loaded, fabricmanager-*, container checks."""
+    """dkms-*, nouveau-loaded, fabricmanager-*, dev-char-links-missing, container checks."""
     return [*_dkms(evidence), *_next_boot(evidence), *_nouveau(evidence), *_fabric_manager(evidence),
-            *_container(evidence)]
+            *_dev_char(evidence), *_container(evidence)]
+
+
+def _dev_char(evidence: Evidence) -> list[Finding]:
+    """An NVIDIA device without its /dev/char/MAJOR:MINOR link: runc with the systemd cgroup driver then loses
+    the device at the next `systemctl daemon-reload` ("Failed to initialize NVML: Unknown Error" in running
+    containers; NVIDIA/nvidia-container-toolkit issues 251, 1227, NVIDIA's troubleshooting page)."""
+    from gpunode.parsers.dev_char import link_problems
+
+    problems = link_problems(evidence.dev_char or "")
+    if not problems:
+        return []
+    return [Finding("dev-char-links-missing", "warning",
+                    f"{len(problems)} NVIDIA device(s) without their /dev/char link: running GPU containers lose "
+                    "their GPUs at the next `systemctl daemon-reload`", "; ".join(problems[:8]),
+                    "run `sudo nvidia-ctk system create-dev-char-symlinks --create-all` and install NVIDIA's udev "
+                    "rule so it runs whenever the driver binds (gpunode: the gpu-node playbook's dev_char_links "
+                    "step, tag dev-char)")]
 
 
 def _dkms(evidence: Evidence) -> list[Finding]:
