@@ -121,12 +121,14 @@ def build_facts(os_release: str, spec: dict[str, Any]) -> Facts:
 
 def probe_text(value: str | dict[str, Any] | None) -> str:
     """A probe section as the host printed it. A mapping stands for a file read by remote_file.probe_file:
-    {content: "...", mode: "644", owner: root, group: root}; write an absent file as "absent\\n"."""
+    {content: "...", mode: "644", owner: root, group: root}; write an absent file as "absent\\n". A content of
+    `<scripts/NAME>` is that shipped script's text (a host that has gpunode's script as this version ships it)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    data = str(value["content"]).encode()
+    shipped = re.fullmatch(r"<scripts/([\w.-]+)>", str(value["content"]))
+    data = (script_text(shipped.group(1)) if shipped else str(value["content"])).encode()
     return (f"present\n{value.get('mode', '644')} {value.get('owner', 'root')} {value.get('group', 'root')}\n"
             f"base64:{base64.b64encode(data).decode()}\n")
 
