@@ -19,6 +19,7 @@ from gpunode.facts.sections import sections_read_by
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
+from gpunode.report.phases import generation_line, phase_line, phase_times
 from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
 from gpunode.runner.host_state import Carried, Handlers, PackageShare, Session, Share
@@ -120,12 +121,24 @@ class HostRun:
                                      for r in self.conn.transcript.records]
             self.outcome.seconds = time.monotonic() - started
             self.conn.transcript.note("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.outcome.phases.items()))
+            self._phase_times()
             self.conn.transcript.note(f"finished: {self.outcome.status} after {self.outcome.exec_count} remote execs")
             self.conn.transcript.close()
         if self.outcome.status == "ok" and self.outcome.changed:
             self.outcome.status = "would-change" if self.check else "changed"
         self.events.host_finished(self.outcome)
         return self.outcome
+
+    def _phase_times(self) -> None:
+        """Time to ready by phase, and each initramfs generation and DKMS build, in the report and the log."""
+        transcript = self.conn.transcript
+        records = transcript.records
+        self.outcome.phase_times = phase_times(self.outcome.steps, records, transcript.marks.done, self.outcome.phases)
+        self.outcome.timed = [m.to_dict(transcript.redact(records[m.command].label) if 0 <= m.command < len(records)
+                                        else "") for m in transcript.marks.done]
+        for mark in self.outcome.timed:
+            transcript.note(generation_line(mark))
+        transcript.note(f"phases: {phase_line(self.outcome.phase_times)}")
 
     def _release(self, lock: remote_lock.RunLock) -> None:
         """Let go of the host's lock; say what of this run still runs there (a package transaction, never killed)."""

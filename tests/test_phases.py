@@ -1,0 +1,125 @@
+"""Time to ready by phase (issue 40): the phases timed inside a command from its output (connection/marks.py), the
+accounting by step, command and mark (report/phases.py), and a whole host run on a stand-in host whose install
+prints what a Debian 12 lab host printed (tests/data/phases/SOURCES.md)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from gpunode.connection import transcript as transcript_module
+from gpunode.connection.marks import Mark, Marks
+from gpunode.connection.transcript import ExecRecord
+from gpunode.report.model import RunResult, StepOutcome
+from gpunode.report.phases import label_phase, phase_line, phase_times
+from gpunode.report.summary import print_summary
+from tests.run_cases import run_case
+
+DATA = Path(__file__).parent / "data" / "phases"
+KERNEL = (DATA / "kernel-install.txt").read_text().splitlines()
+DRIVER = (DATA / "driver-install.txt").read_text().splitlines()
+
+
+def feed(lines: list[str], slow: dict[str, float]) -> Marks:
+    """Each line arrives 0.01 s after the one before, or `slow[prefix]` s after a line that starts with prefix."""
+    marks, now = Marks(), 100.0
+    marks.begin()
+    for line in lines:
+        marks.line(line, now)
+        now += next((gap for prefix, gap in slow.items() if line.startswith(prefix)), 0.01)
+    marks.end(now, 3)
+    return marks
+
+
+def test_kernel_install_two_generations_named_by_what_asked() -> None:
+    marks = feed(KERNEL, {"update-initramfs: Generating": 4.0})
+    assert [(m.kind, m.what, m.after, m.command) for m in marks.done] == [
+        ("initramfs", "/boot/initrd.img-6.1.0-56-cloud-amd64", "Setting up linux-image-6.1.0-56-cloud-amd64 "
+         "(6.1.192-2)", 3),
+        ("initramfs", "/boot/initrd.img-6.1.0-56-cloud-amd64", "Processing triggers for initramfs-tools "
+         "(0.142+deb12u3)", 3)]
+    # mkinitramfs' own "W: No zstd ..." line belongs to the generation: it ends at the next dpkg line
+    assert [round(m.seconds, 2) for m in marks.done] == [4.01, 4.01]
+
+
+def test_driver_install_three_trigger_runs_in_one_transaction() -> None:
+    marks = feed(DRIVER, {"update-initramfs: Generating": 5.0})
+    assert len(marks.done) == 3
+    assert {m.after for m in marks.done} == {"Processing triggers for initramfs-tools (0.142+deb12u3)"}
+    # the last generation ends the install's output: it ends with the command
+    assert [round(m.seconds, 2) for m in marks.done] == [5.01, 5.01, 5.01]
+
+
+def test_dkms_build_ends_when_the_make_line_arrives() -> None:
+    # dkms 3 prints `Building module:`, cleans, then the make line (its progress dots) only once make ended
+    lines = ["Setting up nvidia-kernel-dkms (535.309.01-0+deb12u1) ...", "Building module:",
+             "Cleaning build area...", "make -j2 KERNELRELEASE=6.1.0-56-cloud-amd64 ........", "Cleaning build area...",
+             "Installing /lib/modules/6.1.0-56-cloud-amd64/updates/dkms/nvidia-current.ko"]
+    marks = feed(lines, {"Cleaning build area": 200.0})
+    (build,) = marks.done
+    assert (build.kind, build.after) == ("dkms build", "Setting up nvidia-kernel-dkms (535.309.01-0+deb12u1)")
+    assert round(build.seconds, 2) == 200.01
+
+
+def test_phase_times_carve_marks_out_of_their_command() -> None:
+    steps = [StepOutcome("wait", "wait_for_package_manager", "ok", seconds=0.5),
+             StepOutcome("kernel headers", "kernel_headers", "changed", seconds=30.0),
+             StepOutcome("NVIDIA driver", "nvidia_driver", "changed", seconds=40.0),
+             StepOutcome("say hi", "command", "changed", seconds=1.0)]
+    records = [ExecRecord("probe of 3 steps", 0, 2.0, 0, 0, False, "probe"),
+               ExecRecord("install the newest kernel", 0, 28.0, 0, 0, True, "kernel headers"),
+               ExecRecord("install the NVIDIA 535 driver", 0, 25.0, 0, 0, True, "NVIDIA driver"),
+               ExecRecord("install nvidia-current/535 from the module cache (built on h1)", 0, 6.0, 0, 0, True,
+                          "NVIDIA driver"),
+               ExecRecord("load the driver and start nvidia-persistenced", 0, 2.0, 0, 0, True, "NVIDIA driver")]
+    marks = [Mark("initramfs", "/boot/initrd.img-6", "", 0.0, 5.0, 1), Mark("initramfs", "/boot/initrd.img-6", "",
+                                                                          0.0, 4.0, 2),
+             Mark("initramfs", "/boot/initrd.img-6", "", 0.0, 9.0, 0)]  # in the probe: not a step's, not counted
+    times = phase_times(steps, records, marks, {"connect": 1.0, "lock + facts": 2.0, "steps": 71.5, "probe": 2.0})
+    assert times == {"package manager wait": 0.5, "kernel and headers": 25.0, "driver packages": 28.0,
+                     "module": 6.0, "initramfs": 9.0, "services": 2.0, "other steps": 1.0, "gpunode": 5.0}
+    assert sum(times.values()) == pytest.approx(sum(s.seconds for s in steps) + 5.0)
+
+
+@pytest.mark.parametrize(("label", "phase"), [
+    ("install nvidia-current/535.309.01 from the module cache (built on hp-h40)", "module"),
+    ("build nvidia-current/535.309.01 with DKMS and add it to the module cache", "module"),
+    ("rebuild the initramfs images older than the nouveau blacklist", "initramfs"),
+    ("enable nvidia-persistenced", "services"),
+    ("install the NVIDIA 535 driver (proprietary modules): nvidia-kernel-dkms", None),
+])
+def test_label_phase(label: str, phase: str | None) -> None:
+    assert label_phase(label) == phase
+
+
+KERNEL_REPLY = "\n".join(KERNEL) + "\n"
+CASE = {"name": "phases", "playbook": """steps:
+  - name: wait for the package manager
+    wait_for_package_manager: {timeout: 60}
+  - name: install the kernel
+    command: {cmd: "apt-get install -y linux-image-cloud-amd64"}
+""", "replies": [{"label": "run: apt-get install -y linux-image-cloud-amd64", "stdout": KERNEL_REPLY},
+                 {"probe": "wait_for_package_manager", "stdout": ""}]}
+
+
+def test_host_run_reports_phases_and_generations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    clock = itertools.count(1000.0, 0.5)  # each line 0.5 s after the one before, as the transcript sees them
+    monkeypatch.setattr(transcript_module, "now", lambda: next(clock))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    outcome, conn = run_case(CASE, tmp_path)
+    assert not conn.unmatched, conn.unmatched
+    assert outcome.status == "changed", outcome.error
+    assert [(t["kind"], t["after"], t["command"], t["seconds"]) for t in outcome.timed] == [
+        ("initramfs", "Setting up linux-image-6.1.0-56-cloud-amd64 (6.1.192-2)",
+         "run: apt-get install -y linux-image-cloud-amd64", 1.0),
+        ("initramfs", "Processing triggers for initramfs-tools (0.142+deb12u3)",
+         "run: apt-get install -y linux-image-cloud-amd64", 1.0)]
+    assert outcome.phase_times["initramfs"] == 2.0
+    assert set(outcome.phase_times) >= {"gpunode", "initramfs"}  # the rest: too quick on a stand-in to show
+    assert "phase_times" in outcome.to_dict() and outcome.to_dict()["timed"] == outcome.timed
+    print_summary(RunResult("phases", False, [outcome], 3.0))
+    shown = capsys.readouterr().out
+    assert "phases (2 initramfs generations): " in shown and phase_line(outcome.phase_times)[:20] in shown
