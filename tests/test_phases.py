@@ -100,7 +100,10 @@ CASE = {"name": "phases", "playbook": """steps:
     wait_for_package_manager: {timeout: 60}
   - name: install the kernel
     command: {cmd: "apt-get install -y linux-image-cloud-amd64"}
+  - name: rebuild the initramfs
+    command: {cmd: "update-initramfs -u -k all", creates: /x}
 """, "replies": [{"label": "run: apt-get install -y linux-image-cloud-amd64", "stdout": KERNEL_REPLY},
+                 {"label": "run: update-initramfs -u -k all"}, {"probe": "guards", "stdout": ""},
                  {"probe": "wait_for_package_manager", "stdout": ""}]}
 
 
@@ -118,6 +121,10 @@ def test_host_run_reports_phases_and_generations(tmp_path: Path, monkeypatch: py
         ("initramfs", "Processing triggers for initramfs-tools (0.142+deb12u3)",
          "run: apt-get install -y linux-image-cloud-amd64", 1.0)]
     assert outcome.phase_times["initramfs"] == 2.0
+    # a step probed again after a change (the last one): its command is still the step's, not the probe's
+    assert [(c["label"], c["step"]) for c in outcome.commands if c["new_session"]][-2:] == [
+        ("run: apt-get install -y linux-image-cloud-amd64", "install the kernel"),
+        ("run: update-initramfs -u -k all", "rebuild the initramfs")]
     assert set(outcome.phase_times) >= {"gpunode", "initramfs"}  # the rest: too quick on a stand-in to show
     assert "phase_times" in outcome.to_dict() and outcome.to_dict()["timed"] == outcome.timed
     print_summary(RunResult("phases", False, [outcome], 3.0))

@@ -117,7 +117,7 @@ class HostRun:
                 self.conn.close()
             self.outcome.exec_count = self.conn.transcript.exec_count
             self.outcome.commands = [{"label": self.conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
-                                      "exit_code": r.exit_code, "new_session": r.new_session}
+                                      "exit_code": r.exit_code, "new_session": r.new_session, "step": r.activity}
                                      for r in self.conn.transcript.records]
             self.outcome.seconds = time.monotonic() - started
             self.conn.transcript.note("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.outcome.phases.items()))
@@ -336,6 +336,7 @@ class HostRun:
             return self._settle(item, outcome, [], None, started, facts)
         if (self.carried.changed_something or fresh) and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
+            self.conn.activity = spec.name  # its commands are the step's again (the host's guard, phase times)
         ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.carried.host,
                           # -v shows each output line: a secret (a sensitive step's registered output) masked
                           on_output=lambda line: self.events.output(self.host.name,
