@@ -50,16 +50,19 @@ READY = """k=$(ls -d /usr/src/linux-headers-*-cloud-amd64 2>/dev/null | sed 's,.
 echo "KERNEL=$k"
 echo "DKMS=$(dkms status -m {m} -k "$k" 2>/dev/null | grep -c ': installed')"
 echo "VERMAGIC=$(modinfo -k "$k" -F vermagic {m} 2>/dev/null | head -1)"
+echo "INITRD=$(lsinitramfs "/boot/initrd.img-$k" 2>/dev/null | grep -E 'modprobe.d/|nvidia' | sort | tr '\\n' ' ')"
 """
 
 
 def readiness(stdout: str) -> dict:
     """What READY printed: kernel, installed (dkms status says so for that kernel), vermagic_ok (the module's
-    vermagic starts with the kernel release)."""
+    vermagic starts with the kernel release), initramfs_files (lsinitramfs of the kernel's image: its modprobe.d
+    and nvidia files, e.g. the nouveau blacklist)."""
     fields = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
     kernel, vermagic = fields.get("KERNEL", ""), fields.get("VERMAGIC", "")
     return {"kernel": kernel, "installed": bool(kernel) and fields.get("DKMS", "0").strip() not in ("", "0"),
-            "vermagic_ok": bool(kernel) and vermagic.split(" ", 1)[0] == kernel}
+            "vermagic_ok": bool(kernel) and vermagic.split(" ", 1)[0] == kernel,
+            "initramfs_files": fields.get("INITRD", "").split()}
 
 
 def prepare_hello(host, headers: str = "linux-headers-cloud-amd64") -> str:  # noqa: ANN001
@@ -128,6 +131,7 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
             "cpu_seconds_per_host": round(measured.cpu_seconds / count, 2),
             "builds": builds, "dkms_installed": sum(r["installed"] for r in ready),
             "vermagic_ok": sum(r["vermagic_ok"] for r in ready), "kernels": sorted({r["kernel"] for r in ready}),
+            "initramfs_files": sorted({f for r in ready for f in r["initramfs_files"]}),
             **package_files(report), **host_phases(report, hosts, host_cpu)}
 
 

@@ -71,7 +71,8 @@ def test_phase_times_carve_marks_out_of_their_command() -> None:
     records = [ExecRecord("probe of 3 steps", 0, 2.0, 0, 0, False, "probe"),
                ExecRecord("install the newest kernel", 0, 28.0, 0, 0, True, "kernel headers"),
                ExecRecord("install the NVIDIA 535 driver", 0, 25.0, 0, 0, True, "NVIDIA driver"),
-               ExecRecord("install nvidia-current/535 from the module cache (built on h1)", 0, 6.0, 0, 0, True,
+               ExecRecord("install nvidia-current/535 for 6.1 (x86_64) from the module cache (built on h1)", 0, 6.0, 0,
+                          0, True,
                           "NVIDIA driver"),
                ExecRecord("load the driver and start nvidia-persistenced", 0, 2.0, 0, 0, True, "NVIDIA driver")]
     marks = [Mark("initramfs", "/boot/initrd.img-6", "", 0.0, 5.0, 1), Mark("initramfs", "/boot/initrd.img-6", "",
@@ -84,8 +85,16 @@ def test_phase_times_carve_marks_out_of_their_command() -> None:
 
 
 @pytest.mark.parametrize(("label", "phase"), [
-    ("install nvidia-current/535.309.01 from the module cache (built on hp-h40)", "module"),
-    ("build nvidia-current/535.309.01 with DKMS and add it to the module cache", "module"),
+    ("install nvidia-current/535.309.01 for 6.1.0-56-cloud-amd64 (x86_64, proprietary) from the module cache",
+     "module"),
+    ("wait for hp-h40's DKMS build of nvidia-current/535.309.01 for 6.1.0-56-cloud-amd64 (x86_64), then install it "
+     "from the module cache", "module"),
+    ("driver version", None),
+    ("install the NVIDIA 535 driver (proprietary modules): nvidia-kernel-dkms, nvidia-smi (the kernel module from "
+     "the module cache)", None),
+    ("build nvidia-current/535.309.01 for kernel 6.1.0-56-cloud-amd64 with DKMS", "module"),
+    ("build nvidia-current/535.309.01 for 6.1.0-56-cloud-amd64 (x86_64) with DKMS and add it to the module cache",
+     "module"),
     ("rebuild the initramfs images older than the nouveau blacklist", "initramfs"),
     ("enable nvidia-persistenced", "services"),
     ("install the NVIDIA 535 driver (proprietary modules): nvidia-kernel-dkms", None),

@@ -26,11 +26,12 @@ STEP_PHASES = {"wait_for_package_manager": "package manager wait", "kernel_heade
 # gpunode/steps/module_cache.py plan_module and module_finish, nvidia_dkms.py dkms_actions, nvidia_nouveau.py
 # initramfs_actions, nvidia_fabric.py ready_actions, nvidia.py _keep_actions
 LABEL_PHASES = (
-    (re.compile(r"^(install \S+ from the (module cache|tree in place)|build \S+ with DKMS|wait for \S+ DKMS build"
-                r"|install the \S+ DKMS module for kernel|module cache: )"), "module"),
+    # `what` is "module/version for kernel K" (plan_module) or a cache key's label "module/version for K (arch)"
+    (re.compile(r"^(install \S+/\S+ for .* from the (module cache|tree in place)|build \S+/\S+ for .* with DKMS"
+                r"|wait for .* DKMS build of \S+/\S+ for |install the \S+ DKMS module for kernel)"), "module"),
     (re.compile(r"^rebuild the initramfs"), "initramfs"),
     (re.compile(r"^(load the driver and start|enable nvidia-persistenced)"), "services"),
-    (re.compile(r"^(driver version|nvidia-smi)"), "verify"),
+    (re.compile(r"^nvidia-smi"), "verify"),
 )
 READY_PHASES = ("kernel and headers", "driver packages", "module", "initramfs")  # a run that did GPU node work
 MARK_PHASES = {"initramfs": "initramfs", "dkms build": "module"}
