@@ -139,3 +139,71 @@ def test_host_run_reports_phases_and_generations(tmp_path: Path, monkeypatch: py
     print_summary(RunResult("phases", False, [outcome], 3.0))
     shown = capsys.readouterr().out
     assert "phases (2 initramfs generations): " in shown and phase_line(outcome.phase_times)[:20] in shown
+
+
+# ---- one initramfs generation per install (steps/initramfs_pause.py) ------------------------------------------
+# The stand-in update-initramfs keeps the two behaviours of initramfs-tools 0.142's that the pause relies on
+# (/usr/sbin/update-initramfs lines 4-12 and 246-251: the conf is sourced, -u does nothing with update_initramfs=no,
+# -c ignores it) and logs each generation; the install stand-in does what the kernel's postinst hook and the
+# trigger do (/etc/kernel/postinst.d/initramfs-tools: nothing with INITRD=No). The real ones ran on a lab host:
+# tests/test_lab_phases.py.
+FAKE_UPDATE_INITRAMFS = """#!/bin/sh
+update_initramfs=yes
+. "$CONF"
+case "$1" in
+  -u) [ "$update_initramfs" = no ] && { echo "update-initramfs: Not updating initramfs."; exit 0; }
+      echo "generate -u" >> "$LOG";;
+  -c) echo "generate -c $3" >> "$LOG"; : > "$BOOT/initrd.img-$3";;
+esac
+"""
+HOOK = '[ "$INITRD" = No ] || update-initramfs -c -k {k}'
+
+
+def pause_sandbox(tmp_path: Path, install: str, conf_text: str = "update_initramfs=yes\n") -> tuple[int, str, str]:
+    import os
+    import subprocess
+
+    from gpunode.steps.initramfs_pause import CONF, paused
+    bin_dir, boot, modules = tmp_path / "bin", tmp_path / "boot", tmp_path / "lib" / "modules"
+    for folder in (bin_dir, boot, modules / "6.1.0-old"):
+        folder.mkdir(parents=True, exist_ok=True)
+    (boot / "vmlinuz-6.1.0-old").write_text("")
+    (boot / "initrd.img-6.1.0-old").write_text("")
+    (tmp_path / "conf").write_text(conf_text)
+    tool = bin_dir / "update-initramfs"
+    tool.write_text(FAKE_UPDATE_INITRAMFS)
+    tool.chmod(0o755)
+    script = paused(install).replace(CONF, str(tmp_path / "conf")).replace("/lib/modules", str(modules)) \
+        .replace("/boot/", f"{boot}/")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CONF": str(tmp_path / "conf"), "LOG": str(tmp_path / "log"),
+           "BOOT": str(boot), "M": str(modules)}
+    result = subprocess.run(["sh", "-c", script], env={**os.environ, **env}, capture_output=True, text=True)
+    log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    return result.returncode, log, (tmp_path / "conf").read_text()
+
+
+def test_kernel_install_paused_makes_one_image(tmp_path: Path) -> None:
+    new = 'mkdir -p "$M/6.1.0-new" && : > "$BOOT/vmlinuz-6.1.0-new" && '
+    code, log, conf = pause_sandbox(tmp_path, new + HOOK.format(k="6.1.0-new") + " && update-initramfs -u && "
+                                    "update-initramfs -u")
+    assert (code, log, conf) == (0, "generate -c 6.1.0-new\n", "update_initramfs=yes\n")
+
+
+def test_driver_install_paused_makes_one_update_and_keeps_its_exit(tmp_path: Path) -> None:
+    code, log, conf = pause_sandbox(tmp_path, "update-initramfs -u; update-initramfs -u; update-initramfs -u; "
+                                    "exit 7", conf_text="# mine\nupdate_initramfs=all\n")
+    assert (code, log, conf) == (7, "generate -u\n", "# mine\nupdate_initramfs=all\n")
+
+
+def test_a_pause_already_there_is_not_taken_over(tmp_path: Path) -> None:
+    from gpunode.steps.initramfs_pause import PAUSE_LINE
+    code, log, conf = pause_sandbox(tmp_path, "update-initramfs -u", conf_text=f"x=1\n{PAUSE_LINE}\n")
+    assert (code, log, conf) == (0, "", f"x=1\n{PAUSE_LINE}\n")  # the next run's probe removes it (below)
+
+
+def test_left_pause_is_removed_and_the_image_updated() -> None:
+    from gpunode.steps.initramfs_pause import PAUSE_LINE
+    from gpunode.steps.nvidia_nouveau import left_initramfs_pause
+    assert left_initramfs_pause("") == []
+    (action,) = left_initramfs_pause(PAUSE_LINE + "\n")
+    assert action.command is not None and action.command.endswith("&& update-initramfs -u")

@@ -101,7 +101,8 @@ class KernelHeadersStep(Step):
         installs = headers_packages if candidate not in ("", "(none)") else \
             upgrade if self.policy == "upgrade" else []
         install = Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
-                         fix=self._missing_fix(running), installs=tuple(installs), refreshes=True)
+                         fix=self._missing_fix(running), installs=tuple(installs), refreshes=True,
+                         initramfs_once=distro.package_format == "deb")  # steps/initramfs_pause.py
         # hold: the kernel an apt upgrade installs is known now (the meta package's dependency), so it is held in
         # this run, not by the next one (which would then not be converged); elsewhere the next run holds it
         upgraded = following if self.policy == "upgrade" and candidate == "(none)" else ""
