@@ -207,3 +207,20 @@ def test_left_pause_is_removed_and_the_image_updated() -> None:
     assert left_initramfs_pause("") == []
     (action,) = left_initramfs_pause(PAUSE_LINE + "\n")
     assert action.command is not None and action.command.endswith("&& update-initramfs -u")
+
+
+@pytest.mark.parametrize(("kind", "name", "once"), [
+    ("kernel_headers", "debian12-fresh", True), ("nvidia_driver", "debian12-fresh", True),
+    ("nvidia_driver", "rocky9-fresh", False),  # dracut: no update-initramfs, nothing held back
+])
+def test_installs_held_to_one_generation_where_initramfs_tools_is(kind: str, name: str, once: bool) -> None:
+    from gpunode.steps import build_step
+    from gpunode.steps.initramfs_pause import MARK
+    from tests.plan_cases import context, find_case
+    case = find_case(kind, name)
+    step = build_step(case["kind"], dict(case.get("args") or {}))
+    ctx = context(case, step=step)
+    installs = [a for a in step.plan(ctx) if a.installs or "install" in a.summary.split()[:1]]
+    assert installs and any(a.initramfs_once for a in installs) == once
+    for action in installs:
+        assert (MARK in ctx.command_for(action)) == action.initramfs_once
