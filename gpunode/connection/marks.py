@@ -5,13 +5,12 @@ Why from the output: it costs the host nothing (no wrapper, no diversion, no fil
 generations a dpkg run starts by itself (a kernel's postinst hook, the initramfs-tools trigger), and the output
 already streams line by line to the host log. What the lines are:
 - initramfs-tools' update-initramfs prints `update-initramfs: Generating <image>` when it starts mkinitramfs
-  (initramfs-tools 0.142, update-initramfs `generate_initramfs`; seen on the lab's Debian 12 hosts, tests/data/phases/
-  SOURCES.md); mkinitramfs itself says nothing on success but its `W:`/`E:`/`I:` lines, so the generation ends at
-  the next other line (dpkg's `Setting up ...` / `Processing triggers for ...`) or at the command's end.
-- DKMS prints `Building module:` before make and the `make ...` line (with progress dots) once make ends; its
-  `Cleaning build area...` lines come before and after make (dkms 3.0.10, dkms.in `do_build`; tests/data/phases/
-  SOURCES.md): the build ends at the first line after `Building module` that is not a cleaning line... the `make`
-  line itself arrives complete only when make ended, so its arrival is the build's end.
+  (initramfs-tools 0.142+deb12u3 on the lab's Debian 12 hosts: tests/data/phases/SOURCES.md); mkinitramfs itself
+  says nothing on success but its `W:`/`E:`/`I:` lines, so the generation ends at the next other line (dpkg's
+  `Setting up ...` / `Processing triggers for ...`) or at the command's end.
+- DKMS prints `Building module:`, `Cleaning build area...`, then the make line, whose progress dots come without a
+  newline, so that line arrives whole only once make ended: the build ends at the first line after `Building module`
+  that is not a cleaning line (dkms 3.0.10 on a lab host: tests/data/phases/dkms-build.txt).
 The line before a generation that names a package (`Setting up P` / `Processing triggers for P`) says which
 package's install asked for it.
 """

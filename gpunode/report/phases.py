@@ -27,7 +27,8 @@ STEP_PHASES = {"wait_for_package_manager": "package manager wait", "kernel_heade
 # initramfs_actions, nvidia_fabric.py ready_actions, nvidia.py _keep_actions
 LABEL_PHASES = (
     # `what` is "module/version for kernel K" (plan_module) or a cache key's label "module/version for K (arch)"
-    (re.compile(r"^(install \S+/\S+ for .* from the (module cache|tree in place)|build \S+/\S+ for .* with DKMS"
+    (re.compile(r"^((install|place) \S+/\S+ for .* from the (module cache|tree in place)"
+                r"|(build|pack) \S+/\S+ for .* (with DKMS|for the module cache)"
                 r"|wait for .* DKMS build of \S+/\S+ for |install the \S+ DKMS module for kernel)"), "module"),
     (re.compile(r"^rebuild the initramfs"), "initramfs"),
     (re.compile(r"^(load the driver and start|enable nvidia-persistenced)"), "services"),
