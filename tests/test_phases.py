@@ -223,3 +223,12 @@ def test_installs_held_to_one_generation_where_initramfs_tools_is(kind: str, nam
     assert installs and any(a.initramfs_once for a in installs) == once
     for action in installs:
         assert (MARK in ctx.command_for(action)) == action.initramfs_once
+
+
+def test_lab_cgroup_root_from_mounts() -> None:
+    from gpunode.lab.cgroup import cgroup2_root
+    hybrid = ("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
+              "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n")
+    assert cgroup2_root(hybrid) == Path("/sys/fs/cgroup/unified")
+    assert cgroup2_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") == Path("/sys/fs/cgroup")
+    assert cgroup2_root("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n") is None
