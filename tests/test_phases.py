@@ -201,8 +201,8 @@ def test_a_pause_already_there_is_not_taken_over(tmp_path: Path) -> None:
 
 
 def test_left_pause_is_removed_and_the_image_updated() -> None:
+    from gpunode.steps.initramfs_left import left_initramfs_pause
     from gpunode.steps.initramfs_pause import PAUSE_LINE
-    from gpunode.steps.nvidia_nouveau import left_initramfs_pause
     assert left_initramfs_pause("") == []
     (action,) = left_initramfs_pause(PAUSE_LINE + "\n")
     assert action.command is not None and action.command.endswith("&& update-initramfs -u")
@@ -232,3 +232,18 @@ def test_lab_cgroup_root_from_mounts() -> None:
     assert cgroup2_root(hybrid) == Path("/sys/fs/cgroup/unified")
     assert cgroup2_root("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") == Path("/sys/fs/cgroup")
     assert cgroup2_root("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n") is None
+
+
+@pytest.mark.parametrize("kind", ["kernel_headers", "nvidia_driver"])
+def test_a_pause_left_by_a_cut_run_goes_first(kind: str) -> None:
+    import copy
+
+    from gpunode.steps import build_step
+    from gpunode.steps.initramfs_pause import PAUSE_LINE
+    from tests.plan_cases import context, find_case
+    case = copy.deepcopy(find_case(kind, "debian12-fresh"))
+    case["probe"] = {**(case.get("probe") or {}), "initramfs_pause": PAUSE_LINE + "\n"}
+    step = build_step(case["kind"], dict(case.get("args") or {}))
+    actions = step.plan(context(case, step=step))
+    first = [a.summary for a in actions if "pause of initramfs" in a.summary]
+    assert first and actions.index(next(a for a in actions if a.summary == first[0])) <= 1  # after a repair at most

@@ -21,7 +21,7 @@ with the user's `update_initramfs=all`). The packages' files are all in place th
 asked for (the nouveau blacklist, modprobe options, firmware).
 
 A run cut short between the two (a power cut): the line stays, with its mark; the next run's probe finds it and
-removes it first (nvidia_nouveau.py `left_initramfs_pause`) and regenerates the image. A host without
+removes it first (initramfs_left.py, in the kernel and driver steps) and regenerates the image. A host without
 initramfs-tools (dracut) runs the install as it is."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.cache_setting import check_cache_setting
+from gpunode.steps.initramfs_left import left_initramfs_pause
 from gpunode.steps.initramfs_pause import PAUSE_PROBE as INITRAMFS_PAUSE_PROBE
 from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.module_cache import ModuleAction, apply_module
@@ -39,7 +40,6 @@ from gpunode.steps.nvidia_nouveau import (
     NOUVEAU_CONF,
     STALE_INITRAMFS,
     initramfs_actions,
-    left_initramfs_pause,
     nouveau_actions,
 )
 from gpunode.steps.nvidia_precompiled import (

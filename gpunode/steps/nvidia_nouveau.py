@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from gpunode.steps.base import Action, StepContext
-from gpunode.steps.initramfs_pause import CONF as PAUSE_CONF
-from gpunode.steps.initramfs_pause import MARK as PAUSE_MARK
-from gpunode.steps.initramfs_pause import RESUME as PAUSE_RESUME
 from gpunode.steps.remote_file import parse_file_probe, write_action
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
@@ -53,15 +50,3 @@ def initramfs_actions(ctx: StepContext, actions: list[Action]) -> list[Action]:
                    "too; an image the package install regenerated already has it", REBUILD_STALE_INITRAMFS,
                    timeout=900,
                    fix="see the update-initramfs / dracut output above; /boot must have room for the new images")]
-
-
-def left_initramfs_pause(probed: str) -> list[Action]:
-    """gpunode's pause left by a run cut short (its marked line, `probed`) removed, and the image updated: while
-    the line is there, no package update regenerates the initramfs."""
-    if PAUSE_MARK not in probed:
-        return []
-    return [Action(f"remove gpunode's pause of initramfs updates from {PAUSE_CONF} and update the initramfs",
-                   "left by a run that was cut short during a package install: while it is there, no package "
-                   "update regenerates the initramfs", f"{PAUSE_RESUME} && update-initramfs -u", timeout=900,
-                   fix=f"remove the line ending in '{PAUSE_MARK}' from {PAUSE_CONF} by hand, then run "
-                   "update-initramfs -u")]
