@@ -20,7 +20,7 @@ PLAYBOOK = """steps:
 """
 
 
-@pytest.mark.slow  # 2.5 min with the lab session's start, other sessions busy on the 2 cores (kernel packages, 1 image)
+@pytest.mark.slow  # 38 s with the lab session's start on a quiet machine, 2.5 min with other sessions busy
 def test_kernel_install_one_generation_timed(lab, fresh_host, tmp_path):
     playbook = tmp_path / "kernel.yml"
     playbook.write_text(PLAYBOOK)
