@@ -1,14 +1,11 @@
 """One initramfs generation per package install instead of one per trigger run (issue 40).
 
 Measured on a Debian 12 lab host (tests/data/phases/SOURCES.md): the kernel's install generated its image twice
-(the kernel's postinst hook, then the initramfs-tools trigger) and the driver's install three times (the trigger,
-processed three times inside one apt transaction: initramfs-tools declares `interest-await update-initramfs`, so
-each package that activates it waits in triggers-awaited state, and dpkg processes the trigger early whenever a
-package to configure depends on one of those; deb-triggers(5)). apt already runs dpkg with --no-triggers and one
-`dpkg --configure --pending` at the end (apt 2.6 apt-pkg/deb/dpkgpm.cc, `DPkg::NoTriggers` default true), so no
-batching or apt option cuts them.
+(the kernel's postinst hook, then the initramfs-tools trigger) and the driver's install three times (the
+initramfs-tools trigger, processed three times inside the one apt transaction; why dpkg runs it early was not traced
+further: what matters is that batching the installs into one transaction does not make them one).
 
-What does: initramfs-tools' own switch, the way image builds use it. During the install:
+What does: initramfs-tools' own switches. During the install:
 - `update_initramfs=no` in /etc/initramfs-tools/update-initramfs.conf (a line gpunode appends, with its mark, and
   removes after): update-initramfs sources that file and its `update()` (the -u the trigger runs) then says
   "update-initramfs: Not updating initramfs." and does nothing; `create()` (-c) does not read it (initramfs-tools
