@@ -50,16 +50,19 @@ READY = """k=$(ls -d /usr/src/linux-headers-*-cloud-amd64 2>/dev/null | sed 's,.
 echo "KERNEL=$k"
 echo "DKMS=$(dkms status -m {m} -k "$k" 2>/dev/null | grep -c ': installed')"
 echo "VERMAGIC=$(modinfo -k "$k" -F vermagic {m} 2>/dev/null | head -1)"
+echo "INITRD=$(lsinitramfs "/boot/initrd.img-$k" 2>/dev/null | grep -E 'modprobe.d/|nvidia' | sort | tr '\\n' ' ')"
 """
 
 
 def readiness(stdout: str) -> dict:
     """What READY printed: kernel, installed (dkms status says so for that kernel), vermagic_ok (the module's
-    vermagic starts with the kernel release)."""
+    vermagic starts with the kernel release), initramfs_files (lsinitramfs of the kernel's image: its modprobe.d
+    and nvidia files, e.g. the nouveau blacklist)."""
     fields = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
     kernel, vermagic = fields.get("KERNEL", ""), fields.get("VERMAGIC", "")
     return {"kernel": kernel, "installed": bool(kernel) and fields.get("DKMS", "0").strip() not in ("", "0"),
-            "vermagic_ok": bool(kernel) and vermagic.split(" ", 1)[0] == kernel}
+            "vermagic_ok": bool(kernel) and vermagic.split(" ", 1)[0] == kernel,
+            "initramfs_files": fields.get("INITRD", "").split()}
 
 
 def prepare_hello(host, headers: str = "linux-headers-cloud-amd64") -> str:  # noqa: ANN001
@@ -115,9 +118,12 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
         inventory = _inventory(lab, hosts, work / f"inv-{index}.yml")
         report = work / f"report-{index}.json"
         share = ["--var", f"package_cache={packages or 'off'}", "--json-report", str(report)]
+        before = [h.cpu_seconds() for h in hosts]
         measured = run_measured([sys.executable, "-m", "gpunode", "provision", "-i", str(inventory), "--playbook",
                                  playbook, "--var", f"module_cache={cache}", "-f", str(count), *share, *args],
                                 cwd=REPO, timeout=3600, log=work / f"run-{index}.log")
+        host_cpu = [None if a is None or b is None else round(b - a, 2)
+                    for a, b in zip(before, [h.cpu_seconds() for h in hosts], strict=True)]
         builds = sum(int(h.run_inside(COUNT[module]).stdout.strip() or 0) for h in hosts)
         ready = [readiness(h.run_inside(READY.format(m=MODULE[module])).stdout) for h in hosts]
     return {"hosts": count, "exit_code": measured.exit_code, "seconds": round(measured.seconds, 2),
@@ -125,7 +131,27 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
             "cpu_seconds_per_host": round(measured.cpu_seconds / count, 2),
             "builds": builds, "dkms_installed": sum(r["installed"] for r in ready),
             "vermagic_ok": sum(r["vermagic_ok"] for r in ready), "kernels": sorted({r["kernel"] for r in ready}),
-            **package_files(report)}
+            "initramfs_files": sorted({f for r in ready for f in r["initramfs_files"]}),
+            **package_files(report), **host_phases(report, hosts, host_cpu)}
+
+
+def host_phases(report: Path, hosts: list, host_cpu: list[float | None]) -> dict:
+    """Per host, from the run's JSON report: its time (wall), its phase times and initramfs generations, and its
+    own CPU seconds during the run (its cgroup's usage_usec after less before, gpunode/lab/cgroup.py; None where
+    the lab could not give it a cgroup)."""
+    try:
+        reported = {h["host"]: h for h in json.loads(report.read_text())["hosts"]}
+    except (OSError, ValueError, KeyError):
+        reported = {}
+    rows = []
+    for host, cpu in zip(hosts, host_cpu, strict=True):
+        mine = reported.get(host.name, {})
+        rows.append({"host": host.name, "seconds": round(mine.get("seconds", 0.0), 2), "host_cpu_seconds": cpu,
+                     "phases": mine.get("phase_times", {}),
+                     "initramfs_generations": sum(1 for t in mine.get("timed", []) if t["kind"] == "initramfs")})
+    cpus = [r["host_cpu_seconds"] for r in rows if r["host_cpu_seconds"] is not None]
+    return {"per_host": rows, "host_cpu_seconds_max": max(cpus) if cpus else None,
+            "host_seconds_max": max((r["seconds"] for r in rows), default=None)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default="off,cold,warm", help="off (no cache), cold, warm (after cold)")
     parser.add_argument("--no-package-share", action="store_true",
                         help="cold and warm without package_cache (the module cache only)")
+    parser.add_argument("--warm-from", default="",
+                        help="a work dir of an earlier run (its cache-1 and packages-1): warm without a cold case")
     parser.add_argument("--tag", default="ready")
     parser.add_argument("--subnet", default="10.231.30.0/24")
     parser.add_argument("--output", default=str(REPO / "bench" / "results"))
@@ -146,10 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"work dir (run-<index>.log per case): {work}", flush=True)
     try:
         for count in (int(n) for n in args.hosts.split(",")):
-            cache = work / f"cache-{count}"
+            cache = Path(args.warm_from) / "cache-1" if args.warm_from else work / f"cache-{count}"
             for case in args.cases.split(","):  # off: every host builds (as before the cache)
                 where = Path("off") if case == "off" else cache
-                packages = None if case == "off" or args.no_package_share else work / f"packages-{count}"
+                packages = None if case == "off" or args.no_package_share else \
+                    (Path(args.warm_from) / "packages-1" if args.warm_from else work / f"packages-{count}")
                 row = {"case": case, "module": args.module, "package_share": packages is not None,
                        **one_case(lab, args.module, count, where, index, work, packages)}
                 index += count
@@ -162,13 +191,20 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (out / "ready.json").write_text(json.dumps({"measured": stamp, "rows": rows}, indent=2) + "\n")
     lines = [f"# time to ready with the module cache ({args.module}, {stamp})", "",
-             "| hosts | cache | package share | wall s | controller CPU s | CPU s per host | DKMS builds "
+             "| hosts | cache | package share | wall s | slowest host s | host CPU s (max) | controller CPU s "
+             "| controller CPU s per host | DKMS builds "
              "| dkms installed | vermagic = kernel | package files shared / from the mirror | exit |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['hosts']} | {r['case']} | {'on' if r['package_share'] else 'off'} | {r['seconds']} | "
+              f"{r.get('host_seconds_max')} | {r.get('host_cpu_seconds_max')} | "
               f"{r['cpu_seconds']} | {r['cpu_seconds_per_host']} | {r['builds']} | "
               f"{r['dkms_installed']}/{r['hosts']} | {r['vermagic_ok']}/{r['hosts']} | "
               f"{r['package_files_shared']} / {r['package_files_from_mirror']} | {r['exit_code']} |" for r in rows]
+    lines += ["", "Per host: wall seconds of its run, its own CPU seconds (its cgroup), initramfs generations, phases",
+              ""]
+    lines += [f"- {r['hosts']} {r['case']} {h['host']}: {h['seconds']} s, CPU {h['host_cpu_seconds']} s, "
+              f"{h['initramfs_generations']} initramfs: " + ", ".join(f"{k} {v}" for k, v in h["phases"].items())
+              for r in rows for h in r.get("per_host", [])]
     (out / "ready.md").write_text("\n".join(lines) + "\n")
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
 

@@ -168,13 +168,13 @@ class Connection(ABC):
             code, out, err = self._exec(wrapped, data, password, timeout, each_line)
         except Exception as exc:  # timed out, cut off: the session was opened all the same, and may still run there
             self.transcript.record(label or command, None, time.monotonic() - started, "", f"{exc}\n",
-                                   streamed=not sensitive)
+                                   streamed=not sensitive, activity=self.activity)
             raise
         seconds = time.monotonic() - started
         err = _strip_sudo_noise(err.replace(self.sudo_prompt, ""), self.started_marker)
         hidden = "(output hidden: sensitive step)\n"
         self.transcript.record(label or command, code, seconds, hidden if sensitive and out else out,
-                               hidden if sensitive and err else err, streamed=not sensitive)
+                               hidden if sensitive and err else err, streamed=not sensitive, activity=self.activity)
         if code == 1 and "sudo: a password is required" in err:
             raise GpunodeError(
                 "sudo needs a password on this host",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from gpunode.connection.marks import Marks
 from gpunode.connection.redact import Redactor
 
 LOG_OUTPUT_LIMIT = 64 * 1024
@@ -25,6 +26,7 @@ class ExecRecord:
     stdout_bytes: int
     stderr_bytes: int
     new_session: bool = True  # an SSH session of its own (False: a script run inside the run lock's session)
+    activity: str = ""  # the step (or probe, release) it ran for: the phase accounting reads it (report/phases.py)
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Transcript:
     redact: Redactor = field(default_factory=Redactor)
     log_path: Path | None = None
     records: list[ExecRecord] = field(default_factory=list)
+    marks: Marks = field(default_factory=Marks)  # initramfs generations and DKMS builds seen in the output, timed
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -60,9 +63,11 @@ class Transcript:
     def begin(self, label: str) -> None:
         """A command starts: its stdout lines follow in the log as they arrive (`stream`)."""
         self._streamed, self._running = 0, label
+        self.marks.begin()
 
     def stream(self, line: str) -> None:
         """One stdout line of the running command, written (masked) the moment it arrives."""
+        self.marks.line(line, now())
         if self._streamed == 0:  # the first line: say which command it comes from
             self._write(f"{time.strftime('%H:%M:%S')} $ {self.redact(self._running)}  (running)\n  [stdout]\n")
         self._streamed += len(line) + 1
@@ -72,9 +77,10 @@ class Transcript:
             self._write("  [... cut ...]\n")
 
     def record(self, label: str, exit_code: int | None, seconds: float, stdout: str, stderr: str,
-               streamed: bool = False, new_session: bool = True) -> None:
+               streamed: bool = False, new_session: bool = True, activity: str = "") -> None:
         """A finished command; with `streamed`, its stdout is already in the log (see `begin`)."""
-        self.records.append(ExecRecord(label, exit_code, seconds, len(stdout), len(stderr), new_session))
+        self.records.append(ExecRecord(label, exit_code, seconds, len(stdout), len(stderr), new_session, activity))
+        self.marks.end(now(), len(self.records) - 1)
         lines = [f"{time.strftime('%H:%M:%S')} $ {self.redact(label)}  -> exit {exit_code} in {seconds:.2f}s\n"]
         for name, text in (("stdout", "" if streamed else stdout), ("stderr", stderr)):
             if text.strip():
@@ -92,6 +98,11 @@ class Transcript:
         if self._file:
             self._file.close()
             self._file = None
+
+
+def now() -> float:
+    """The clock the phases inside a command are timed with (a test scripts it)."""
+    return time.monotonic()
 
 
 def _elide(line: str) -> str:

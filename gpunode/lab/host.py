@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpunode.lab import cgroup
 from gpunode.lab.network import sh
 from gpunode.lab.rootfs import LAB_USER, SUITE
 
@@ -78,7 +79,7 @@ class LabHost:
             f"--network-namespace-path={self.netns_path}", "--capability=all",
             f"--bind={Path(self.directory) / 'docker'}:/var/lib/docker",
         ]
-        loop = (
+        loop = cgroup.join_command(self.name) + (
             f"while :; do {shlex.join(nspawn)}; rc=$?; "
             f"[ $rc -eq {REBOOT_EXIT_CODE} ] || exit $rc; echo '-- rebooting --'; done"
         )
@@ -89,6 +90,10 @@ class LabHost:
         )
         log.close()
         self.supervisor_pid = process.pid
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the host's processes used so far (its own cgroup, lab/cgroup.py), or None."""
+        return cgroup.cpu_seconds(self.name)
 
     def wait_for_ssh(self, timeout: float = 30.0) -> None:
         """Block until sshd answers with its banner and logins are allowed (while the host boots, /run/nologin
@@ -142,6 +147,7 @@ class LabHost:
                     _signal(child, signal.SIGKILL)
                 _signal(pid, signal.SIGKILL)
         self.supervisor_pid = 0
+        cgroup.remove(self.name)
         if os.path.ismount(self.root) and sh("umount", str(self.root), check=False).returncode != 0:
             sh("umount", "-l", str(self.root), check=False)
 

@@ -38,6 +38,8 @@ class HostOutcome:
     phases: dict[str, float] = field(default_factory=dict)   # seconds: connect, lock + facts, probe, steps, release
     commands: list[dict] = field(default_factory=list)       # each remote command: label, seconds, exit_code, session
     rollout: dict = field(default_factory=dict)  # a rolling run: drain, wait, gate, resume or hold, rollback (times)
+    phase_times: dict[str, float] = field(default_factory=dict)  # time to ready by phase (report/phases.py)
+    timed: list[dict] = field(default_factory=list)  # initramfs generations, DKMS builds: what, after, command, seconds
 
     @property
     def changed(self) -> int:

@@ -8,6 +8,7 @@ from rich.table import Table
 from gpunode.report.console import make_console
 from gpunode.report.live import STATUS_STYLE
 from gpunode.report.model import HostOutcome, RunResult
+from gpunode.report.phases import READY_PHASES, phase_line
 from gpunode.report.text import line, literal
 
 DIFF_VERBS = {"would-change": "would", "changed": "changed"}
@@ -21,6 +22,8 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
         for host in result.hosts:
             _print_diffs(console, host)
     console.print(_table(result))
+    for host in result.hosts:
+        _print_phases(console, host)
     for host in result.hosts:
         _print_problems(console, host)
     failed = [h.host for h in result.hosts if h.failed]
@@ -56,6 +59,16 @@ def _table(result: RunResult) -> Table:
                       str(counts["ok"]), str(host.changed), str(counts["skipped"]), str(counts["failed"]),
                       str(ignored), str(host.exec_count), f"{host.seconds:.1f}s")
     return table
+
+
+def _print_phases(console: Console, host: HostOutcome) -> None:
+    """A host that did GPU node work (kernel, driver, module, initramfs): its time by phase, and how many initramfs
+    images it generated."""
+    if not set(host.phase_times) & set(READY_PHASES):
+        return
+    generations = sum(1 for mark in host.timed if mark["kind"] == "initramfs")
+    images = f" ({generations} initramfs generation{'s' if generations != 1 else ''})" if generations else ""
+    console.print(line((f"{host.host}:", "cyan"), f" phases{images}: {phase_line(host.phase_times)}"))
 
 
 NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on",

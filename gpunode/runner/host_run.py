@@ -19,10 +19,12 @@ from gpunode.facts.sections import sections_read_by
 from gpunode.inventory import Host
 from gpunode.playbook import Playbook, StepSpec, TemplateError, evaluate, render, resolve_variables
 from gpunode.report.model import HostOutcome, StepOutcome
+from gpunode.report.phases import generation_line, phase_line, phase_times
 from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
+from gpunode.runner.host_rules import account_commands, predicted, require_root
 from gpunode.runner.host_state import BeforeDisturbing, Carried, Handlers, PackageShare, Session, Share
-from gpunode.steps import Action, Step, StepContext, StepFailed, build_step, step_facts_sections
+from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 from gpunode.steps.diffs import render as render_diff
 from gpunode.steps.package_share import share_for
@@ -118,12 +120,24 @@ class HostRun:
             account_commands(self.outcome, self.conn)
             self.outcome.seconds = time.monotonic() - started
             self.conn.transcript.note("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.outcome.phases.items()))
+            self._phase_times()
             self.conn.transcript.note(f"finished: {self.outcome.status} after {self.outcome.exec_count} remote execs")
             self.conn.transcript.close()
         if self.outcome.status == "ok" and self.outcome.changed:
             self.outcome.status = "would-change" if self.check else "changed"
         self.events.host_finished(self.outcome)
         return self.outcome
+
+    def _phase_times(self) -> None:
+        """Time to ready by phase, and each initramfs generation and DKMS build, in the report and the log."""
+        transcript = self.conn.transcript
+        records = transcript.records
+        self.outcome.phase_times = phase_times(self.outcome.steps, records, transcript.marks.done, self.outcome.phases)
+        self.outcome.timed = [m.to_dict(transcript.redact(records[m.command].label) if 0 <= m.command < len(records)
+                                        else "") for m in transcript.marks.done]
+        for mark in self.outcome.timed:
+            transcript.note(generation_line(mark))
+        transcript.note(f"phases: {phase_line(self.outcome.phase_times)}")
 
     def _release(self, lock: remote_lock.RunLock) -> None:
         """Let go of the host's lock; say what of this run still runs there (a package transaction, never killed)."""
@@ -321,6 +335,7 @@ class HostRun:
             return self._settle(item, outcome, [], None, started, facts)
         if (self.carried.changed_something or fresh) and item.probe:
             self._probe([item])  # an earlier change may have altered what this step sees
+            self.conn.activity = spec.name  # its commands are the step's again (the host's guard, phase times)
         ctx = StepContext(self.host, facts, self.conn, self._check_for(spec), item.probe_output, self.carried.host,
                           # -v shows each output line: a secret (a sensitive step's registered output) masked
                           on_output=lambda line: self.events.output(self.host.name,
@@ -347,13 +362,13 @@ class HostRun:
         outcome.actions = [{"summary": a.summary, "reason": a.reason} for a in actions]
         outcome.diffs = [render_diff(a.diff, self.max_diff_size) for a in actions if a.diff]
         changes = [a for a in actions if a.changes]
-        _require_root(facts, self.host.name, step, changes)
+        require_root(facts, self.host.name, step, changes)
         if disturbs is None:
             disturbs = step.disturbs_gpus or any(a.reboot for a in changes)
         if self.before_disturbing and changes and disturbs:
             self.before_disturbing(self.conn, outcome.name, ctx.check, self.outcome.notes)
         if ctx.check:
-            outcome.status = _predicted(ctx, changes)
+            outcome.status = predicted(ctx, changes)
         elif actions:
             facts = self._apply(step, ctx, actions, facts)
             outcome.status = "changed" if changes else "ok"
@@ -440,34 +455,6 @@ class HostRun:
                 step="reboot",
             )
         return facts
-
-
-def account_commands(outcome: HostOutcome, conn: Connection) -> None:
-    """The host's remote commands so far, into its report (label redacted, seconds, exit code, session)."""
-    outcome.exec_count = conn.transcript.exec_count
-    outcome.commands = [{"label": conn.transcript.redact(r.label), "seconds": round(r.seconds, 3),
-                         "exit_code": r.exit_code, "new_session": r.new_session} for r in conn.transcript.records]
-
-
-def _predicted(ctx: StepContext, changes: list[Action]) -> str:
-    """Check mode: a step's status, and its planned writes recorded as made, so that later steps plan for them
-    (a unit file written: daemon-reload; a package source: refresh the lists), as they would in the run."""
-    for action in changes:
-        if action.writes:
-            ctx.wrote(action.writes)
-    return "would-change" if changes else "ok"
-
-
-def _require_root(facts: Facts, host: str, step: Step, changes: list[Action]) -> None:
-    """A change made as root, by a login that is not root and has no become: the run would fail at it (apt's
-    "Permission denied"). Said so, in check mode too, with the fix."""
-    if not changes or not step.needs_root or facts.uid in (0, None):
-        return
-    user = facts.user or f"uid {facts.uid}"
-    raise StepFailed(f"{host} logs in as {user}, not root, and become is off: \"{changes[0].summary}\" must run as "
-                     "root",
-                     fix="set ansible_become: true (become: true) for this host (and become_password if its sudo asks "
-                     "for one), or log in as root (ansible_user: root)")
 
 
 def _user_command_from_facts(spec: StepSpec) -> bool:

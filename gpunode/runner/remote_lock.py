@@ -173,7 +173,7 @@ class RunLock:
         code = int(status) if status.isdigit() else -1
         seconds = time.monotonic() - started
         self.conn.transcript.record(f"{label}, inside the lock's session", code, seconds, output, "",
-                                    new_session=False)
+                                    new_session=False, activity=self.conn.activity)
         return ExecResult(code, output, "", seconds)
 
     def release(self, wait: float = 15.0, leftovers_possible: bool = True) -> None:

@@ -18,7 +18,8 @@ from gpunode.errors import GpunodeError
 from gpunode.playbook import Playbook
 from gpunode.playbook.rollout import Rollout
 from gpunode.report.model import HostOutcome
-from gpunode.runner.host_run import HostRun, account_commands
+from gpunode.runner.host_rules import account_commands
+from gpunode.runner.host_run import HostRun
 from gpunode.schedulers.drain import Drainer
 from gpunode.steps.driver_snapshot import SNAPSHOT_COMMAND, DriverSnapshot
 

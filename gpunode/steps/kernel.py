@@ -10,6 +10,8 @@ from gpunode.distros import UnsupportedDistro, for_os
 from gpunode.facts import Facts
 from gpunode.scripts import script_text
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
+from gpunode.steps.initramfs_left import left_initramfs_pause
+from gpunode.steps.initramfs_pause import PAUSE_PROBE
 from gpunode.steps.packages import repair_first
 from gpunode.steps.pkgmgr import manager_for
 from gpunode.steps.probe import Snippets
@@ -33,9 +35,10 @@ class KernelHeadersStep(Step):
         """`held`: the held packages; `headers` (apt, when plan() needs it): the candidate version of the
         running kernel's headers package on its first line ("(none)": the lists do not know it), then the newest
         headers packages that exist."""
-        held = {"held": manager_for(facts.os.package_manager).held_probe()}
         distro = for_os(facts.os)
         apt = distro.package_format == "deb"
+        held = {"held": manager_for(facts.os.package_manager).held_probe(),
+                **({"initramfs_pause": PAUSE_PROBE} if apt else {})}  # a pause left by a run cut short
         if apt and (facts.kernel.running_headers_present or
                     (self.policy == "upgrade" and facts.kernel.pending)):
             return held  # nothing to look up: plan() needs no candidate
@@ -65,6 +68,12 @@ class KernelHeadersStep(Step):
         return held
 
     def plan(self, ctx: StepContext) -> list[Action]:
+        """gpunode's initramfs pause left by a run cut short removed first (steps/initramfs_pause.py), then the
+        headers (or the newest kernel) and the hold."""
+        left = left_initramfs_pause(ctx.probe["initramfs_pause"]) if ctx.probe.asked("initramfs_pause") else []
+        return left + self._plan(ctx)
+
+    def _plan(self, ctx: StepContext) -> list[Action]:
         facts = ctx.facts
         distro = for_os(facts.os)
         try:
@@ -101,7 +110,8 @@ class KernelHeadersStep(Step):
         installs = headers_packages if candidate not in ("", "(none)") else \
             upgrade if self.policy == "upgrade" else []
         install = Action(what, f"no headers for the running kernel {running}", command, timeout=self.timeout,
-                         fix=self._missing_fix(running), installs=tuple(installs), refreshes=True)
+                         fix=self._missing_fix(running), installs=tuple(installs), refreshes=True,
+                         initramfs_once=distro.package_format == "deb")  # steps/initramfs_pause.py
         # hold: the kernel an apt upgrade installs is known now (the meta package's dependency), so it is held in
         # this run, not by the next one (which would then not be converged); elsewhere the next run holds it
         upgraded = following if self.policy == "upgrade" and candidate == "(none)" else ""

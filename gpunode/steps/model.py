@@ -12,6 +12,7 @@ from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.diffs import FileDiff
 from gpunode.steps.fixes import action_fix
+from gpunode.steps.initramfs_pause import paused
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
@@ -36,6 +37,7 @@ class Action:
     installs: tuple[str, ...] = ()  # apt package specs this action installs: the package share fetches them first
     recommends: bool = False      # ... with their recommended packages
     refreshes: bool = False       # the command refreshes the package lists itself (the share refreshes them first)
+    initramfs_once: bool = False  # a deb install: initramfs generations held back, one after it (initramfs_pause.py)
 
 
 @dataclass
@@ -95,10 +97,11 @@ class StepContext:
         return kernel.pending or kernel.running
 
     def command_for(self, action: Action) -> str:
-        """The action's command to run now; an install's package files put in place first by the package share."""
-        if action.installs and self.package_share:
-            return self.package_share(self, action)
-        return action.command or ""
+        """The action's command to run now; an install's package files put in place first by the package share;
+        a deb install with its initramfs generations held back to one (steps/initramfs_pause.py)."""
+        command = self.package_share(self, action) if action.installs and self.package_share else \
+            action.command or ""
+        return paused(command) if action.initramfs_once and command else command
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)

@@ -19,6 +19,8 @@ from gpunode.parsers.systemd import parse_is_enabled
 from gpunode.steps.apt_sources import sources_actions, sources_probe
 from gpunode.steps.base import Action, Step, StepContext, StepFailed, arg, register
 from gpunode.steps.cache_setting import check_cache_setting
+from gpunode.steps.initramfs_left import left_initramfs_pause
+from gpunode.steps.initramfs_pause import PAUSE_PROBE as INITRAMFS_PAUSE_PROBE
 from gpunode.steps.kube_node import probe_snippet, verify_only
 from gpunode.steps.module_cache import ModuleAction, apply_module
 from gpunode.steps.nvidia_cache import (
@@ -34,7 +36,12 @@ from gpunode.steps.nvidia_cache import (
 from gpunode.steps.nvidia_dkms import DKMS_JOBS_CONF, dkms_actions, dkms_jobs_actions, next_boot_actions
 from gpunode.steps.nvidia_fabric import fabricmanager_actions, ready_actions
 from gpunode.steps.nvidia_install import install_action, missing_packages
-from gpunode.steps.nvidia_nouveau import NOUVEAU_CONF, STALE_INITRAMFS, initramfs_actions, nouveau_actions
+from gpunode.steps.nvidia_nouveau import (
+    NOUVEAU_CONF,
+    STALE_INITRAMFS,
+    initramfs_actions,
+    nouveau_actions,
+)
 from gpunode.steps.nvidia_precompiled import (
     archive_precompiled,
     choose_build,
@@ -130,6 +137,7 @@ class NvidiaDriverStep(Step):
         pkgs, flavor, _ = self._packages(facts)
         manager = manager_for(facts.os.package_manager)
         snippets = {"nouveau": probe_file(NOUVEAU_CONF), "initramfs": STALE_INITRAMFS,
+                    "initramfs_pause": INITRAMFS_PAUSE_PROBE,
                     "dkms": "dkms status 2>/dev/null", "held": manager.held_probe(),
                     "persistenced": "systemctl is-enabled nvidia-persistenced 2>/dev/null"}
         names = list(pkgs.packages) + list(pkgs.fabricmanager if self._wants_fabricmanager(facts) else ())
@@ -179,7 +187,7 @@ class NvidiaDriverStep(Step):
         leftover, removed = leftover_flavour_action(facts, distro, self.method, self.branch, flavor, held)
         paused = sections["no_autoinstall"] if sections.asked("no_autoinstall") else ""  # DKMS installs, not EL's
         actions: list[Action] = left_pause_actions(paused) + leftover + \
-            repair_first(ctx, manager, self.timeout, removed)
+            repair_first(ctx, manager, self.timeout, removed) + left_initramfs_pause(sections["initramfs_pause"])
         needed = distro.driver_components(self.method)  # `apt_sources` is asked only where components are needed
         actions += sources_actions(sections["apt_sources"] if needed else "", needed, distro.is_archive_entry,
                                    distro.driver_components_reason)
@@ -235,9 +243,11 @@ class NvidiaDriverStep(Step):
         version = candidate.splitlines()[-1] if candidate else ""
         outlook = module_outlook(ctx, self.method, flavor, version, cache=self.module_cache,
                                  timeout=self.timeout) if use else ""
-        return cached_install(install, use, pkgs.version_from, flavor,
-                              distro.driver_version_probe(pkgs, self.branch) if distro.module_cache_before_install
-                              else None, version=version, outlook=outlook)
+        action = cached_install(install, use, pkgs.version_from, flavor,
+                                distro.driver_version_probe(pkgs, self.branch) if distro.module_cache_before_install
+                                else None, version=version, outlook=outlook)
+        action.initramfs_once = distro.package_format == "deb"  # one generation after it: steps/initramfs_pause.py
+        return action
 
     def _keep_actions(self, ctx: StepContext, manager: PackageManager, pinned: list[str], held: set[str],
                       switch: bool, installing: bool) -> list[Action]:
