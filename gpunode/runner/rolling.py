@@ -69,17 +69,25 @@ class HostRollout:
             self.changing = True
             return
         self.record.update(drain_before=step, drain_started=_now())
-        self.drainer.drain(conn, step)
         self.drained = True
         try:
+            self.drainer.drain(conn, step)
             self._wait_idle(conn)
-        except GpunodeError:
-            self.drainer.resume(conn)  # nothing was changed: the node goes back as it was
-            self.drained = False
-            self.record["resumed"] = _now()
+        except GpunodeError as exc:
+            self._resume_unchanged(conn, exc)
             raise
         self.record["idle_at"] = _now()
         self.changing = True
+
+    def _resume_unchanged(self, conn: Connection, exc: GpunodeError) -> None:
+        """The drain or its wait failed before any change: the node goes back as it was (said when it cannot)."""
+        assert self.drainer is not None
+        self.drained = False
+        try:
+            self.drainer.resume(conn)
+            self.record["resumed"] = _now()
+        except GpunodeError as failed:
+            exc.fix = f"{exc.fix}; resuming the node failed too ({failed.cause}): resume it by hand"
 
     def _wait_idle(self, conn: Connection) -> None:
         assert self.drainer is not None

@@ -1,7 +1,9 @@
 """The drain protocol a rolling run uses, and which scheduler a host is in (its inventory variables).
 
-A host's scheduler is named by `gpunode_scheduler` (`slurm` or `none`) in the inventory (usually in a group's
-vars); `slurm_node_name` gives the node's Slurm name when it is not the host's short hostname.
+A host's scheduler is named by `gpunode_scheduler` (`slurm`, `kubernetes` or `none`) in the inventory (usually in a
+group's vars); `slurm_node_name` gives the node's Slurm name when it is not the host's short hostname;
+`kube_node_name` the Kubernetes node's name when it is not the inventory name, `kubeconfig` and `kube_context` the
+controller's kubeconfig (default: $KUBECONFIG, then ~/.kube/config; its current context).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any, Protocol
 from gpunode.connection import Connection
 from gpunode.errors import UsageError
 
-SCHEDULERS = ("slurm", "none")
+SCHEDULERS = ("slurm", "kubernetes", "none")
 
 
 class Drainer(Protocol):
@@ -46,10 +48,14 @@ def drainer_for(name: str, variables: dict[str, Any]) -> Drainer | None:
     scheduler = str(variables.get("gpunode_scheduler") or "none")
     if scheduler not in SCHEDULERS:
         raise UsageError(f"{name}: gpunode_scheduler is {scheduler!r}, not one of {', '.join(SCHEDULERS)}",
-                         fix="set gpunode_scheduler: slurm in the group's vars (or none), and slurm_node_name where "
-                         "the Slurm name is not the host's short hostname")
+                         fix="set gpunode_scheduler: slurm or kubernetes in the group's vars (or none); "
+                         "slurm_node_name / kube_node_name where the node's name differs")
     if scheduler == "slurm":
         from gpunode.schedulers.slurm_drain import SlurmDrainer
 
         return SlurmDrainer(str(variables.get("slurm_node_name") or ""))
+    if scheduler == "kubernetes":
+        from gpunode.schedulers.kube_drainer import kube_drainer
+
+        return kube_drainer(name, variables)
     return None
