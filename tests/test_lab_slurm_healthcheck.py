@@ -8,6 +8,7 @@ put in a file, and records each call with the SLURMD_NODENAME it was given, so t
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -153,3 +154,27 @@ def test_run_by_hand_names_the_node_like_nhc_and_takes_another_program(slurm_clu
     missing = cluster.sh(node, f"GPUNODE_ACCEPT=/nonexistent {HEALTHCHECK_PATH}")
     assert missing.code == 2 and "could not judge: /nonexistent is not installed" in missing.stdout
     assert cluster.node(node.name).drain  # unchanged
+
+
+def test_gpunode_installs_the_real_quick_tier_and_slurmd_drains_a_node_without_a_driver(slurm_cluster_factory,
+                                                                                        lab, tmp_path):
+    """The whole chain with nothing stood in: `gpunode provision` writes the real runner (scripts/accept_node.py) and
+    the wrapper with the `acceptance_program` step; slurmd runs the wrapper by itself; the runner's quick tier finds
+    no NVIDIA driver on the lab host (the truth: there is none) and the node is drained with that finding as its
+    reason. A second run changes nothing."""
+    from tests.conftest import host_inventory, run_cli
+
+    cluster = slurm_cluster_factory(compute=1, healthcheck=healthcheck_lines(interval_s=2))
+    (node,) = cluster.nodes
+    inventory = host_inventory(lab, [node], tmp_path / "inventory.yml")
+    book = tmp_path / "accept.yml"
+    book.write_text("steps:\n  - acceptance_program: {slurm_healthcheck: true, expect_gpus: 8}\n")
+    installed = run_cli("provision", "-i", str(inventory), "--playbook", str(book))
+    assert installed.code == 0, installed.output
+    report = tmp_path / "again.json"
+    again = run_cli("provision", "-i", str(inventory), "--playbook", str(book), "--json-report", str(report))
+    assert again.code == 0 and json.loads(report.read_text())["hosts"][0]["status"] == "ok", again.output
+    state = wait_for(lambda: (s := cluster.node(node.name)).drain and s, 30, f"{node.name} drained by slurmd's check")
+    assert state.reason.startswith("gpunode: gpunode quick nvidia-smi: nvidia-smi is not installed"), state
+    log = cluster.sh(node, "cat /var/log/slurm/slurmd.log").stdout
+    assert "health_check failed: rc:1" in log, log[-2000:]
