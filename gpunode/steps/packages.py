@@ -30,6 +30,10 @@ class PackagesStep(Step):
     state: Literal["present", "absent"] = arg("present", "absent: remove them")
     cache_valid_time: int = arg(3600, "seconds: apt lists older than this are refreshed before an install")
     install_recommends: bool = arg(False, "install recommended packages too")
+    # Ansible's apt `allow_downgrade` (ansible-core 2.12, apt-get --allow-downgrades:
+    # https://docs.ansible.com/ansible/latest/modules/apt_module.html); off, apt refuses a pinned older version
+    allow_downgrade: bool = arg(False, "a pinned version older than the installed one replaces it (apt "
+                                       "--allow-downgrades); off: apt refuses it")
     timeout: int = arg(3600, "seconds")
 
     def __post_init__(self) -> None:
@@ -78,7 +82,8 @@ class PackagesStep(Step):
         return [Action(
             f"install packages: {', '.join(w.name for w in missing)}{refresh_note}",
             "; ".join(reasons),
-            manager.install(missing, refresh=stale, recommends=self.install_recommends),
+            manager.install(missing, refresh=stale, recommends=self.install_recommends,
+                            downgrades=self.allow_downgrade),
             timeout=self.timeout,
             fix="check the package names for this distro, the repositories (apt-get update / dnf repolist) and "
             "network access to the mirror",
