@@ -93,6 +93,16 @@ def test_nccl_below_the_reference_is_critical() -> None:
     assert low.severity == "critical" and "460 GB/s" in low.summary
 
 
+def test_the_nodes_own_gpus_count_when_the_nccl_log_lost_its_rank_lines() -> None:
+    """tests/data/nccl/nccl-1161 (real: 2x H100 PCIe over NVLink bridges, rank lines cut by its poster): the node's
+    nvidia-smi GPUs give the count and model; the catalogue has no all_reduce floor for H100 PCIe (PCIe-only parts get
+    none by rule, docs/gpu-models.md), so it says so for 2x H100 PCIe rather than for "an unknown number"."""
+    raw = (DATA / "nccl" / "nccl-1161__h100_pcie_x2_nvlink_p2p_excerpt.txt").read_text()
+    gpus = [{**g, "name": "NVIDIA H100 PCIe"} for g in h100s(2)]
+    [finding] = document_findings(node_doc([check("nccl", raw={"nccl-tests": raw})], gpus))
+    assert finding.id == "nccl-no-reference" and "all_reduce on 2x NVIDIA H100 PCIe" in finding.summary
+
+
 def test_dcgm_json_names_each_failing_gpu() -> None:
     """tests/data/dcgm_json/NVIDIA-DCGM__TestDiagManagerStrings-per-gpu-sm-stress-fail.json: sm_stress fails on
     GPUs 0, 2 and 3; each finding names the GPU with its UUID and bus id from the node's nvidia-smi."""

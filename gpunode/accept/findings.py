@@ -65,7 +65,7 @@ def _model(doc: dict[str, Any], expect_model: str | None) -> str | None:
 def _bandwidth(check: dict[str, Any], doc: dict[str, Any], expect_model: str | None) -> list[Finding]:
     raw = (check.get("raw") or {}).get("nvbandwidth")
     if raw:
-        return nvbandwidth_findings(parse_nvbandwidth(raw), expect_model)
+        return nvbandwidth_findings(parse_nvbandwidth(raw), _model(doc, expect_model))
     probe = (check.get("measurements") or {}).get("probe") or {}
     if not any(d.get("h2d_gbs") for d in probe.get("devices") or []):
         return []
@@ -113,7 +113,8 @@ def check_findings(check: dict[str, Any], doc: dict[str, Any], expect_model: str
     if name == "bandwidth":
         own = [f for f in own if f.id not in _NODE_PEER_IDS] + _bandwidth(check, doc, expect_model)
     elif name == "nccl" and (raw := (check.get("raw") or {}).get("nccl-tests")):
-        own += nccl_findings(parse_nccl_tests(raw), _model(doc, expect_model))
+        # the node's GPUs as nvidia-smi named them: nccl-tests ran across all of them (its rank lines may be cut)
+        own += nccl_findings(parse_nccl_tests(raw), _model(doc, expect_model), len(doc.get("gpus") or []) or None)
     elif name.startswith("dcgm-diag-") and (dcgm := _dcgm(check, doc)) is not None:
         own = [f for f in own if not f.id.startswith("dcgm-diag-")] + dcgm
     return own + _status_finding(check)

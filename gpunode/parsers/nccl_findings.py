@@ -58,8 +58,9 @@ def _corruption(run: NcclRun, name: str) -> list[Finding]:
 
 def _no_reference(run: NcclRun, name: str, gpus: int, label: str) -> Finding:
     across = f" across {len(run.hosts)} hosts" if len(run.hosts) > 1 else ""
+    count = f"{gpus}x" if gpus else "an unknown number of"
     return Finding("nccl-no-reference", "warning",
-                   f"{name} on {gpus or 'an unknown number of'}x {label or 'unknown GPU'}{across}: no published or "
+                   f"{name} on {count} {label or 'unknown GPU'}{across}: no published or "
                    "derived reference for this collective, model and GPU count - no bandwidth verdict",
                    f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
                    "Give --expect-model / --expect-gpus when the log does not name them (docs/gpu-models.md "
