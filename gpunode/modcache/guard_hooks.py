@@ -46,6 +46,7 @@ from gpunode.modcache.remote import hook_install_command
 from gpunode.parsers.dkms import NVIDIA_MODULE_PATTERN
 
 CONF_FILE = "/etc/gpunode/kernel-guard.conf"
+SCRIPT = "/usr/lib/gpunode/kernel-guard"  # what the hooks run: one script, four hooks
 STATE_FILE = "/var/lib/gpunode/kernel-guard.state"
 LOG_FILE = "/var/log/gpunode-kernel-guard.log"
 GRUB_DROPIN = "/etc/default/grub.d/gpunode-kernel-guard.cfg"
@@ -85,8 +86,9 @@ def _shell_pattern(regex: str) -> str:
 
 
 _COMMON = f"""#!/bin/sh
-# Written by gpunode (kernel_guard step): see {CONF_FILE}. Called by the kernel packages as: HOOK RELEASE [IMAGE].
-k=${{1:-}}
+# Written by gpunode (kernel_guard step): see {CONF_FILE}. Run by the hooks in /etc/kernel/*postinst.d as
+# {SCRIPT} cache|keep RELEASE [IMAGE] (the kernel packages give the hooks the kernel release, then the image).
+mode=${{1:-}} k=${{2:-}}
 [ -n "$k" ] && [ -r {CONF_FILE} ] && command -v dkms >/dev/null 2>&1 || exit 0
 exec </dev/null >&2
 GUARD_MODULE=auto GUARD_VERSION= GUARD_FLAVOUR=auto GUARD_ARCH= GUARD_CACHE=
@@ -111,9 +113,10 @@ installed() {{ dkms status -m "$1" -v "$2" -k "$3" 2>/dev/null | grep -q ': inst
 """
 
 # the package's folder in the cache: <kernel>/<arch>/<module>-<version>[-<flavour>] (gpunode/modcache/key.py)
-_CACHE_BODY = """[ -n "$GUARD_CACHE" ] || { guard_boot; exit 0; }
+_CACHE_BODY = """cache_main() {
+[ -n "$GUARD_CACHE" ] || return 0
 a=${GUARD_ARCH:-$(uname -m)}
-w=$(mktemp -d) || { guard_boot; exit 0; }
+w=$(mktemp -d) || return 0
 trap 'rm -rf "$w"' EXIT
 get() {  # get URL-or-path-below-the-cache FILE
   case "$GUARD_CACHE" in
@@ -144,8 +147,7 @@ while read -r m v; do
     log "the module cache's $m $v was refused or failed (exit $?): $(echo "$out" | tail -n 3 | tr '\\n' ' ')"
   fi
 done < "$w/modules"
-guard_boot
-exit 0
+}
 """
 
 _GUARD_BOOT = f"""# guard_boot: the boot default kept at a kernel with the module while the newest kernel ($k) lacks it;
@@ -178,7 +180,7 @@ if [ "$r" != "$k" ] && [ -e "/boot/vmlinuz-$r" ] && all_in "$r"; then keep=$r; e
   done
 fi
 write_state() {{  # boot_default=... then the rest
-  mkdir -p "${{state%/*}}"; t=$(mktemp "$state.XXXXXX") || return
+  mkdir -p "${{state%/*}}"; t=$(mktemp "$state.XXXXXX") && chmod 644 "$t" || return
   {{ echo "kernel=$k"; echo "missing=$missing"; echo "kept=$keep"; echo "entry=${{id:-}}"; echo "boot_default=$1"
      echo "time=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; }} > "$t" && mv -f "$t" "$state"
 }}
@@ -221,20 +223,19 @@ fi
 """
 
 
-def cache_hook(form: str = "deb") -> str:
-    """The hook that installs the module for the new kernel from the module cache (runs before dkms's)."""
+def guard_script(form: str = "deb") -> str:
+    """SCRIPT: `cache` installs the module for the new kernel from the module cache, then keeps the boot default
+    while it is missing; `keep` keeps or releases the boot default (`guard_boot`)."""
     install = hook_install_command(form)
-    return _COMMON + _GUARD_BOOT + f"INSTALL={squote(install)}\n" + _CACHE_BODY
+    return (_COMMON + _GUARD_BOOT + f"INSTALL={squote(install)}\n" + _CACHE_BODY +
+            'case "$mode" in\n  cache) cache_main; guard_boot;;\n  keep) guard_boot;;\nesac\nexit 0\n')
 
 
-def keep_hook() -> str:
-    """The hook that keeps the boot default at a kernel with the module (runs after zz-update-grub)."""
-    return _COMMON + _GUARD_BOOT + "guard_boot\nexit 0\n"
-
-
-def hook_text(name: str, form: str = "deb") -> str:
-    """The content of hook `name` (CACHE_HOOK or KEEP_HOOK)."""
-    return cache_hook(form) if name == CACHE_HOOK else keep_hook()
+def hook_text(name: str) -> str:
+    """Hook `name` (CACHE_HOOK or KEEP_HOOK): runs SCRIPT with its mode and the kernel packages' arguments."""
+    mode = "cache" if name == CACHE_HOOK else "keep"
+    return (f"#!/bin/sh\n# Written by gpunode (kernel_guard step): the kernel guard, {mode} part ({CONF_FILE}).\n"
+            f"[ -x {SCRIPT} ] || exit 0\nexec {SCRIPT} {mode} \"$@\"\n")
 
 
 def parse_state(text: str) -> dict[str, str]:

@@ -11,12 +11,17 @@ from dataclasses import dataclass
 
 from gpunode.distros import for_os
 from gpunode.facts import Facts
-from gpunode.modcache.guard_hooks import CONF_FILE, config_text, hook_paths, hook_text
+from gpunode.modcache.guard_hooks import CONF_FILE, SCRIPT, config_text, guard_script, hook_paths, hook_text
 from gpunode.modcache.key import PLAIN_NAME
 from gpunode.modcache.url_source import url_problem
 from gpunode.steps.base import Action, ArgumentError, Step, StepContext, arg, register
 from gpunode.steps.probe import Snippets
 from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+
+# where each hook runs among the others in its folder (run-parts sorts by name)
+_ORDER = {path: "before dkms" if name.startswith("50-") else
+          "after dkms and zz-update-grub" if path.startswith("/etc/kernel/postinst.d/") else "after dkms"
+          for path, name in hook_paths().items()}
 
 
 @register
@@ -55,7 +60,8 @@ class KernelGuardStep(Step):
     def _files(self, facts: Facts) -> dict[str, tuple[str, str]]:
         """Every file the guard writes: path -> (content, mode)."""
         form = for_os(facts.os).module_cache_form
-        files = {path: (hook_text(name, form), "0755") for path, name in hook_paths().items()}
+        files = {SCRIPT: (guard_script(form), "0755")}
+        files.update({path: (hook_text(name), "0755") for path, name in hook_paths().items()})
         files[CONF_FILE] = (config_text(self.module, self.version, self.flavour, "", self.cache), "0644")
         return files
 
@@ -76,8 +82,9 @@ class KernelGuardStep(Step):
             state = parse_file_probe(ctx.probe[f"file{i}"])
             if state.exists and state.content == content and state.mode.lstrip("0") == mode.lstrip("0"):
                 continue
-            why = ("hook of the kernel packages: a later kernel gets its module, or stays out of the boot default"
-                   if path != CONF_FILE else "what the kernel hooks guard, and where the module cache is")
+            why = ("what the kernel hooks guard, and where the module cache is" if path == CONF_FILE else
+                   "the kernel guard: a later kernel gets its module from the module cache, or stays out of the boot "
+                   "default" if path == SCRIPT else f"hook of the kernel packages (run-parts order: {_ORDER[path]})")
             actions.append(write_action(path, state, content, mode=mode, owner="root", group="root", backup=False,
                                         reason=why if not state.exists else "content or mode differs"))
         return actions
