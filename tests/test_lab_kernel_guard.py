@@ -172,5 +172,5 @@ def test_a_later_kernel_gets_its_module_from_the_cache_or_stays_out_of_the_boot_
     assert not (node.root / "var/lib/gpunode/kernel-guard.state").exists()
     verified = run_cli("verify-gpu", "-i", str(inventory), "--json")
     assert not [f for f in _findings(verified.stdout) if f.startswith("kernel-guard")], verified.stdout
-    print(f"\nkernel guard: {old} -> {new} (cache) -> {third} (no cache, no compiler); guard step {guard_seconds:.1f} s, "
-          f"apt-get install (a) {seconds_a:.1f} s, (b) {seconds_b:.1f} s")
+    print(f"\nkernel guard: {old} -> {new} (cache) -> {third} (no cache, no compiler); guard step "
+          f"{guard_seconds:.1f} s, apt-get install (a) {seconds_a:.1f} s, (b) {seconds_b:.1f} s")
