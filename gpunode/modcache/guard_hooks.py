@@ -4,13 +4,13 @@ or unattended), so that a kernel never becomes the boot default without its DKMS
 Debian's kernel packages run every hook in /etc/kernel/postinst.d (image) and /etc/kernel/header_postinst.d
 (headers) with run-parts, giving the kernel release as $1 and the image path as $2, the maintainer script's
 arguments in $DEB_MAINT_PARAMS, and hooks must write to stderr only (Debian Linux Kernel Handbook, chapter 8.1
-"Kernel hooks", https://kernel-team.pages.debian.net/kernel-handbook/ch-update-hooks.html). run-parts runs them in
-the lexical order of their names (run-parts(8)). Debian's dkms installs its hook as `dkms` in both folders
+"Kernel hooks"; its URL is the source of tests/plans/kernel_guard.yaml's cache-relative-folder case). run-parts
+runs them in the lexical order of their names (run-parts(8)). Debian's dkms installs its hook as `dkms` in both folders
 (dkms-project/dkms@3f72c9b059bccbc1ca1ff8b431c1763b1bdb60cd (v3.0.10, Debian 12's) Makefile lines 52 and 63); it
 runs `dkms_autoinstaller start $1`, i.e. `dkms autoinstall --kernelver $1` (kernel_postinst.d_dkms line 38,
-dkms_autoinstaller line 53), which compiles. GRUB's hook is `zz-update-grub` (Debian grub2 debian/install.in lines
-1-2, debian/kernel/zz-update-grub; mxOBS/debian_grub2@71fc3f4834b3c8ac9c7e6f2a39cc9b18de74402b), and the
-handbook (8.2) reserves `zz-` for boot loaders, which run last.
+dkms_autoinstaller line 53), which compiles. GRUB's hook is `zz-update-grub` (the grub2 packaging's install.in lines
+1-2 and kernel/zz-update-grub in mxOBS/debian_grub2@71fc3f4834b3c8ac9c7e6f2a39cc9b18de74402b; on the lab's Debian 12
+hosts `dpkg -S` names grub2-common), and the handbook (8.2) reserves `zz-` for boot loaders, which run last.
 
 - `CACHE_HOOK` (`50-gpunode-module-cache`: "5" sorts before "d", so it runs before `dkms`): the module of every
   guarded DKMS module for the new kernel from the module cache (a folder on the node, e.g. an NFS mount, or an https
@@ -91,7 +91,7 @@ _COMMON = f"""#!/bin/sh
 mode=${{1:-}} k=${{2:-}}
 [ -n "$k" ] && [ -r {CONF_FILE} ] && command -v dkms >/dev/null 2>&1 || exit 0
 exec </dev/null >&2
-GUARD_MODULE=auto GUARD_VERSION= GUARD_FLAVOUR=auto GUARD_ARCH= GUARD_CACHE=
+GUARD_MODULE=auto GUARD_VERSION='' GUARD_FLAVOUR=auto GUARD_ARCH='' GUARD_CACHE=''
 . {CONF_FILE}
 log() {{ echo "gpunode kernel guard ($k): $*"; mkdir -p /var/log 2>/dev/null
   echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $k: $*" >> {LOG_FILE} 2>/dev/null || true; }}
