@@ -70,6 +70,7 @@ def _timed_install(host, kernel: str) -> tuple[int, float, str]:
 
 def _findings(stdout: str) -> dict[str, dict]:
     """verify-gpu --json's findings by id (one host: its report object)."""
+    assert stdout.strip(), "verify-gpu printed no report"
     data = json.loads(stdout)
     reports = data.get("hosts", []) if "hosts" in data else [data]
     return {f["id"]: f for report in reports for f in report["findings"]}
@@ -161,7 +162,8 @@ def test_a_later_kernel_gets_its_module_from_the_cache_or_stays_out_of_the_boot_
     header = _inside(node, "set -a; for f in /etc/default/grub /etc/default/grub.d/*.cfg; do [ ! -e \"$f\" ] || "
                            ". \"$f\"; done; pkgdatadir=/usr/share/grub grub_probe=/bin/false /etc/grub.d/00_header")
     assert 'set default="${saved_entry}"' in header, header  # GRUB's own reading of GRUB_DEFAULT=saved
-    verified = run_cli("verify-gpu", "-i", str(inventory), "--json")
+    verified = run_cli("verify-gpu", "-i", str(inventory), "--target", node.name, "--json")
+    assert verified.stdout.strip(), verified.output
     kept = _findings(verified.stdout)["kernel-guard-kept-default"]
     assert kept["summary"] == (f"kernel {third} installed without its NVIDIA module ({MODULE}/{VERSION}); boot "
                                f"default kept at {new}"), kept
@@ -172,7 +174,7 @@ def test_a_later_kernel_gets_its_module_from_the_cache_or_stays_out_of_the_boot_
     assert f"{MODULE}/{VERSION}, {third}, x86_64: installed" in _status(node, third)
     assert "saved_entry" not in _inside(node, "grub-editenv list")
     assert not (node.root / "var/lib/gpunode/kernel-guard.state").exists()
-    verified = run_cli("verify-gpu", "-i", str(inventory), "--json")
+    verified = run_cli("verify-gpu", "-i", str(inventory), "--target", node.name, "--json")
     assert not [f for f in _findings(verified.stdout) if f.startswith("kernel-guard")], verified.stdout
     print(f"\nkernel guard: {old} -> {new} (cache) -> {third} (no cache, no compiler); guard step "
           f"{guard_seconds:.1f} s, apt-get install (a) {seconds_a:.1f} s, (b) {seconds_b:.1f} s")
