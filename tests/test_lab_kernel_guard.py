@@ -33,6 +33,7 @@ import pytest
 from bench.ready import HELLO, HELLO_PLAYBOOK
 from gpunode.lab.apt_sources import RETRIED_UPDATE
 from tests.conftest import host_inventory, run_cli
+from tests.https_folder import make_certificate
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 MODULE, VERSION = "gpunode-hello", "1.0"
@@ -46,7 +47,17 @@ GRUB_CFG = ("mkdir -p /boot/grub && pkgdatadir=/usr/share/grub grub_probe=/bin/f
             "GRUB_DISTRIBUTOR=Debian /etc/grub.d/10_linux > /boot/grub/grub.cfg")
 GUARD_PLAYBOOK = """steps:
   - name: kernel guard
-    kernel_guard: {module: gpunode-hello, version: "1.0", flavour: "", cache: /srv/modcache}
+    kernel_guard: {module: gpunode-hello, version: "1.0", flavour: "", cache: "{{ guard_cache }}"}
+"""
+# the module cache served over https on the node itself (a bucket's https endpoint stands here: the node's curl checks
+# the certificate against the node's trust store, where the test's CA is added)
+SERVE = """import http.server, os, ssl
+os.chdir("/srv")
+httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 8443), http.server.SimpleHTTPRequestHandler)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain("/var/tmp/cert.pem", "/var/tmp/key.pem")
+httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+httpd.serve_forever()
 """
 
 
@@ -95,7 +106,7 @@ def _builder(host, kernel: str, cache: Path, tmp_path: Path, lab) -> None:
 def _node(host, old: str) -> None:
     """The node: dkms, GRUB's tools, and an older cloud kernel whose module DKMS builds at its install."""
     shutil.copytree(HELLO, host.root / f"usr/src/{MODULE}-{VERSION}")
-    _inside(host, f"{RETRIED_UPDATE} && {APT} dkms grub2-common >/var/tmp/setup.log 2>&1 && "
+    _inside(host, f"{RETRIED_UPDATE} && {APT} dkms grub2-common curl >/var/tmp/setup.log 2>&1 && "
                   f"dkms add {MODULE}/{VERSION} && {APT} linux-image-{old} linux-headers-{old} >>/var/tmp/setup.log "
                   "2>&1", timeout=1500)
 
@@ -118,13 +129,14 @@ def test_a_later_kernel_gets_its_module_from_the_cache_or_stays_out_of_the_boot_
     inventory = host_inventory(lab, [node], tmp_path / "node.yml")
     playbook = tmp_path / "guard.yml"
     playbook.write_text(GUARD_PLAYBOOK)
-    check = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--check")
+    folder = ("--var", "guard_cache=/srv/modcache")
+    check = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), *folder, "--check")
     assert check.code == 0 and "+exec /usr/lib/gpunode/kernel-guard cache \"$@\"" in check.stdout, check.output
     started = time.monotonic()
-    applied = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook))
+    applied = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), *folder)
     guard_seconds = time.monotonic() - started
     assert applied.code == 0, applied.output
-    again = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), "--json-report",
+    again = run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), *folder, "--json-report",
                     str(tmp_path / "again.json"))
     assert again.code == 0 and all(s["status"] == "ok" for h in json.loads((tmp_path / "again.json").read_text())
                                    ["hosts"] for s in h["steps"]), again.output
@@ -176,5 +188,29 @@ def test_a_later_kernel_gets_its_module_from_the_cache_or_stays_out_of_the_boot_
     assert not (node.root / "var/lib/gpunode/kernel-guard.state").exists()
     verified = run_cli("verify-gpu", "-i", str(inventory), "--target", node.name, "--json")
     assert not [f for f in _findings(verified.stdout) if f.startswith("kernel-guard")], verified.stdout
+
+    # (c) the cache read over https: the new kernel's module removed, its image package reinstalled by hand (its
+    # postinst runs the hooks again): the module comes from the https URL, checked against its manifest
+    cert, key = make_certificate(tmp_path)
+    shutil.copy(cert, node.root / "var/tmp/cert.pem")
+    shutil.copy(key, node.root / "var/tmp/key.pem")
+    shutil.copy(cert, node.root / "usr/local/share/ca-certificates/gpunode-test.crt")
+    (node.root / "var/tmp/serve.py").write_text(SERVE)
+    _inside(node, "update-ca-certificates >/dev/null && setsid nohup python3 /var/tmp/serve.py >/var/tmp/serve.log "
+                  "2>&1 < /dev/null & sleep 1")
+    url = ("--var", "guard_cache=https://127.0.0.1:8443/modcache")
+    assert run_cli("provision", "-i", str(inventory), "--playbook", str(playbook), *url).code == 0
+    _inside(node, f"dkms remove {MODULE}/{VERSION} -k {new} >/dev/null")
+    assert "installed" not in _status(node, new)
+    builds = _builds(node)
+    started = time.monotonic()
+    output = _inside(node, f"{APT} --reinstall linux-image-{new} 2>&1", timeout=1200)
+    seconds_c = time.monotonic() - started
+    assert f"installed {MODULE} {VERSION} from the module cache" in output, output
+    assert f"{MODULE}/{VERSION}, {new}, x86_64: installed" in _status(node, new) and _builds(node) == builds
+    served = (node.root / "var/tmp/serve.log").read_text()
+    assert f'"GET /modcache/{new}/x86_64/{MODULE}-{VERSION}/manifest.json HTTP/1.1" 200' in served, served
+    assert ".deb HTTP/1.1\" 200" in served, served
     print(f"\nkernel guard: {old} -> {new} (cache) -> {third} (no cache, no compiler); guard step "
-          f"{guard_seconds:.1f} s, apt-get install (a) {seconds_a:.1f} s, (b) {seconds_b:.1f} s")
+          f"{guard_seconds:.1f} s, apt-get install (a) {seconds_a:.1f} s, (b) {seconds_b:.1f} s, (c) reinstall with "
+          f"the module over https {seconds_c:.1f} s")
