@@ -12,6 +12,8 @@ Builds are counted on the host by the module's own PRE_BUILD script, which runs 
     saved_entry back, GRUB's own 00_header turns the guard's GRUB_DEFAULT=saved into `set default="${saved_entry}"`,
     and verify-gpu says why. Then the compiler is back, `dpkg --configure -a` builds the module, and the guard
     releases the default (no saved_entry: GRUB boots its first entry, the newest kernel).
+(c) The cache read over https (served on the node with a test CA added to its trust store; the node's curl checks
+    the certificate): the new kernel's module removed, its image package reinstalled, the module back from the URL.
 
 What a container cannot show: lab hosts are systemd-nspawn containers sharing this machine's kernel, so no reboot
 into the new kernel happens, and grub-mkconfig cannot probe the overlay root (grub-probe fails on `overlay`):
