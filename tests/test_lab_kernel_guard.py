@@ -188,6 +188,7 @@ def test_a_later_kernel_gets_its_module_from_the_cache_or_stays_out_of_the_boot_
     assert f"{MODULE}/{VERSION}, {third}, x86_64: installed" in _status(node, third)
     assert "saved_entry" not in _inside(node, "grub-editenv list")
     assert not (node.root / "var/lib/gpunode/kernel-guard.state").exists()
+    assert not (node.root / "etc/default/grub.d/gpunode-kernel-guard.cfg").exists()  # GRUB_DEFAULT is the user's again
     verified = run_cli("verify-gpu", "-i", str(inventory), "--target", node.name, "--json")
     assert not [f for f in _findings(verified.stdout) if f.startswith("kernel-guard")], verified.stdout
 

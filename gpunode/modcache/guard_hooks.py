@@ -152,6 +152,13 @@ done < "$w/modules"
 
 _GUARD_BOOT = f"""# guard_boot: the boot default kept at a kernel with the module while the newest kernel ($k) lacks it;
 # released (GRUB's first entry, the newest kernel, boots again) once it has it
+update_grub() {{  # as zz-update-grub: not in a container, only where grub.cfg exists
+  if systemd-detect-virt --quiet --container 2>/dev/null; then
+    log "in a container: update-grub not run (as zz-update-grub does not)"
+  elif command -v update-grub >/dev/null 2>&1 && [ -e /boot/grub/grub.cfg ]; then
+    update-grub || log "update-grub failed: grub.cfg may not read GRUB_DEFAULT's new value yet"
+  fi
+}}
 guard_boot() {{
 [ -e "/boot/vmlinuz-$k" ] || [ -e "/boot/vmlinux-$k" ] || return 0  # headers only: no kernel to boot
 newest=$(ls /boot/vmlinuz-* /boot/vmlinux-* 2>/dev/null | sed 's,^/boot/vmlinu[xz]-,,' | sort -V | tail -n 1)
@@ -164,8 +171,12 @@ if [ -z "$missing" ]; then
   if [ -f "$state" ] && [ "$k" = "$newest" ]; then
     command -v grub-editenv >/dev/null 2>&1 && [ -e /boot/grub/grubenv ] &&
       grub-editenv /boot/grub/grubenv unset saved_entry
+    if [ -e {GRUB_DROPIN} ]; then  # the GRUB_DEFAULT of /etc/default/grub holds again
+      rm -f {GRUB_DROPIN}
+      update_grub
+    fi
     rm -f "$state"
-    log "the module is installed for the newest kernel $k: the boot default is GRUB's first entry again"
+    log "the module is installed for the newest kernel $k: the boot default is GRUB's again (GRUB_DEFAULT)"
   fi
   return 0
 fi
@@ -206,11 +217,7 @@ id=${{sub:+$sub>}}$ent
 if [ "$(cat {GRUB_DROPIN} 2>/dev/null)" != "$(printf '%s' {squote(GRUB_DROPIN_CONTENT.rstrip(chr(10)))})" ]; then
   mkdir -p /etc/default/grub.d && t=$(mktemp {GRUB_DROPIN}.XXXXXX) &&
     printf '%s\\n' {squote(GRUB_DROPIN_CONTENT.rstrip(chr(10)))} > "$t" && mv -f "$t" {GRUB_DROPIN}
-  if systemd-detect-virt --quiet --container 2>/dev/null; then
-    log "in a container: update-grub not run (as zz-update-grub does not)"
-  elif command -v update-grub >/dev/null 2>&1 && [ -e "$cfg" ]; then
-    update-grub || log "update-grub failed: grub.cfg may not read the saved entry yet"
-  fi
+  update_grub
 fi
 if grub-set-default "$id"; then
   write_state "kept: $(grub-editenv list 2>/dev/null | grep '^saved_entry=' | head -n 1)"
