@@ -32,8 +32,8 @@ reads. The id is GRUB's 10_linux's: submenu `gnulinux-advanced-$boot_device_id`,
 which 10_linux's own warning prints; mxOBS/debian_grub2@71fc3f4834b3c8ac9c7e6f2a39cc9b18de74402b
 util/grub.d/10_linux.in lines 130, 132, 348; grub-set-default writes saved_entry with grub-editenv,
 util/grub-set-default.in line 134; GRUB_DEFAULT=saved becomes `default="${saved_entry}"`, util/grub.d/00_header.in
-line 39). When the newest kernel has its module (a later build, a later kernel), the saved entry is unset again:
-GRUB boots its first entry, the newest kernel.
+line 39). When the newest kernel has its module (a later build, a later kernel), the saved entry is unset and the
+drop-in removed (update-grub again): the GRUB_DEFAULT of /etc/default/grub holds again (0 by default: the newest).
 
 Neither hook ever fails the kernel's installation (a failed hook would leave the package half-configured): each
 says what it did on stderr and in `LOG_FILE`."""
