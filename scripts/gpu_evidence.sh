@@ -27,4 +27,7 @@ echo "@@evidence lspci-vv"
 if command -v lspci >/dev/null 2>&1; then
   { sudo -n lspci -vv -d 10de: 2>/dev/null || lspci -vv -d 10de: 2>/dev/null; } | head -n 4000
 fi
+echo "@@evidence kernel-guard"
+# what gpunode's kernel guard recorded when a kernel was installed without its module (kernel_guard step)
+cat /var/lib/gpunode/kernel-guard.state 2>/dev/null
 echo "@@evidence end"

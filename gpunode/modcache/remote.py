@@ -113,14 +113,15 @@ def parse_pack(stdout: str) -> tuple[str, str, bytes]:
     return fields.get("VERMAGIC", ""), fields.get("FILE", "module.deb"), base64.b64decode(body.strip())
 
 
-def _received(key: CacheKey, sha256: str, suffix: str, unpack: str) -> str:
+def _received(variables: str, sha256: str, suffix: str, unpack: str) -> str:
     """The start of an install: the package on stdin saved as $f and checked by its sha256 (exit 5), unpacked into $x
-    by `unpack`, and the module in it checked against the kernel by its vermagic (exit 4)."""
-    return f"""set -e; {_vars(key)}; a=$(uname -m)
+    by `unpack`, and the module in it checked against the kernel by its vermagic (exit 4). `variables` sets $m $v $k
+    (shell), `sha256` is shell too (quoted, or a variable)."""
+    return f"""set -e; {variables}; a=$(uname -m)
 f=$(mktemp --suffix={suffix}); x=$(mktemp -d); trap 'rm -rf "$f" "$x"' EXIT
 cat > "$f" || {{ echo "the package could not be stored in '$f' ($(df -Ph "${{f%/*}}" | \
 awk 'NR == 2 {{print $4 " free of " $2 " on " $6}}'))" >&2; exit 1; }}
-echo {q(sha256)}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
+echo {sha256}"  $f" | sha256sum -c --quiet - || {{ echo "the package arrived damaged (sha256)" >&2; exit 5; }}
 {unpack}
 ko=$(ls "$x"/var/lib/dkms/$m/$v/$k/$a/module/*.ko* 2>/dev/null | head -1)
 [ -n "$ko" ] || {{ echo "the package holds no $m module for kernel $k" >&2; exit 4; }}
@@ -134,7 +135,7 @@ def install_command(key: CacheKey, sha256: str, form: str = "deb") -> str:
     install` of the built module."""
     if form == "tar":
         return _install_tar(key, sha256)
-    return f"""{_received(key, sha256, ".deb", 'dpkg-deb -x "$f" "$x"')}
+    return f"""{_received(_vars(key), q(sha256), ".deb", 'dpkg-deb -x "$f" "$x"')}
 if ! dkms status -m "$m" -v "$v" 2>/dev/null | grep -q .; then dkms add -m "$m" -v "$v" >/dev/null; fi
 DEBIAN_FRONTEND=noninteractive dpkg -i "$f"
 {_INSTALL}
@@ -146,12 +147,30 @@ def _install_tar(key: CacheKey, sha256: str) -> str:
     /var/lib/dkms. With the module's DKMS source in /usr/src (its package installed) it is added when not yet and
     `dkms install`ed (no compile: it is built); without it the tree is only placed, and prints PLACED: the driver
     package installed next adds it, and its %post's `dkms build`/`dkms install` find it built."""
-    return f"""{_received(key, sha256, ".tar.gz", 'tar -C "$x" -xzf "$f" --no-same-owner')}
-mkdir -p /var/lib/dkms/$m/$v/$k/$a
-rm -rf /var/lib/dkms/$m/$v/$k/$a/module
-cp -a "$x"/var/lib/dkms/$m/$v/$k/$a/. /var/lib/dkms/$m/$v/$k/$a/
+    return f"""{_received(_vars(key), q(sha256), ".tar.gz", _UNTAR)}
+{_PLACE_TREE}
 if [ ! -f /usr/src/$m-$v/dkms.conf ]; then echo PLACED; exit 0; fi
 [ -L /var/lib/dkms/$m/$v/source ] || dkms add -m "$m" -v "$v" >/dev/null
+{_INSTALL}
+"""
+
+
+_UNTAR = 'tar -C "$x" -xzf "$f" --no-same-owner'
+_PLACE_TREE = """mkdir -p /var/lib/dkms/$m/$v/$k/$a
+rm -rf /var/lib/dkms/$m/$v/$k/$a/module
+cp -a "$x"/var/lib/dkms/$m/$v/$k/$a/. /var/lib/dkms/$m/$v/$k/$a/"""  # the unpacked tree ($x) into DKMS's tree
+
+
+def hook_install_command(form: str = "deb") -> str:
+    """The install a kernel hook runs, inside the package manager's own transaction: $m $v $k and $sha set by the
+    caller, the package on stdin. dpkg's lock is held by the dpkg that runs the hook, so the .deb is unpacked
+    (`dpkg-deb -x`) rather than installed with `dpkg -i`: its DKMS tree is put in place as the tar form's is, and
+    `dkms install` installs the built module (no compile). Exit 4/5 as `install_command`; 3: the module's DKMS
+    source is not added on this host."""
+    unpack = _UNTAR if form == "tar" else 'dpkg-deb -x "$f" "$x"'
+    return f"""{_received(":", '"$sha"', ".pkg", unpack)}
+[ -L /var/lib/dkms/$m/$v/source ] || {{ echo "$m $v is not added to DKMS on this host" >&2; exit 3; }}
+{_PLACE_TREE}
 {_INSTALL}
 """
 

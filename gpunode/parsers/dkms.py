@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_NVIDIA_MODULES = re.compile(r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$")  # Debian: nvidia-current
+NVIDIA_MODULE_PATTERN = r"^nvidia(?:-current|-tesla)?(?:-open|-srv)?(?:-\d+)?$"  # Debian: nvidia-current
+_NVIDIA_MODULES = re.compile(NVIDIA_MODULE_PATTERN)
 
 # What dkms adds after "installed" when the module files in the kernel tree are not the ones it built (it compares
 # them with `diff -q`): dell/dkms dkms.in module_status_built_extra, 793fdab5 lines 2257 and 2263; up to dkms 3.1.2

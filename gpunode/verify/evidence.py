@@ -50,6 +50,9 @@ class Evidence:
     # headers are installed; None: not known
     next_boot_kernel: str | None = None
     next_boot_headers: bool | None = None
+    # gpunode's kernel guard's record (/var/lib/gpunode/kernel-guard.state: kernel, missing, kept, boot_default); None:
+    # none (no kernel was installed without its module, or the guard is not installed)
+    kernel_guard: dict[str, str] | None = None
     # headers for the running kernel: "installed", "candidate VERSION", "candidate (none)" (apt knows no such
     # package: a remedy must not tell to install it) or None (not known)
     running_headers: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpunode.distros import el_kernel_stem
 from gpunode.facts import Facts, parse_facts
+from gpunode.modcache.guard_hooks import parse_state
 from gpunode.parsers.errors import SmiParseError
 from gpunode.parsers.lspci import classify_pci
 from gpunode.parsers.lspci_vv import parse_lspci_vv
@@ -38,6 +39,7 @@ def evidence_from(facts: Facts, sections: dict[str, str], expectations: Expectat
         running_module=sections["modules"].strip().partition("\n")[0] if "modules" in sections else None,
         precompiled_modules=_precompiled_modules(facts),
         nouveau_loaded=facts.nvidia.nouveau_loaded,
+        kernel_guard=parse_state(sections.get("kernel-guard", "")) or None,
     )
     evidence.dev_char = sections.get("dev-char")
     states, _ = parse_lspci_vv(sections.get("lspci-vv", ""))

@@ -13,9 +13,9 @@ def _driver_works(evidence: Evidence) -> bool:
 
 
 def host_checks(evidence: Evidence) -> list[Finding]:
-    """dkms-*, nouveau-loaded, fabricmanager-*, dev-char-links-missing, container checks."""
-    return [*_dkms(evidence), *_next_boot(evidence), *_nouveau(evidence), *_fabric_manager(evidence),
-            *_dev_char(evidence), *_container(evidence)]
+    """dkms-*, kernel-guard-*, nouveau-loaded, fabricmanager-*, dev-char-links-missing, container checks."""
+    return [*_dkms(evidence), *_kernel_guard(evidence), *_next_boot(evidence), *_nouveau(evidence),
+            *_fabric_manager(evidence), *_dev_char(evidence), *_container(evidence)]
 
 
 def _dev_char(evidence: Evidence) -> list[Finding]:
@@ -57,8 +57,8 @@ def _next_boot(evidence: Evidence) -> list[Finding]:
     """The driver is DKMS-built, and the kernel the bootloader boots next (not the running one) has no module:
     the GPUs are gone after the next reboot (a kernel an unattended upgrade installed)."""
     following, running = evidence.next_boot_kernel, (evidence.running_kernel or "").strip()
-    if evidence.dkms_status is None or not following or following == running:
-        return []
+    if evidence.dkms_status is None or not following or following == running or _guard_kept(evidence, following):
+        return []  # (a boot default the kernel guard kept is said by kernel-guard-kept-default)
     entries = [e for e in parse_dkms_status(evidence.dkms_status) if e.is_nvidia_driver]
     if not entries or any(e.kernel == following and e.state == "installed" and not e.diverged for e in entries):
         return []
@@ -74,6 +74,47 @@ def _next_boot(evidence: Evidence) -> list[Finding]:
         f"Run gpunode provision with the gpu-node playbook (it plans the headers and the build for that kernel), or "
         f"{install}`dkms autoinstall -k {following}` and check `dkms status -k {following}` says installed. Hold "
         "the kernel packages (gpu-node's hold_kernel: true) so that upgrades come when you choose.")]
+
+
+def _guard_record(evidence: Evidence) -> dict[str, str] | None:
+    """The kernel guard's record of a kernel installed without its module, unless dkms now says installed for it."""
+    record = evidence.kernel_guard
+    if not record or not record.get("kernel"):
+        return None
+    kernel = record["kernel"]
+    if any(e.kernel == kernel and e.state == "installed" and not e.diverged
+           for e in parse_dkms_status(evidence.dkms_status or [])):
+        return None  # built since, by hand (the guard releases the default at the next kernel hook run)
+    return record
+
+
+def _guard_kept(evidence: Evidence, kernel: str) -> bool:
+    record = _guard_record(evidence)
+    return bool(record and record["kernel"] == kernel and record.get("boot_default", "").startswith("kept"))
+
+
+def _kernel_guard(evidence: Evidence) -> list[Finding]:
+    """gpunode's kernel guard recorded a kernel installed without its DKMS module: the boot default kept at a kernel
+    with the module (warning), or not (critical: the next reboot boots the kernel without it)."""
+    record = _guard_record(evidence)
+    if record is None:
+        return []
+    kernel, kept, missing = record["kernel"], record.get("kept", ""), record.get("missing", "the module")
+    how = record.get("boot_default", "")
+    shown = "; ".join(f"{k}={v}" for k, v in record.items()) + "; log: /var/log/gpunode-kernel-guard.log"
+    fix = (f"Give kernel {kernel} its module: the module cache entry of its group (provision one host of the group "
+           f"with module_cache on, then copy the entry where this node reads its cache), or its headers and a "
+           f"compiler; then `dpkg --configure -a` (a failed DKMS build leaves the kernel package half-configured) or "
+           f"`dkms autoinstall -k {kernel}`. The guard then makes the newest kernel the default again at the next "
+           "kernel hook run; by hand: `grub-editenv /boot/grub/grubenv unset saved_entry`.")
+    if how.startswith("kept"):
+        return [Finding("kernel-guard-kept-default", "warning",
+                        f"kernel {kernel} installed without its NVIDIA module ({missing}); boot default kept at {kept}",
+                        shown, fix)]
+    return [Finding("kernel-guard-default-not-kept", "critical",
+                    f"kernel {kernel} installed without its NVIDIA module ({missing}); the boot default could not be "
+                    f"kept ({how.removeprefix('unchanged: ') or 'unknown'}): the GPUs are gone after the next reboot",
+                    shown, fix + " Until then, choose the boot entry of a kernel with the module (grub-set-default).")]
 
 
 def _dkms_severity(works: bool) -> tuple[Severity, str]:

@@ -1,0 +1,90 @@
+"""`kernel_guard`: a kernel installed later (by hand, or by unattended upgrades) never becomes the boot default without
+its DKMS module: kernel hooks on the node install the module from the module cache before dkms would compile it,
+and keep the running kernel the boot default when the module is still missing (gpunode/modcache/guard_hooks.py).
+
+Debian and Ubuntu only (their kernel packages run /etc/kernel/*postinst.d hooks). EL and Amazon Linux run
+kernel-install plugins (/etc/kernel/install.d) and set the default with grubby: not done yet, the step says so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpunode.distros import for_os
+from gpunode.facts import Facts
+from gpunode.modcache.guard_hooks import CONF_FILE, SCRIPT, config_text, guard_script, hook_paths, hook_text
+from gpunode.modcache.key import PLAIN_NAME
+from gpunode.modcache.url_source import url_problem
+from gpunode.steps.base import Action, ArgumentError, Step, StepContext, arg, register
+from gpunode.steps.probe import Snippets
+from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
+
+# where each hook runs among the others in its folder (run-parts sorts by name)
+_ORDER = {path: "before dkms" if name.startswith("50-") else
+          "after dkms and zz-update-grub" if path.startswith("/etc/kernel/postinst.d/") else "after dkms"
+          for path, name in hook_paths().items()}
+
+
+@register
+@dataclass
+class KernelGuardStep(Step):
+    """Kernel hooks that give a later kernel its DKMS module from the module cache before dkms would build it, and
+    keep the boot default at a kernel with the module when it is missing (verify-gpu says why)."""
+
+    kind = "kernel_guard"
+    facts_sections = frozenset()  # core only: os (family, architecture)
+    module: str = arg("auto", "the DKMS module to guard; auto: the NVIDIA driver's (nvidia, nvidia-current, ...)")
+    version: str = arg("", "its version; \"\": every version added to DKMS (the one the driver package added)")
+    flavour: str = arg("auto", "the module cache key's flavour; auto: open/proprietary for NVIDIA modules, else none")
+    cache: str = arg("", "the module cache as the node reads it: a folder on the node (an NFS mount of the "
+                         "controller's cache) or an https URL; \"\": none (the hooks only keep the boot default)")
+
+    def __post_init__(self) -> None:
+        for name in ("module", "version", "flavour"):
+            value = getattr(self, name)
+            if value and not PLAIN_NAME.match(value):
+                raise ArgumentError(f"kernel_guard.{name} {value!r} is not a plain name (letters, digits and "
+                                    ". _ + ~ -)", name)
+        cache = (self.cache or "").strip()
+        if cache in ("off", "false", "no", "none"):
+            cache = ""
+        if "://" in cache:
+            if problem := url_problem(cache):
+                raise ArgumentError(problem, "cache")
+        elif cache and not cache.startswith("/"):
+            raise ArgumentError(f"kernel_guard.cache {cache!r} must be an absolute folder on the node (e.g. the "
+                                "NFS mount of the module cache) or an https URL", "cache")
+        elif any(c in cache for c in "\n'\"$`\\"):
+            raise ArgumentError(f"kernel_guard.cache {cache!r} holds a quote, $, ` or a newline", "cache")
+        self.cache = cache.rstrip("/") if cache != "/" else cache
+
+    def _files(self, facts: Facts) -> dict[str, tuple[str, str]]:
+        """Every file the guard writes: path -> (content, mode)."""
+        form = for_os(facts.os).module_cache_form
+        files = {SCRIPT: (guard_script(form), "0755")}
+        files.update({path: (hook_text(name), "0755") for path, name in hook_paths().items()})
+        files[CONF_FILE] = (config_text(self.module, self.version, self.flavour, "", self.cache), "0644")
+        return files
+
+    def probe(self, facts: Facts) -> Snippets:
+        if for_os(facts.os).package_format != "deb":
+            return {}
+        return {f"file{i}": probe_file(path) for i, path in enumerate(self._files(facts))}
+
+    def plan(self, ctx: StepContext) -> list[Action]:
+        distro = for_os(ctx.facts.os)
+        if distro.package_format != "deb":
+            ctx.notes.append("kernel guard: not done on this distribution yet (EL and Amazon Linux need a "
+                             "kernel-install plugin in /etc/kernel/install.d and grubby --set-default); hold the "
+                             "kernel packages there (hold_kernel: true)")
+            return []
+        actions = []
+        for i, (path, (content, mode)) in enumerate(self._files(ctx.facts).items()):
+            state = parse_file_probe(ctx.probe[f"file{i}"])
+            if state.exists and state.content == content and state.mode.lstrip("0") == mode.lstrip("0"):
+                continue
+            why = ("what the kernel hooks guard, and where the module cache is" if path == CONF_FILE else
+                   "the kernel guard: a later kernel gets its module from the module cache, or stays out of the boot "
+                   "default" if path == SCRIPT else f"hook of the kernel packages (run-parts order: {_ORDER[path]})")
+            actions.append(write_action(path, state, content, mode=mode, owner="root", group="root", backup=False,
+                                        reason=why if not state.exists else "content or mode differs"))
+        return actions
