@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import re
 import shutil
@@ -958,11 +959,13 @@ def run_tier(ctx):
         left = budget - (time.monotonic() - started) - RESERVE_S
         if stopped or estimate > left:
             stopped = stopped or name
+            kept = ("; %g s of it kept for the runner itself" % RESERVE_S
+                    if budget <= RESERVE_S or left + RESERVE_S >= estimate else "")
             checks.append({"name": name, "status": "budget", "seconds": 0.0, "estimate_s": estimate,
                            "timeout_s": limit, "findings": [], "reason": (
-                               "not run: the budget stopped the tier at %s (needs ~%.0f s, %.1f s of the %.0f s "
-                               "budget left)" % (stopped, estimate, max(left, 0), budget)) if name == stopped else
-                           "not run: the budget stopped the tier at %s" % stopped})
+                               "not run: the budget stopped the tier at %s (needs ~%.0f s, %.1f s of the %g s "
+                               "budget left%s)" % (stopped, estimate, math.floor(max(left, 0) * 10) / 10, budget, kept))
+                           if name == stopped else "not run: the budget stopped the tier at %s" % stopped})
             continue
         t0 = time.monotonic()
         try:
@@ -971,7 +974,7 @@ def run_tier(ctx):
             res = {"status": "error", "findings": [], "reason": "check failed: %r" % (exc,)}
         res.setdefault("findings", [])
         res.update(name=name, seconds=round(time.monotonic() - t0, 3), estimate_s=estimate,
-                   timeout_s=min(limit, max(left, 0.1)))
+                   timeout_s=round(min(limit, max(left, 0.1)), 1))
         res["status"] = _verdict(res)
         checks.append(res)
     return document(ctx, checks, stopped, time.monotonic() - started)

@@ -183,6 +183,8 @@ def test_one_unreachable_host_does_not_stop_the_others(tmp_path: Path) -> None:
 
 def test_bad_input_is_exit_2_before_any_host() -> None:
     for args, words in ((("--tier", "fast"), "unknown tier 'fast'"), (("--budget", "0"), "above 0"),
-                        (("--budget", "soon"), "above 0")):
+                        (("--budget", "soon"), "above 0"),
+                        # a number above the bound: the message names the bound, not only "above 0"
+                        (("--budget", "1e9"), "above 0 and below 10000000, got '1e9'")):
         result = gpunode("accept", "gpunode-accept-test.invalid", *args, cwd=Path(__file__).parents[1])
         assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr

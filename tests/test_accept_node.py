@@ -95,6 +95,19 @@ def test_the_budget_stops_every_later_check(tmp_path: Path) -> None:
     assert all("stopped the tier at cuda" in by_name[n]["reason"] for n in ("dcgm-diag-2", "nccl"))
 
 
+def test_the_budget_reason_never_shows_as_much_left_as_the_check_needs(tmp_path: Path) -> None:
+    """A 9 s budget leaves a little under 8 s for the CUDA probe (estimate 8 s) once the runner's own 1 s is kept:
+    the reason must not say "needs ~8 s, 8.0 s left" (rounded up), and it names the kept second; a 1 s budget is all
+    kept for the runner, which is said rather than "0.0 s of the 1 s budget left" alone."""
+    nine = checks(doc("--budget", "9", path=base_path(tmp_path))[0])["cuda"]
+    assert nine["status"] == "budget" and "needs ~8 s, 7." in nine["reason"], nine["reason"]
+    assert "1 s of it kept for the runner itself" in nine["reason"]
+    one = checks(doc("--budget", "1", path=base_path(tmp_path))[0])["nvidia-smi"]
+    assert "0.0 s of the 1 s budget left; 1 s of it kept for the runner itself" in one["reason"], one["reason"]
+    tiny = checks(doc("--budget", "0.001", path=base_path(tmp_path))[0])["nvidia-smi"]
+    assert "of the 0.001 s budget" in tiny["reason"]
+
+
 def test_a_hanging_tool_is_killed_at_its_timeout_with_its_children(tmp_path: Path) -> None:
     """A stand-in dcgmi that never answers and leaves a child behind: both are killed at the timeout the config
     gives; the check says timeout (a failure), and the tier goes on within its budget."""

@@ -11,6 +11,7 @@ import yaml
 
 from gpunode.parsers.catalogs.gpu_floors import Floor, allreduce_floor, published_source
 from gpunode.parsers.catalogs.gpu_models import identify
+from gpunode.parsers.expect_model import model_mismatch
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nccl_tests import NcclRun
 
@@ -84,7 +85,7 @@ def nccl_findings(run: NcclRun, expect_model: str | None = None, expect_gpus: in
     """Corruption, then bandwidth against the reference for the model and GPU count (or say none applies). The GPU
     count is the capture's (its rank lines), else `expect_gpus`."""
     name = run.collective or "nccl-tests"
-    found = _corruption(run, name)
+    found = [*_corruption(run, name), *model_mismatch("nccl", run.models[0] if run.models else None, expect_model)]
     model = expect_model or (run.models[0] if run.models else "")
     gpus = run.n_ranks or expect_gpus or 0
     floor, label = reference(model, gpus, len(run.hosts)) if name == "all_reduce" and model and gpus else (None, "")
