@@ -127,6 +127,25 @@ def test_a_budget_stop_is_incomplete_not_healthy() -> None:
     assert data["checks"][2]["status"] == "budget" and "node" not in data
 
 
+def test_junit_of_an_incomplete_tier_is_not_green() -> None:
+    """The exit code of a budget-stopped tier is 1: its JUnit XML must fail too (a CI reads one or the other), under
+    accept's own suite name."""
+    from gpunode.verify import junit_xml
+
+    stopped = check("dcgm-diag-1", "budget", seconds=0.0, reason="not run: the budget stopped the tier")
+    doc = node_doc([check("nvidia-smi"), check("cuda"), stopped], h100s(), "unknown", "quick", 20)
+    passed = node_doc([check("nvidia-smi"), check("cuda")], h100s(), "pass", "quick", 60)
+    data = [AcceptReport("n1", doc, document_findings(doc)).to_dict(raw=False),
+            AcceptReport("n2", passed, document_findings(passed)).to_dict(raw=False)]
+    root = ET.fromstring(junit_xml(data, "accept"))
+    assert root.get("name") == "gpunode accept" and root.get("failures") == "1"
+    n1, n2 = root.findall("testsuite")
+    verdict = n1.find("testcase[@name='verdict']")
+    assert verdict is not None and verdict.get("classname") == "gpunode.accept.n1"
+    assert verdict.find("failure").get("type") == "incomplete"  # type: ignore[union-attr]
+    assert n2.get("failures") == "0" and n2.find("testcase[@name='verdict']") is None
+
+
 def test_not_installed_tools_are_warnings_with_the_install() -> None:
     reason = "dcgmi is not installed: install DCGM from NVIDIA's CUDA repository as https://docs.nvidia.com/..."
     found = document_findings(node_doc([check("dcgm-diag-1", "not-installed", reason=reason)]))

@@ -63,7 +63,7 @@ def accept(inventory: list[str], target: str, request: AcceptRequest, forks: int
     else:
         print_reports(data)
     if junit:
-        Path(junit).write_text(junit_xml(data))
+        Path(junit).write_text(junit_xml(data, "accept"))
         say("wrote JUnit XML: ", junit, stream=sys.stderr)
     return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 
