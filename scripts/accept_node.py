@@ -835,14 +835,26 @@ def peer_outliers(ctx, result, ratio=0.75):
 _DCGM_ROOTS = ("DCGM GPU Diagnostic", "DCGM Diagnostic")  # gpunode/parsers/dcgmi_json.py cites both
 
 
-def dcgm_json_findings(ctx, text):
-    """Fail/Warn results of a `dcgmi diag -j` document, each naming its GPU (None: no document in text)."""
+def _dcgm_root(text):
+    """The result object of a `dcgmi diag -j` document in text (None when there is none)."""
     start = text.find("{")
     try:
         doc = json.loads(text[start:]) if start >= 0 else None
     except ValueError:
         doc = None
-    root = next((doc[k] for k in _DCGM_ROOTS if isinstance(doc, dict) and isinstance(doc.get(k), dict)), None)
+    return next((doc[k] for k in _DCGM_ROOTS if isinstance(doc, dict) and isinstance(doc.get(k), dict)), None)
+
+
+def dcgm_statuses(text):
+    """Every result's status, lower case ("pass", "skip", ...), of a `dcgmi diag -j` document in text."""
+    root = _dcgm_root(text) or {}
+    return [str((entry or {}).get("status", "")).lower() for category in root.get("test_categories") or []
+            for test in (category or {}).get("tests") or [] for entry in (test or {}).get("results") or []]
+
+
+def dcgm_json_findings(ctx, text):
+    """Fail/Warn results of a `dcgmi diag -j` document, each naming its GPU (None: no document in text)."""
+    root = _dcgm_root(text)
     if root is None:
         return None
     found = []
@@ -888,6 +900,12 @@ def check_dcgm(ctx, timeout, level):
             level, rc, (out.strip().splitlines() or ["no output"])[-1][:200])
         return res
     res["findings"] = found
+    statuses = dcgm_statuses(out)
+    if statuses and all(st == "skip" for st in statuses):  # a run that tested nothing proves nothing
+        res["status"] = "error"
+        res["reason"] = ("dcgmi diag -r %d skipped all %d of its test results: nothing was tested; `dcgmi diag -r %d "
+                         "-v` says why" % (
+                             level, len(statuses), level))
     return res
 
 

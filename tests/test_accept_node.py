@@ -108,6 +108,19 @@ def test_the_budget_reason_never_shows_as_much_left_as_the_check_needs(tmp_path:
     assert "of the 0.001 s budget" in tiny["reason"]
 
 
+def test_a_dcgm_run_that_skipped_every_test_could_not_judge(tmp_path: Path) -> None:
+    """A dcgmi stand-in printing a REAL `dcgmi diag -r 3 -j` document (DCGM 3.3.1 on a Tesla T400, NVIDIA/DCGM issue
+    139, tests/data/dcgm_json/SOURCES.md) in which every result is "Skip": it tested nothing, so the check could not
+    judge (status error, the tier "unknown", exit 2), never a pass."""
+    capture = REPO / "tests" / "data" / "dcgm_json" / "NVIDIA-DCGM-139__dcgmi-diag-r3-j-3.3.1-t400-skip-cut.json"
+    fake_tool(tmp_path, "dcgmi", f"cat '{capture}'")
+    document, _ = doc("--tier", "quick", path=base_path(tmp_path))
+    dcgm = checks(document)["dcgm-diag-1"]
+    assert dcgm["status"] == "error" and dcgm["findings"] == []
+    assert "skipped all 5 of its test results: nothing was tested" in dcgm["reason"]
+    assert "dcgmi diag -r 1 -v" in dcgm["reason"]
+
+
 def test_a_hanging_tool_is_killed_at_its_timeout_with_its_children(tmp_path: Path) -> None:
     """A stand-in dcgmi that never answers and leaves a child behind: both are killed at the timeout the config
     gives; the check says timeout (a failure), and the tier goes on within its budget."""

@@ -364,6 +364,8 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
     messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
     partial = list(evidence.smi.missing) if evidence.smi else []
     partial += _no_verdict(findings, evidence)
+    if any(f.id == "dcgm-diag-skipped" for f in findings):
+        partial.append("a DCGM diagnostic that ran a test: every result of this dcgmi diag run was Skip")
     if any(f.id == "nvbandwidth-test-failed" for f in findings):
         partial.append("the rest of an nvbandwidth run that stopped in a testcase (its copies were not all measured)")
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
