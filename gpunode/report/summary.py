@@ -81,7 +81,10 @@ def _print_phases(console: Console, host: HostOutcome) -> None:
 
 NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on",
                  "package share off for this host",  # a problem of the run's own making, with its fix
-                 "module cache: ")  # a cache entry refused, a URL not read, a build not added
+                 "module cache: ",  # a cache entry refused, a URL not read, a build not added
+                 # a rolling run (runner/rolling.py): the drain and gate --check announces, what happened after
+                 "would drain ", "would run the gate", "rollback: ", "after the change: ", "slurm node ",
+                 "kubernetes node ")
 
 
 def _print_problems(console: Console, host: HostOutcome) -> None:

@@ -11,9 +11,14 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from gpunode.connection import Connection
-from gpunode.errors import UsageError
+from gpunode.errors import GpunodeError, UsageError
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
+
+
+class NotInScheduler(GpunodeError):
+    """The host has no client of the scheduler its inventory names (no `scontrol`): nothing was drained, so there is
+    nothing to resume."""
 
 
 class Drainer(Protocol):
