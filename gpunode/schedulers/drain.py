@@ -16,9 +16,9 @@ from gpunode.errors import GpunodeError, UsageError
 SCHEDULERS = ("slurm", "kubernetes", "none")
 
 
-class NotInScheduler(GpunodeError):
-    """The host has no client of the scheduler its inventory names (no `scontrol`): nothing was drained, so there is
-    nothing to resume."""
+class NotDrained(GpunodeError):
+    """The drain could not begin (no `scontrol` on the host, no readable kubeconfig on the controller): the node was
+    never taken out, so there is nothing to resume."""
 
 
 class Drainer(Protocol):

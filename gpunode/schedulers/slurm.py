@@ -196,10 +196,10 @@ def parse_jobs(text: str) -> list[Job]:
 def _checked(run: Run, argv: list[str], node: str) -> Completed:
     result = run(argv)
     if result.code == 127:  # the shell's "command not found": this host has no Slurm client
-        from gpunode.schedulers.drain import NotInScheduler
+        from gpunode.schedulers.drain import NotDrained
 
         said = (result.stderr or result.stdout).strip()
-        raise NotInScheduler(
+        raise NotDrained(
             f"this host has no {argv[0]} (exit 127: {said}), but its inventory says gpunode_scheduler: slurm",
             fix="install Slurm's client on it (Debian: slurm-client; slurmd nodes have it) if it is a Slurm node, "
                 "else take gpunode_scheduler: slurm off this host in the inventory (or `drain: never` in the "
