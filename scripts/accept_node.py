@@ -560,8 +560,8 @@ def check_nvidia_smi(ctx, timeout):
         ctx.pci = [(bus_key(m.group(1)), m.group(2)) for m in _LSPCI.finditer(out)]
     if not smi:
         res["findings"].append(finding("nvidia-smi-missing", "critical", "nvidia-smi is not installed: no NVIDIA "
-                                       "driver to run GPU jobs", "install the driver: gpunode provision HOST -p "
-                                       "gpu-node"))
+                                       "driver to run GPU jobs", "install the driver: gpunode provision -i INVENTORY "
+                                       "-l HOST --playbook gpu-node"))
         return res
     argv = [smi, "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits"]
     rc, out, timed_out = run_tool(argv, timeout)
@@ -586,7 +586,7 @@ def check_nvidia_smi(ctx, timeout):
     elif rc != 0:
         res["findings"].append(finding("nvidia-smi-failed", "critical", "nvidia-smi failed (exit %s): %s" % (
             rc, (out.strip().splitlines() or ["no output"])[0]), "see the driver's state: `dmesg | grep -i nvrm`; "
-            "reinstall the driver with gpunode provision HOST -p gpu-node", evidence=out))
+            "reinstall the driver with gpunode provision -i INVENTORY -l HOST --playbook gpu-node", evidence=out))
     known = {bus_key(g["bus_id"]) for g in ctx.gpus}
     for bus, cls in ctx.pci:
         if cls in ("0300", "0302") and bus not in known:
@@ -712,8 +712,8 @@ def probe_findings(ctx, result):
     """Findings on a probe result: no library, init failure, a GPU whose context/kernel failed or is missing."""
     if "load_error" in result:
         return [finding("libcuda-missing", "critical", "cannot load %s: %s" % (result["library"], result["load_error"]),
-                        "install the NVIDIA driver's user-space libraries (gpunode provision HOST -p gpu-node); "
-                        "`ldconfig -p | grep libcuda` must list libcuda.so.1")]
+                        "install the NVIDIA driver's user-space libraries (gpunode provision -i INVENTORY -l HOST "
+                        "--playbook gpu-node); `ldconfig -p | grep libcuda` must list libcuda.so.1")]
     if "init_error" in result:
         return [_cuda_error_finding("init", result["init_error"])]
     found = []

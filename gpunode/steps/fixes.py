@@ -55,7 +55,7 @@ def missing_program_fix(output: str) -> str:
     if any(name in _DRIVER_PROGRAMS for name in names):
         return (f"the host has no {', '.join(names)}: the NVIDIA driver is not installed; install it first (an "
                 "`nvidia_driver` step before this one, or the built-in `gpu-node` playbook: `gpunode provision "
-                "-p gpu-node`)")
+                "-i INVENTORY --playbook gpu-node`)")
     return (f"the host has no {', '.join(names)}: the shell found no such program; install the package "
             "that provides it first (a `packages` step before this one, or the built-in `base` playbook)")
 
