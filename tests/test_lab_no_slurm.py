@@ -36,3 +36,20 @@ def test_slurm_scheduler_without_scontrol_fails_before_the_change_with_the_fix(l
     steps = {s["name"]: s["status"] for s in json.loads((tmp_path / "c.json").read_text())["hosts"][0]["steps"]}
     assert steps == {"marker": "ok", "reload the module": "would-change"}, check.output
     assert "would drain slurm node" in check.output  # the console says it, not only the JSON report
+
+
+def test_the_health_check_on_a_host_without_slurm_says_it_could_not_drain(lab, fresh_host, tmp_path):
+    """gpu-node's `accept` tag with slurm_healthcheck=true on a host with no Slurm: installed once (the second run
+    changes nothing), and run by hand it fails (no driver here) and says the drain did not happen, rather than only
+    "draining" while scontrol is not found."""
+    inventory = host_inventory(lab, [fresh_host], tmp_path / "inv.yml")
+    args = ("provision", "-i", str(inventory), "--playbook", "gpu-node", "--tags", "accept", "--var",
+            "slurm_healthcheck=true")
+    first = run_cli(*args, "--json-report", str(tmp_path / "1.json"))
+    assert first.code == 0, first.output
+    second = run_cli(*args, "--json-report", str(tmp_path / "2.json"))
+    assert second.code == 0 and json.loads((tmp_path / "2.json").read_text())["hosts"][0]["status"] == "ok"
+    ran = fresh_host.run_inside("/usr/local/libexec/gpunode/slurm-healthcheck")
+    assert ran.returncode == 1, ran
+    assert "fail: gpunode quick nvidia-smi: nvidia-smi is not installed" in ran.stdout
+    assert "could not drain the node: `scontrol update` failed (exit 127); the node is unchanged" in ran.stdout
