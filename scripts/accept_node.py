@@ -688,6 +688,8 @@ def fabric_findings(ctx, states):
 
 def check_persistence(ctx, timeout):
     """Persistence mode on for every GPU (the driver stays loaded between jobs)."""
+    if not ctx.smi_ok:  # no GPU list to read the mode from: nothing was checked, so no pass
+        return {"status": "skip", "findings": [], "reason": "nvidia-smi did not answer"}
     off = [g for g in ctx.gpus if g.get("persistence", "").lower() == "disabled"]
     return {"status": "pass", "findings": [finding(
         "persistence-off", "warning", "%s: persistence mode is Disabled" % gpu_label(g),

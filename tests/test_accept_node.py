@@ -57,6 +57,15 @@ def test_no_libcuda_is_a_finding_naming_the_library_and_the_fix() -> None:
     assert "cannot open shared object file" in missing["summary"] and "provision" in missing["remedy"]
 
 
+def test_persistence_is_not_passed_when_nvidia_smi_gave_no_gpu_list() -> None:
+    """On this machine nvidia-smi is absent: there is no persistence mode to read, so that check says skip (it said
+    pass, beside nvidia-smi's fail, in a trial on lab hosts)."""
+    document, _ = doc()
+    persistence = checks(document)["persistence"]
+    assert persistence["status"] == "skip" and persistence["reason"] == "nvidia-smi did not answer"
+    assert {"name": "persistence", "reason": "nvidia-smi did not answer"} in document["not_run"]
+
+
 def test_the_probe_reports_the_load_error_as_json() -> None:
     result = run("--probe", "kernel")
     probe = json.loads(result.stdout)
