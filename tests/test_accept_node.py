@@ -328,3 +328,14 @@ def test_node_side_reads_nvbandwidth_host_copies_and_names_the_slow_gpu() -> Non
     assert low["id"] == "bandwidth-low" and low["part"]["index"] == 5 and "host-to-device 12.9" in low["summary"]
     real = (REPO / "tests" / "data" / "nvbandwidth" / "rtx4090x8_v0.2_excerpt.txt").read_text()
     assert node.peer_outliers(ctx, node.nvbandwidth_host_copies(real)) == []
+
+
+def test_the_controller_says_a_missing_libcuda_once_however_many_checks_hit_it() -> None:
+    """The burn-in tier's cuda, bandwidth and cuda-loop checks each find no libcuda on this machine (the real
+    runner's document): the report lists the finding once, not three times."""
+    from gpunode.accept.findings import document_findings
+
+    document, _ = doc("--tier", "burn-in")
+    hits = [c["name"] for c in document["checks"] for f in c["findings"] if f["id"] == "libcuda-missing"]
+    assert len(hits) >= 2, hits
+    assert [f.id for f in document_findings(document)].count("libcuda-missing") == 1

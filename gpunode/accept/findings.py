@@ -136,4 +136,7 @@ def document_findings(doc: dict[str, Any], expect_model: str | None = None) -> l
     found: list[Finding] = []
     for check in doc.get("checks") or []:
         found += check_findings(check, doc, expect_model)
-    return found + budget_finding(doc)
+    # one finding once: the probe's checks (cuda, bandwidth, cuda-loop) each say a missing libcuda the same way
+    seen: set[tuple[str, str, str | None]] = set()
+    unique = [f for f in found if (f.id, f.summary, f.gpu) not in seen and not seen.add((f.id, f.summary, f.gpu))]
+    return unique + budget_finding(doc)
