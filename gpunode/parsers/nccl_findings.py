@@ -57,12 +57,20 @@ def _corruption(run: NcclRun, name: str) -> list[Finding]:
                     "Take the node out of service and run dcgmi diag -r 3 and an NVLink/PCIe check.")]
 
 
+def _measured(run: NcclRun) -> str:
+    """`max busbw 27.28 GB/s, avg 9.09703 GB/s`; what the capture did not show is named (a cut table, no avg)."""
+    best = run.max_busbw()
+    parts = [f"max busbw {best:g} GB/s" if best is not None else "no table row",
+             f"avg {run.avg_busbw:g} GB/s" if run.avg_busbw is not None else "no `# Avg bus bandwidth` line"]
+    return ", ".join(parts)
+
+
 def _no_reference(run: NcclRun, name: str, gpus: int, label: str) -> Finding:
     across = f" across {len(run.hosts)} hosts" if len(run.hosts) > 1 else ""
     return Finding("nccl-no-reference", "warning",
                    f"{name} on {gpus or 'an unknown number of'}x {label or 'unknown GPU'}{across}: no published or "
                    "derived reference for this collective, model and GPU count - no bandwidth verdict",
-                   f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
+                   _measured(run),
                    "Give --expect-model / --expect-gpus when the log does not name them (docs/gpu-models.md "
                    "lists the references), or compare with a known-good node of the same type.")
 

@@ -212,8 +212,9 @@ def _read_nccl(text: str, read: FileRead) -> tuple[str, bool, str]:
     ev.nccl_tests = f"{ev.nccl_tests}\n{text}" if ev.nccl_tests else text
     run = parse_nccl_tests(text)
     read.findings.extend(nccl_transport_findings(text, run.collective or "nccl-tests"))
+    best = run.max_busbw()
     return ("nccl-tests", True, f"{run.collective or 'collective not named'}: {run.n_ranks} rank(s), "
-                                f"{len(run.rows)} size(s), max busbw {run.max_busbw()} GB/s")
+                                f"{len(run.rows)} size(s)" + (f", max busbw {best:g} GB/s" if best is not None else ""))
 
 
 def _read_nvbandwidth(text: str, read: FileRead) -> tuple[str, bool, str]:
