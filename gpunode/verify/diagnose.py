@@ -174,7 +174,9 @@ class DiagnoseResult:
         lines = [f"Files ({len(self.files)}):"]
         for result in self.files:
             mark = ("n/a" if result.kind in NOT_APPLICABLE_KINDS else "ok ") if result.ok else "ERR"
-            lines.append(f"  [{mark}] {result.path}: {result.kind}: {result.message}")
+            said = result.message if result.message.startswith(f"{result.kind}: ") else \
+                f"{result.kind}: {result.message}"  # a file of several blocks names each block's kind itself
+            lines.append(f"  [{mark}] {result.path}: {said}")
         lines += ["", f"Saw: {self.saw()}", ""]
         if not self.findings:
             lines.append("Findings: none")

@@ -133,6 +133,7 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     ev.dcgmi = "\n".join(dcgmi) or None
     if ev.nccl_tests:
         ev.nccl_tests = with_program_line(ev.nccl_tests, plain)
+        _name_collective(result.blocks, parse_nccl_tests(ev.nccl_tests).collective)
     if ev.kernel_log:
         messages = kernel_messages(ev.kernel_log)
         result.kernel_lines = len(messages)
@@ -141,6 +142,14 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     result.units = failed_units(plain)
     result.fabric = fabric_context(ev.smi, len(ev.nvswitches), plain)
     return result
+
+
+def _name_collective(blocks: list[BlockResult], collective: str | None) -> None:
+    """An nccl-tests block whose program line landed in a block of its own (a prompt line): its description names
+    the collective the findings judge, not "collective not named"."""
+    for block in blocks:
+        if collective and block.kind == "nccl-tests" and block.message.startswith("collective not named"):
+            block.message = block.message.replace("collective not named", collective, 1)
 
 
 def foreign_lines(text: str) -> dict[str, tuple[int, list[str]]]:
