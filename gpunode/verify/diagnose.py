@@ -98,7 +98,7 @@ class DiagnoseResult:
     @property
     def partial(self) -> list[str]:
         """What partial captures lack (GPU sections fewer than attached, a table cut off)."""
-        return [f"{Path(f.path).name}: {item}" for f in self.files for item in f.partial]
+        return [f"{Path(f.path).name} lacks {item}" for f in self.files for item in f.partial]
 
     @property
     def healthy(self) -> bool | None:
@@ -213,7 +213,7 @@ class DiagnoseResult:
             return (f"Result: NO EVIDENCE {counts}: nothing in the input speaks about a GPU's health (no GPU in "
                     f"nvidia-smi output, no NVIDIA kernel message, no error message, no PCI scan); {_CAPTURE_INSTEAD}")
         benchmark = all("no verdict" in item or "--expect-" in item for item in self.partial)
-        return (f"Result: UNKNOWN {counts}: partial capture, missing {'; '.join(self.partial)}; "
+        return (f"Result: UNKNOWN {counts}: partial capture: {'; '.join(self.partial)}; "
                 f"{_NO_VERDICT if benchmark else _CAPTURE_INSTEAD}")
 
 
@@ -367,7 +367,8 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
     partial = list(evidence.smi.missing) if evidence.smi else []
     partial += _no_verdict(findings, evidence)
     if any(f.id == "dcgm-diag-skipped" for f in findings):
-        partial.append("a DCGM diagnostic that ran a test: every result of this dcgmi diag run was Skip")
+        partial.append("a DCGM diagnostic that tested something (every result of this dcgmi diag run was Skip: "
+                       "`dcgmi diag -r N -v` on the node says why)")
     if any(f.id == "nvbandwidth-test-failed" for f in findings):
         partial.append("the rest of an nvbandwidth run that stopped in a testcase (its copies were not all measured)")
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,
