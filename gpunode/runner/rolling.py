@@ -20,7 +20,8 @@ from gpunode.playbook.rollout import Rollout
 from gpunode.report.model import HostOutcome
 from gpunode.runner.host_rules import account_commands
 from gpunode.runner.host_run import HostRun
-from gpunode.schedulers.drain import Drainer, NotDrained
+from gpunode.schedulers.drain import Drainer
+from gpunode.schedulers.errors import NotDrained
 from gpunode.steps.driver_snapshot import SNAPSHOT_COMMAND, DriverSnapshot
 
 POLL_SECONDS = 5.0  # how often a draining node's running work is asked for

@@ -11,14 +11,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from gpunode.connection import Connection
-from gpunode.errors import GpunodeError, UsageError
+from gpunode.errors import UsageError
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
-
-
-class NotDrained(GpunodeError):
-    """The drain could not begin (no `scontrol` on the host, no readable kubeconfig on the controller): the node was
-    never taken out, so there is nothing to resume."""
 
 
 class Drainer(Protocol):

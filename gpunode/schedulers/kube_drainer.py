@@ -29,7 +29,7 @@ class KubeDrainer:
     def _api(self) -> Api:
         if self.api is None:
             from gpunode.kube_api import http_api, load_kubeconfig
-            from gpunode.schedulers.drain import NotDrained
+            from gpunode.schedulers.errors import NotDrained
 
             try:
                 config = load_kubeconfig(self.kubeconfig or None, self.context)

@@ -196,7 +196,7 @@ def parse_jobs(text: str) -> list[Job]:
 def _checked(run: Run, argv: list[str], node: str) -> Completed:
     result = run(argv)
     if result.code == 127:  # the shell's "command not found": this host has no Slurm client
-        from gpunode.schedulers.drain import NotDrained
+        from gpunode.schedulers.errors import NotDrained
 
         said = (result.stderr or result.stdout).strip()
         raise NotDrained(

@@ -43,7 +43,7 @@ _NOT_FOUND = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|da)?sh: (?:line )?(?:\d+: )
 
 
 # programs the `nvidia_driver` step installs with the driver (the distro packages of the same names:
-# gpunode/distros/debian.py distro_driver_packages): the `base` playbook never provides them
+# the distro adapters' distro_driver_packages in gpunode/distros/): the `base` playbook never provides them
 _DRIVER_PROGRAMS = ("nvidia-smi", "nvidia-persistenced")
 
 
