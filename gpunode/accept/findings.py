@@ -137,6 +137,7 @@ def document_findings(doc: dict[str, Any], expect_model: str | None = None) -> l
     for check in doc.get("checks") or []:
         found += check_findings(check, doc, expect_model)
     # one finding once: the probe's checks (cuda, bandwidth, cuda-loop) each say a missing libcuda the same way
-    seen: set[tuple[str, str, str | None]] = set()
-    unique = [f for f in found if (f.id, f.summary, f.gpu) not in seen and not seen.add((f.id, f.summary, f.gpu))]
-    return unique + budget_finding(doc)
+    unique: dict[tuple[str, str, str | None], Finding] = {}
+    for finding in found:
+        unique.setdefault((finding.id, finding.summary, finding.gpu), finding)
+    return [*unique.values(), *budget_finding(doc)]
