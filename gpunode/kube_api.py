@@ -71,9 +71,18 @@ def load_kubeconfig(path: str | Path | None = None, context: str = "") -> ApiCon
     where = Path(path or (os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or Path.home() / ".kube" / "config"))
     try:
         config = yaml.safe_load(where.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
         raise UsageError(f"kubeconfig {where}: cannot read it ({type(exc).__name__})",
                          fix="give the cluster's kubeconfig (--kubeconfig PATH, or KUBECONFIG)") from None
+    except yaml.YAMLError as exc:  # its line and what is wrong there (never the file's text: it holds secrets)
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"kubeconfig {where}: not valid YAML{at} ({getattr(exc, 'problem', None) or 'unreadable'})",
+                         fix="repair the file at that line, or give another (--kubeconfig PATH, or KUBECONFIG)",
+                         ) from None
+    if not isinstance(config, dict):
+        raise UsageError(f"kubeconfig {where}: not a kubeconfig (a YAML mapping with clusters, users, contexts)",
+                         fix="give the cluster's kubeconfig (--kubeconfig PATH, or KUBECONFIG)")
     name = context or config.get("current-context") or ""
     if not name:
         raise UsageError(f"kubeconfig {where}: no current-context and no context named",
@@ -92,8 +101,10 @@ def load_kubeconfig(path: str | Path | None = None, context: str = "") -> ApiCon
                          _data_or_file(user, "client-certificate", where.parent),
                          _data_or_file(user, "client-key", where.parent))
     except OSError as exc:
-        raise UsageError(f"kubeconfig {where}: a file it names cannot be read ({exc.strerror})",
-                         fix="the certificate, key and token files must exist beside the kubeconfig") from None
+        named = f", {exc.filename}," if exc.filename else ""
+        raise UsageError(f"kubeconfig {where}: a file it names{named} cannot be read ({exc.strerror})",
+                         fix="the certificate, key and token files it names must exist (relative paths are "
+                             "the kubeconfig's folder's)") from None
 
 
 def _ssl_context(cfg: ApiConfig) -> ssl.SSLContext:

@@ -60,6 +60,12 @@ NPD = fact_table("node-problem-detector", {
                             "the ServiceAccount bound to ClusterRole system:node-problem-detector (npd-binding)"),
 })
 
+# the tiers' default budgets (scripts/accept_node.py DEFAULT_BUDGET; gpunode/accept/node.py keeps the same). NPD
+# kills a plugin at its timeout and a killed plugin reads Unknown: kubernetes/node-problem-detector@011b9e6a46f4b87d4
+# 0112a1ce772c907c48e3511:pkg/custompluginmonitor/plugin/plugin.go, func run (context.WithTimeout of the rule's or
+# the global timeout; util.Kill(cmd) at ctx.Done; the exit status's `default:` case returns cpmtypes.Unknown). So the
+# timeout must give the tier at least its budget.
+TIER_BUDGET_S = {"quick": 60.0, "standard": 1200.0, "burn-in": 10800.0}
 ACCEPT_PROGRAM = "/usr/local/libexec/gpunode/accept"  # installed on the node by the acceptance helper's step
 CONDITION = "GPUAcceptanceProblem"  # NPD's naming: a condition that is True when the problem is present (NTPProblem)
 SOURCE_NAME = "gpunode-accept"
@@ -226,6 +232,11 @@ def npd_objects(interval: str = "10m", timeout: str = "120s", tier: str = "quick
     problems = config_problems(config)
     if problems:
         raise ValueError("node-problem-detector would refuse this config: " + "; ".join(problems))
+    seconds = go_duration(timeout)
+    if tier in TIER_BUDGET_S and seconds is not None and seconds < TIER_BUDGET_S[tier]:
+        raise ValueError(f"--timeout {timeout} is shorter than the {tier} tier's {TIER_BUDGET_S[tier]:g} s budget: "
+                         "NPD would kill the acceptance program before it decides, and the condition would stay "
+                         "Unknown; give --timeout 120s (the default) or more")
     selector = {"kubernetes.io/os": "linux", **(node_selector or {})}
     bad = [f"{k}={v}" for k, v in selector.items() if not label_key_ok(k) or not label_value_ok(v)]
     if bad:

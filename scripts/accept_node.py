@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import re
 import shutil
@@ -559,8 +560,8 @@ def check_nvidia_smi(ctx, timeout):
         ctx.pci = [(bus_key(m.group(1)), m.group(2)) for m in _LSPCI.finditer(out)]
     if not smi:
         res["findings"].append(finding("nvidia-smi-missing", "critical", "nvidia-smi is not installed: no NVIDIA "
-                                       "driver to run GPU jobs", "install the driver: gpunode provision HOST -p "
-                                       "gpu-node"))
+                                       "driver to run GPU jobs", "install the driver: gpunode provision -i INVENTORY "
+                                       "-l HOST --playbook gpu-node"))
         return res
     argv = [smi, "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits"]
     rc, out, timed_out = run_tool(argv, timeout)
@@ -585,7 +586,7 @@ def check_nvidia_smi(ctx, timeout):
     elif rc != 0:
         res["findings"].append(finding("nvidia-smi-failed", "critical", "nvidia-smi failed (exit %s): %s" % (
             rc, (out.strip().splitlines() or ["no output"])[0]), "see the driver's state: `dmesg | grep -i nvrm`; "
-            "reinstall the driver with gpunode provision HOST -p gpu-node", evidence=out))
+            "reinstall the driver with gpunode provision -i INVENTORY -l HOST --playbook gpu-node", evidence=out))
     known = {bus_key(g["bus_id"]) for g in ctx.gpus}
     for bus, cls in ctx.pci:
         if cls in ("0300", "0302") and bus not in known:
@@ -687,6 +688,8 @@ def fabric_findings(ctx, states):
 
 def check_persistence(ctx, timeout):
     """Persistence mode on for every GPU (the driver stays loaded between jobs)."""
+    if not ctx.smi_ok:  # no GPU list to read the mode from: nothing was checked, so no pass
+        return {"status": "skip", "findings": [], "reason": "nvidia-smi did not answer"}
     off = [g for g in ctx.gpus if g.get("persistence", "").lower() == "disabled"]
     return {"status": "pass", "findings": [finding(
         "persistence-off", "warning", "%s: persistence mode is Disabled" % gpu_label(g),
@@ -711,8 +714,8 @@ def probe_findings(ctx, result):
     """Findings on a probe result: no library, init failure, a GPU whose context/kernel failed or is missing."""
     if "load_error" in result:
         return [finding("libcuda-missing", "critical", "cannot load %s: %s" % (result["library"], result["load_error"]),
-                        "install the NVIDIA driver's user-space libraries (gpunode provision HOST -p gpu-node); "
-                        "`ldconfig -p | grep libcuda` must list libcuda.so.1")]
+                        "install the NVIDIA driver's user-space libraries (gpunode provision -i INVENTORY -l HOST "
+                        "--playbook gpu-node); `ldconfig -p | grep libcuda` must list libcuda.so.1")]
     if "init_error" in result:
         return [_cuda_error_finding("init", result["init_error"])]
     found = []
@@ -834,14 +837,26 @@ def peer_outliers(ctx, result, ratio=0.75):
 _DCGM_ROOTS = ("DCGM GPU Diagnostic", "DCGM Diagnostic")  # gpunode/parsers/dcgmi_json.py cites both
 
 
-def dcgm_json_findings(ctx, text):
-    """Fail/Warn results of a `dcgmi diag -j` document, each naming its GPU (None: no document in text)."""
+def _dcgm_root(text):
+    """The result object of a `dcgmi diag -j` document in text (None when there is none)."""
     start = text.find("{")
     try:
         doc = json.loads(text[start:]) if start >= 0 else None
     except ValueError:
         doc = None
-    root = next((doc[k] for k in _DCGM_ROOTS if isinstance(doc, dict) and isinstance(doc.get(k), dict)), None)
+    return next((doc[k] for k in _DCGM_ROOTS if isinstance(doc, dict) and isinstance(doc.get(k), dict)), None)
+
+
+def dcgm_statuses(text):
+    """Every result's status, lower case ("pass", "skip", ...), of a `dcgmi diag -j` document in text."""
+    root = _dcgm_root(text) or {}
+    return [str((entry or {}).get("status", "")).lower() for category in root.get("test_categories") or []
+            for test in (category or {}).get("tests") or [] for entry in (test or {}).get("results") or []]
+
+
+def dcgm_json_findings(ctx, text):
+    """Fail/Warn results of a `dcgmi diag -j` document, each naming its GPU (None: no document in text)."""
+    root = _dcgm_root(text)
     if root is None:
         return None
     found = []
@@ -887,6 +902,12 @@ def check_dcgm(ctx, timeout, level):
             level, rc, (out.strip().splitlines() or ["no output"])[-1][:200])
         return res
     res["findings"] = found
+    statuses = dcgm_statuses(out)
+    if statuses and all(st == "skip" for st in statuses):  # a run that tested nothing proves nothing
+        res["status"] = "error"
+        res["reason"] = ("dcgmi diag -r %d skipped all %d of its test results: nothing was tested; `dcgmi diag -r %d "
+                         "-v` says why" % (
+                             level, len(statuses), level))
     return res
 
 
@@ -958,11 +979,13 @@ def run_tier(ctx):
         left = budget - (time.monotonic() - started) - RESERVE_S
         if stopped or estimate > left:
             stopped = stopped or name
+            kept = ("; %g s of it kept for the runner itself" % RESERVE_S
+                    if budget <= RESERVE_S or left + RESERVE_S >= estimate else "")
             checks.append({"name": name, "status": "budget", "seconds": 0.0, "estimate_s": estimate,
                            "timeout_s": limit, "findings": [], "reason": (
-                               "not run: the budget stopped the tier at %s (needs ~%.0f s, %.1f s of the %.0f s "
-                               "budget left)" % (stopped, estimate, max(left, 0), budget)) if name == stopped else
-                           "not run: the budget stopped the tier at %s" % stopped})
+                               "not run: the budget stopped the tier at %s (needs ~%.0f s, %.1f s of the %g s "
+                               "budget left%s)" % (stopped, estimate, math.floor(max(left, 0) * 10) / 10, budget, kept))
+                           if name == stopped else "not run: the budget stopped the tier at %s" % stopped})
             continue
         t0 = time.monotonic()
         try:
@@ -971,7 +994,7 @@ def run_tier(ctx):
             res = {"status": "error", "findings": [], "reason": "check failed: %r" % (exc,)}
         res.setdefault("findings", [])
         res.update(name=name, seconds=round(time.monotonic() - t0, 3), estimate_s=estimate,
-                   timeout_s=min(limit, max(left, 0.1)))
+                   timeout_s=round(min(limit, max(left, 0.1)), 1))
         res["status"] = _verdict(res)
         checks.append(res)
     return document(ctx, checks, stopped, time.monotonic() - started)

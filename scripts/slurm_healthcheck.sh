@@ -48,6 +48,11 @@ if [ -z "$NODE" ]; then
 fi
 
 say() { echo "slurm-healthcheck[$NODE]: $*"; }
+# scontrol's update failed (127: no scontrol here, so no Slurm client on this host): say so, the node is unchanged
+unchanged() {
+    say "could not $1 the node: \`$SCONTROL update\` failed (exit $2); the node is unchanged. Check that this host is a" \
+        "Slurm node with Slurm's client installed and that slurmctld answers (\`$SCONTROL ping\`)"
+}
 
 # State (compact, e.g. idle, drain, drng, down*) and reason ("none" when none: src/sinfo/print.c _print_reason).
 node_status() {
@@ -86,7 +91,7 @@ case "$RC" in
     0)
         if [ "$OFFLINE" = 1 ] && [ "$OURS" = 1 ]; then
             say "pass; resuming (drained by gpunode: $REASON)"
-            "$SCONTROL" update NodeName="$NODE" State=RESUME
+            "$SCONTROL" update NodeName="$NODE" State=RESUME || unchanged "resume" $?
         elif [ "$OFFLINE" = 1 ]; then
             say "pass; node stays $STATE: not drained by gpunode ($REASON)"
         else
@@ -99,7 +104,7 @@ case "$RC" in
             say "fail: $LINE; node already offline ($STATE) for another reason ($REASON): left as it is"
         else
             say "fail: $LINE; draining"
-            "$SCONTROL" update NodeName="$NODE" State=DRAIN Reason="$LEADER $LINE"
+            "$SCONTROL" update NodeName="$NODE" State=DRAIN Reason="$LEADER $LINE" || unchanged "drain" $?
         fi
         ;;
     *)

@@ -137,6 +137,25 @@ def test_a_budget_stop_is_incomplete_not_healthy() -> None:
     assert data["checks"][2]["status"] == "budget" and "node" not in data
 
 
+def test_junit_of_an_incomplete_tier_is_not_green() -> None:
+    """The exit code of a budget-stopped tier is 1: its JUnit XML must fail too (a CI reads one or the other), under
+    accept's own suite name."""
+    from gpunode.verify import junit_xml
+
+    stopped = check("dcgm-diag-1", "budget", seconds=0.0, reason="not run: the budget stopped the tier")
+    doc = node_doc([check("nvidia-smi"), check("cuda"), stopped], h100s(), "unknown", "quick", 20)
+    passed = node_doc([check("nvidia-smi"), check("cuda")], h100s(), "pass", "quick", 60)
+    data = [AcceptReport("n1", doc, document_findings(doc)).to_dict(raw=False),
+            AcceptReport("n2", passed, document_findings(passed)).to_dict(raw=False)]
+    root = ET.fromstring(junit_xml(data, "accept"))
+    assert root.get("name") == "gpunode accept" and root.get("failures") == "1"
+    n1, n2 = root.findall("testsuite")
+    verdict = n1.find("testcase[@name='verdict']")
+    assert verdict is not None and verdict.get("classname") == "gpunode.accept.n1"
+    assert verdict.find("failure").get("type") == "incomplete"  # type: ignore[union-attr]
+    assert n2.get("failures") == "0" and n2.find("testcase[@name='verdict']") is None
+
+
 def test_not_installed_tools_are_warnings_with_the_install() -> None:
     reason = "dcgmi is not installed: install DCGM from NVIDIA's CUDA repository as https://docs.nvidia.com/..."
     found = document_findings(node_doc([check("dcgm-diag-1", "not-installed", reason=reason)]))
@@ -193,6 +212,8 @@ def test_one_unreachable_host_does_not_stop_the_others(tmp_path: Path) -> None:
 
 def test_bad_input_is_exit_2_before_any_host() -> None:
     for args, words in ((("--tier", "fast"), "unknown tier 'fast'"), (("--budget", "0"), "above 0"),
-                        (("--budget", "soon"), "above 0")):
+                        (("--budget", "soon"), "above 0"),
+                        # a number above the bound: the message names the bound, not only "above 0"
+                        (("--budget", "1e9"), "above 0 and below 10000000, got '1e9'")):
         result = gpunode("accept", "gpunode-accept-test.invalid", *args, cwd=Path(__file__).parents[1])
         assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr

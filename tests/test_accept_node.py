@@ -57,6 +57,15 @@ def test_no_libcuda_is_a_finding_naming_the_library_and_the_fix() -> None:
     assert "cannot open shared object file" in missing["summary"] and "provision" in missing["remedy"]
 
 
+def test_persistence_is_not_passed_when_nvidia_smi_gave_no_gpu_list() -> None:
+    """On this machine nvidia-smi is absent: there is no persistence mode to read, so that check says skip (it said
+    pass, beside nvidia-smi's fail, in a trial on lab hosts)."""
+    document, _ = doc()
+    persistence = checks(document)["persistence"]
+    assert persistence["status"] == "skip" and persistence["reason"] == "nvidia-smi did not answer"
+    assert {"name": "persistence", "reason": "nvidia-smi did not answer"} in document["not_run"]
+
+
 def test_the_probe_reports_the_load_error_as_json() -> None:
     result = run("--probe", "kernel")
     probe = json.loads(result.stdout)
@@ -93,6 +102,32 @@ def test_the_budget_stops_every_later_check(tmp_path: Path) -> None:
     assert by_name["cuda"]["status"] == "budget" and "needs ~8 s" in by_name["cuda"]["reason"]
     assert all(by_name[n]["status"] == "budget" for n in ("dcgm-diag-1", "dcgm-diag-2", "bandwidth", "nccl"))
     assert all("stopped the tier at cuda" in by_name[n]["reason"] for n in ("dcgm-diag-2", "nccl"))
+
+
+def test_the_budget_reason_never_shows_as_much_left_as_the_check_needs(tmp_path: Path) -> None:
+    """A 9 s budget leaves a little under 8 s for the CUDA probe (estimate 8 s) once the runner's own 1 s is kept:
+    the reason must not say "needs ~8 s, 8.0 s left" (rounded up), and it names the kept second; a 1 s budget is all
+    kept for the runner, which is said rather than "0.0 s of the 1 s budget left" alone."""
+    nine = checks(doc("--budget", "9", path=base_path(tmp_path))[0])["cuda"]
+    assert nine["status"] == "budget" and "needs ~8 s, 7." in nine["reason"], nine["reason"]
+    assert "1 s of it kept for the runner itself" in nine["reason"]
+    one = checks(doc("--budget", "1", path=base_path(tmp_path))[0])["nvidia-smi"]
+    assert "0.0 s of the 1 s budget left; 1 s of it kept for the runner itself" in one["reason"], one["reason"]
+    tiny = checks(doc("--budget", "0.001", path=base_path(tmp_path))[0])["nvidia-smi"]
+    assert "of the 0.001 s budget" in tiny["reason"]
+
+
+def test_a_dcgm_run_that_skipped_every_test_could_not_judge(tmp_path: Path) -> None:
+    """A dcgmi stand-in printing a REAL `dcgmi diag -r 3 -j` document (DCGM 3.3.1 on a Tesla T400, NVIDIA/DCGM issue
+    139, tests/data/dcgm_json/SOURCES.md) in which every result is "Skip": it tested nothing, so the check could not
+    judge (status error, the tier "unknown", exit 2), never a pass."""
+    capture = REPO / "tests" / "data" / "dcgm_json" / "NVIDIA-DCGM-139__dcgmi-diag-r3-j-3.3.1-t400-skip-cut.json"
+    fake_tool(tmp_path, "dcgmi", f"cat '{capture}'")
+    document, _ = doc("--tier", "quick", path=base_path(tmp_path))
+    dcgm = checks(document)["dcgm-diag-1"]
+    assert dcgm["status"] == "error" and dcgm["findings"] == []
+    assert "skipped all 5 of its test results: nothing was tested" in dcgm["reason"]
+    assert "dcgmi diag -r 1 -v" in dcgm["reason"]
 
 
 def test_a_hanging_tool_is_killed_at_its_timeout_with_its_children(tmp_path: Path) -> None:
@@ -293,3 +328,14 @@ def test_node_side_reads_nvbandwidth_host_copies_and_names_the_slow_gpu() -> Non
     assert low["id"] == "bandwidth-low" and low["part"]["index"] == 5 and "host-to-device 12.9" in low["summary"]
     real = (REPO / "tests" / "data" / "nvbandwidth" / "rtx4090x8_v0.2_excerpt.txt").read_text()
     assert node.peer_outliers(ctx, node.nvbandwidth_host_copies(real)) == []
+
+
+def test_the_controller_says_a_missing_libcuda_once_however_many_checks_hit_it() -> None:
+    """The burn-in tier's cuda, bandwidth and cuda-loop checks each find no libcuda on this machine (the real
+    runner's document): the report lists the finding once, not three times."""
+    from gpunode.accept.findings import document_findings
+
+    document, _ = doc("--tier", "burn-in")
+    hits = [c["name"] for c in document["checks"] for f in c["findings"] if f["id"] == "libcuda-missing"]
+    assert len(hits) >= 2, hits
+    assert [f.id for f in document_findings(document)].count("libcuda-missing") == 1

@@ -55,7 +55,11 @@ def test_issue_139_every_test_skipped_on_gpu_0():
     assert _rows(ISSUE_139) == [("Integration", "PCIe", "0", "Skip"), ("Hardware", "GPU Memory", "0", "Skip"),
                                 ("Hardware", "Diagnostic", "0", "Skip"), ("Hardware", "EUD Test", "0", "Skip"),
                                 ("Stress", "Targeted Stress", "0", "Skip")]
-    assert dcgmi_findings(ISSUE_139.read_text()) == (5, [])
+    # every result Skip: nothing was tested, which is said (a warning), never read as a pass
+    count, found = dcgmi_findings(ISSUE_139.read_text())
+    assert count == 5 and [(f.id, f.severity) for f in found] == [("dcgm-diag-skipped", "warning")]
+    assert "all 5 test result(s) were Skip" in found[0].summary and "Targeted Stress: Skip" in found[0].evidence
+    assert diagnose_files([ISSUE_139]).verdict == "unknown"
 
 
 def test_real_output_passes_on_eight_gpus_despite_the_warning_line_and_nulls():
@@ -130,4 +134,4 @@ def test_cli_exit_codes_match_the_text_form():
     text_fail, text_pass = run_cli("diagnose", str(TEXT_FAIL)).code, run_cli("diagnose", str(TEXT_PASS)).code
     assert run_cli("diagnose", str(SM_STRESS_FAIL)).code == text_fail == 1
     assert run_cli("diagnose", str(REAL_OUTPUT)).code == text_pass == 0
-    assert run_cli("diagnose", str(ISSUE_139)).code == 0
+    assert run_cli("diagnose", str(ISSUE_139)).code == 2  # every test skipped: no verdict

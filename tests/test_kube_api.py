@@ -136,3 +136,29 @@ def test_the_cli_refuses_bad_input_with_exit_2(tmp_path):
     result = run_cli("k8s-drain", "gpu-1", "--kubeconfig", str(kubeconfig(tmp_path, "http://x")), "--max-attempts",
                      "many")
     assert result.code == 2, result.output
+
+
+def test_a_broken_kubeconfig_is_named_with_its_line_and_a_missing_ca_with_its_path(tmp_path):
+    """What a user saw from `k8s-drain --kubeconfig` on a cut file: `cannot read it (ParserError)`, and on a CA
+    path that does not exist: `a file it names cannot be read (No such file or directory)`, naming neither."""
+    cut = tmp_path / "cut.yaml"
+    cut.write_text("apiVersion: v1\nkind: Config\nclusters: [\n")
+    with pytest.raises(UsageError) as broken:
+        load_kubeconfig(cut)
+    assert f"kubeconfig {cut}: not valid YAML at line 4" in str(broken.value)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a list\n")
+    with pytest.raises(UsageError, match="not a kubeconfig"):
+        load_kubeconfig(listed)
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1",
+                                                     "certificate-authority": str(tmp_path / "no" / "ca.crt")}}],
+              "users": [{"name": "u", "user": {"token": "t0ken"}}],
+              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    path = tmp_path / "ca.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(UsageError) as missing:
+        load_kubeconfig(path)
+    assert f"a file it names, {tmp_path / 'no' / 'ca.crt'}, cannot be read (No such file or directory)" in str(
+        missing.value)
+    assert "t0ken" not in str(missing.value) + str(broken.value)

@@ -109,6 +109,20 @@ def test_bad_options_exit_2_with_the_fix():
     assert result.code == 2 and "node selector bad key=x is not a Kubernetes label" in result.output
 
 
+def test_a_timeout_shorter_than_the_tier_budget_is_refused():
+    """NPD kills a plugin at its timeout and reads it as Unknown (plugin.go run(), cited in kube_npd.py): a timeout
+    under the quick tier's 60 s budget would leave the condition Unknown on every healthy node."""
+    from gpunode.accept.node import DEFAULT_BUDGET
+    from gpunode.kube_npd import TIER_BUDGET_S
+
+    assert TIER_BUDGET_S == DEFAULT_BUDGET  # one budget per tier, here and in the runner's controller side
+    for short in ("30s", "0s", "59s"):
+        result = run_cli("k8s-manifest", "accept-npd", "--timeout", short)
+        assert result.code == 2, result.output
+        assert f"--timeout {short} is shorter than the quick tier's 60 s budget" in result.output
+    assert run_cli("k8s-manifest", "accept-npd", "--timeout", "2m").code == 0
+
+
 def test_the_objects_are_built_from_npds_deployment():
     daemon_set = npd_objects()[-1]
     container = daemon_set["spec"]["template"]["spec"]["containers"][0]

@@ -118,3 +118,16 @@ def test_rtx2080ti_pair_over_pcie() -> None:
     assert len(run.rows) == 28 and run.busbw_at(1073741824) == 4.00
     assert run.avg_busbw == 2.05774 and run.wrong == 0
     assert [f.id for f in nccl_findings(run)] == ["nccl-no-reference"]
+
+
+def test_a_cut_capture_says_what_it_lacks_not_none() -> None:
+    """A real run pasted without its last lines (no `# Avg bus bandwidth`) or without its table: the evidence names
+    what is missing; it printed `avg None GB/s` before."""
+    judged = nccl_findings
+    whole = (DATA / "a3mega_2x8_h100_allreduce.txt").read_text()
+    cut = whole[:whole.index("# Avg bus bandwidth")]
+    [finding] = [f for f in judged(parse_nccl_tests(cut)) if f.id == "nccl-no-reference"]
+    assert finding.evidence == "max busbw 338.82 GB/s, no `# Avg bus bandwidth` line"
+    no_table = whole[:whole.index("#       size")]
+    [bare] = [f for f in judged(parse_nccl_tests(no_table)) if f.id == "nccl-no-reference"]
+    assert "None" not in bare.evidence and bare.evidence.startswith("no table row")

@@ -92,3 +92,27 @@ def test_a_kubernetes_host_takes_its_node_name_and_kubeconfig_from_the_inventory
     assert (drainer.node, drainer.kubeconfig, drainer.context) == ("ip-10-0-0-7.ec2.internal", "/etc/kube/admin.conf",
                                                                    "prod")
     assert drainer.describe == "kubernetes node ip-10-0-0-7.ec2.internal"
+
+
+def test_no_readable_kubeconfig_fails_before_the_change_naming_the_inventory_vars(tmp_path):
+    """As on lab hosts with gpunode_scheduler: kubernetes and no kubeconfig: the fix names the inventory variables
+    (provision has no --kubeconfig option) and does not ask to resume a node that was never cordoned."""
+    book = tmp_path / "rolling.yml"
+    book.write_text(BOOK)
+    playbook = load_playbook(book)
+    missing = tmp_path / "absent" / "config"
+    host = Host(name="gpu-1", address="192.0.2.1", vars={"gpunode_scheduler": "kubernetes",
+                                                         "kubeconfig": str(missing)})
+    os_release = (OS_RELEASE_DIR / "debian-12.txt").read_text()
+    replies = [Reply(label="run: echo prepare"),
+               Reply(label="rollback snapshot: NVIDIA packages before the change", stdout="manager apt\n")]
+    conn = StandinConnection(host.name, lambda boot: minimal_facts(os_release, {}, boot), replies,
+                             threading.Event())
+    rollout = host_rollouts(playbook, [host])[host.name]
+    run = HostRun(host, conn, playbook, {}, False, NoEvents(), threading.Event())
+    outcome = rollout.run(run)
+    assert outcome.status == "failed" and outcome.failed_step == "reboot"
+    assert f"kubeconfig {missing}: cannot read it (FileNotFoundError)" in outcome.error
+    assert "kubeconfig: PATH" in outcome.fix and "--kubeconfig" not in outcome.fix
+    assert "resume it by hand" not in outcome.fix and "was not cordoned" in outcome.fix
+    assert "reboot" not in [c["label"] for c in outcome.commands]  # nothing disturbing ran

@@ -100,6 +100,23 @@ def test_a_failed_canary_stops_the_rollout_before_the_other_hosts(tmp_path):
         assert "run again" in hosts[name]["fix"]
 
 
+def test_a_failed_canary_is_named_as_what_stopped_the_rollout(tmp_path):
+    """With max_fail_percentage: 100 the limit alone would never stop the rollout; the canary did, and the cancelled
+    hosts say so (they said "more than max_fail_percentage 100%", which 1 of 1 is not)."""
+    book = tmp_path / "p.yml"
+    book.write_text("canary: 1\nserial: 1\nmax_fail_percentage: 100\nsteps:\n  - command: {cmd: 'true'}\n")
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {f"n{i}": {"ansible_host": "127.0.0.1", "ansible_port": 1}
+                                                      for i in (1, 2, 3)}}}))
+    result = run_cli("provision", "-i", str(inventory), "--playbook", str(book), "--json-report",
+                     str(tmp_path / "r.json"), "--log-dir", str(tmp_path / "logs"))
+    assert result.code == 1, result.output
+    hosts = {h["host"]: h for h in json.loads((tmp_path / "r.json").read_text())["hosts"]}
+    assert hosts["n2"]["status"] == "cancelled" and hosts["n2"]["error"] == (
+        "not run: the rollout stopped after batch 1 of 3, where 1 of 1 host(s) failed (the canary batch: any failure "
+        "there stops the rollout, whatever max_fail_percentage says)")
+
+
 @pytest.mark.lab
 def test_serial_one_changes_one_host_after_the_other(lab, new_host, tmp_path):
     """On lab hosts: with `serial: 1` the second host's change starts after the first host's has ended; a second

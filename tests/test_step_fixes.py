@@ -33,3 +33,12 @@ def test_a_missing_program_comes_before_the_actions_own_fix():
     action = Action("add the key", command="curl ... | gpg ...", fix="check that the host reaches the repository")
     fix = action_fix(action, ExecResult(127, "", "sh: 1: gpg: not found\nsh: 1: curl: not found\n", 0.1))
     assert fix.startswith("the host has no gpg, curl") and "reaches the repository" not in fix
+
+
+def test_a_missing_nvidia_smi_points_at_the_driver_not_the_base_playbook():
+    """dash's words on a lab host without the driver (a gate `nvidia-smi -L`, run here on tr-h1):
+    `sh: 1: nvidia-smi: not found`, exit 127. The base playbook installs no nvidia-smi; the driver step does."""
+    fix = missing_program_fix("sh: 1: nvidia-smi: not found\n")
+    assert fix.startswith("the host has no nvidia-smi: the NVIDIA driver is not installed")
+    assert "gpu-node" in fix and "nvidia_driver" in fix and "`base`" not in fix
+    assert "`base` playbook" in missing_program_fix("sh: 1: jq: not found\n")

@@ -137,4 +137,8 @@ def document_findings(doc: dict[str, Any], expect_model: str | None = None) -> l
     found: list[Finding] = []
     for check in doc.get("checks") or []:
         found += check_findings(check, doc, expect_model)
-    return found + budget_finding(doc)
+    # one finding once: the probe's checks (cuda, bandwidth, cuda-loop) each say a missing libcuda the same way
+    unique: dict[tuple[str, str, str | None], Finding] = {}
+    for finding in found:
+        unique.setdefault((finding.id, finding.summary, finding.gpu), finding)
+    return [*unique.values(), *budget_finding(doc)]

@@ -41,7 +41,10 @@ def accept_host(host: Host, request: AcceptRequest, connect_options: ConnectOpti
     mine = AcceptRequest(request.tier, request.budget, expect_gpus, expect_model)
     try:
         doc = run_on_host(host, mine, connect_options)
-        return AcceptReport(host.name, doc, document_findings(doc, expect_model))
+        found = document_findings(doc, expect_model)
+        for finding in found:  # the node names no inventory host: its remedies say `-l HOST`
+            finding.remedy = finding.remedy.replace("-l HOST ", f"-l {host.name} ")
+        return AcceptReport(host.name, doc, found)
     except GpunodeError as exc:
         return AcceptReport(host.name, error=str(exc))
     except Exception as exc:  # an odd host is that host's failure, never a traceback
@@ -63,7 +66,7 @@ def accept(inventory: list[str], target: str, request: AcceptRequest, forks: int
     else:
         print_reports(data)
     if junit:
-        Path(junit).write_text(junit_xml(data))
+        Path(junit).write_text(junit_xml(data, "accept"))
         say("wrote JUnit XML: ", junit, stream=sys.stderr)
     return EXIT_OK if all(r.healthy for r in reports) else EXIT_FAILED
 

@@ -81,8 +81,20 @@ def dcgmi_findings(text: str) -> tuple[int, list[Finding]]:
             findings.append(Finding(check_id, severity, f"DCGM diagnostics: {len(hit)} test(s) or error(s) "
                                     f"{'failed' if result == 'Fail' else 'warned'}",
                                     "; ".join(hit + [d for kind, d in details if kind != "Error"][:5]), _REMEDY))
+    findings += _all_skipped(rows)
     findings += _link_findings(text)
     return len(rows) + len(list(_LINK_STATUS.finditer(text))), findings
+
+
+def _all_skipped(rows: list[tuple[str, str, str]]) -> list[Finding]:
+    """A run whose every result is Skip tested nothing: it proves nothing (no pass)."""
+    if not rows or any(res != "Skip" for _, res, _ in rows):
+        return []
+    return [Finding("dcgm-diag-skipped", "warning", f"DCGM diagnostics: all {len(rows)} test result(s) were Skip: "
+                    "nothing was tested - no verdict from this run",
+                    "; ".join(f"{name}: Skip" for name, _, _ in rows[:8]),
+                    "Run `dcgmi diag -r N -v` on the node to see why each test was skipped, then rerun the level that "
+                    "tests this GPU.")]
 
 
 def _link_findings(text: str) -> list[Finding]:

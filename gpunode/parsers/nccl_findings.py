@@ -11,6 +11,7 @@ import yaml
 
 from gpunode.parsers.catalogs.gpu_floors import Floor, allreduce_floor, published_source
 from gpunode.parsers.catalogs.gpu_models import identify
+from gpunode.parsers.expect_model import model_mismatch
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nccl_tests import NcclRun
 
@@ -56,13 +57,21 @@ def _corruption(run: NcclRun, name: str) -> list[Finding]:
                     "Take the node out of service and run dcgmi diag -r 3 and an NVLink/PCIe check.")]
 
 
+def _measured(run: NcclRun) -> str:
+    """`max busbw 27.28 GB/s, avg 9.09703 GB/s`; what the capture did not show is named (a cut table, no avg)."""
+    best = run.max_busbw()
+    parts = [f"max busbw {best:g} GB/s" if best is not None else "no table row",
+             f"avg {run.avg_busbw:g} GB/s" if run.avg_busbw is not None else "no `# Avg bus bandwidth` line"]
+    return ", ".join(parts)
+
+
 def _no_reference(run: NcclRun, name: str, gpus: int, label: str) -> Finding:
     across = f" across {len(run.hosts)} hosts" if len(run.hosts) > 1 else ""
     count = f"{gpus}x" if gpus else "an unknown number of"
     return Finding("nccl-no-reference", "warning",
                    f"{name} on {count} {label or 'unknown GPU'}{across}: no published or "
                    "derived reference for this collective, model and GPU count - no bandwidth verdict",
-                   f"max busbw {run.max_busbw()} GB/s, avg {run.avg_busbw} GB/s",
+                   _measured(run),
                    "Give --expect-model / --expect-gpus when the log does not name them (docs/gpu-models.md "
                    "lists the references), or compare with a known-good node of the same type.")
 
@@ -85,7 +94,7 @@ def nccl_findings(run: NcclRun, expect_model: str | None = None, expect_gpus: in
     """Corruption, then bandwidth against the reference for the model and GPU count (or say none applies). The GPU
     count is the capture's (its rank lines), else `expect_gpus`."""
     name = run.collective or "nccl-tests"
-    found = _corruption(run, name)
+    found = [*_corruption(run, name), *model_mismatch("nccl", run.models[0] if run.models else None, expect_model)]
     model = expect_model or (run.models[0] if run.models else "")
     gpus = run.n_ranks or expect_gpus or 0
     floor, label = reference(model, gpus, len(run.hosts)) if name == "all_reduce" and model and gpus else (None, "")

@@ -17,6 +17,7 @@ import yaml
 
 from gpunode.parsers.catalogs.gpu_floors import Floor, h2d_floor, p2p_floor, published_source
 from gpunode.parsers.catalogs.gpu_models import identify
+from gpunode.parsers.expect_model import model_mismatch
 from gpunode.parsers.model import Finding
 from gpunode.parsers.nvbandwidth import NvbMatrix, NvbRun
 
@@ -184,7 +185,7 @@ def nvbandwidth_findings(run: NvbRun, expect_model: str | None = None,
                          expect_gpus: int | None = None) -> list[Finding]:
     """Failed testcases, then each GPU and pair against the floors for the model (or say none applies), then each
     GPU against its peers. The GPU count is the capture's, else `expect_gpus`."""
-    found = _failure(run)
+    found = [*_failure(run), *model_mismatch("nvbandwidth", run.models[0] if run.models else None, expect_model)]
     model = expect_model or (run.models[0] if run.models else "")
     h2d, p2p, label = floors(model, len(run.devices) or expect_gpus) if model else (None, None, model)
     floor_found = _floor_findings(run, h2d, p2p, label) if h2d else []

@@ -26,9 +26,17 @@ def print_summary(result: RunResult, console: Console | None = None, show_diffs:
         _print_phases(console, host)
     for host in result.hosts:
         _print_problems(console, host)
-    failed = [h.host for h in result.hosts if h.failed]
-    console.print(literal(f"{len(result.hosts) - len(failed)} ok, {len(failed)} failed"
-                          + (f" ({', '.join(failed)})" if failed else "") + f" in {result.seconds:.1f}s"))
+    console.print(literal(total_line(result)))
+
+
+def total_line(result: RunResult) -> str:
+    """`2 ok, 1 failed (n1) in 3.0s`; hosts a stopped rollout or Ctrl-C never ran are counted apart, as cancelled."""
+    failed = [h.host for h in result.hosts if h.failed and h.status != "cancelled"]
+    cancelled = [h.host for h in result.hosts if h.status == "cancelled"]
+    ok = len(result.hosts) - len(failed) - len(cancelled)
+    return (f"{ok} ok, {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else "")
+            + (f", {len(cancelled)} cancelled ({', '.join(cancelled)})" if cancelled else "")
+            + f" in {result.seconds:.1f}s")
 
 
 def _print_diffs(console: Console, host: HostOutcome) -> None:
@@ -73,7 +81,10 @@ def _print_phases(console: Console, host: HostOutcome) -> None:
 
 NOTE_PREFIXES = ("handlers notified but not run", "handlers that would run", "still running on",
                  "package share off for this host",  # a problem of the run's own making, with its fix
-                 "module cache: ")  # a cache entry refused, a URL not read, a build not added
+                 "module cache: ",  # a cache entry refused, a URL not read, a build not added
+                 # a rolling run (runner/rolling.py): the drain and gate --check announces, what happened after
+                 "would drain ", "would run the gate", "rollback: ", "after the change: ", "slurm node ",
+                 "kubernetes node ")
 
 
 def _print_problems(console: Console, host: HostOutcome) -> None:

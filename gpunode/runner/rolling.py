@@ -21,6 +21,7 @@ from gpunode.report.model import HostOutcome
 from gpunode.runner.host_rules import account_commands
 from gpunode.runner.host_run import HostRun
 from gpunode.schedulers.drain import Drainer
+from gpunode.schedulers.errors import NotDrained
 from gpunode.steps.driver_snapshot import SNAPSHOT_COMMAND, DriverSnapshot
 
 POLL_SECONDS = 5.0  # how often a draining node's running work is asked for
@@ -83,6 +84,8 @@ class HostRollout:
         """The drain or its wait failed before any change: the node goes back as it was (said when it cannot)."""
         assert self.drainer is not None
         self.drained = False
+        if isinstance(exc, NotDrained):
+            return  # the drain could not begin: the node was never taken out
         try:
             self.drainer.resume(conn)
             self.record["resumed"] = _now()

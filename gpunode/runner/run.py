@@ -56,7 +56,7 @@ def run_playbook(playbook: Playbook, hosts: list[Host], options: RunOptions,
             failed = sum(outcomes[run.host.name].failed for run in batch)
             if number < len(batches) and playbook.rollout.stops_after(failed, len(batch), number):
                 _not_run(runs, outcomes, f"not run: the rollout stopped after batch {number} of {len(batches)}, "
-                         f"where {failed} of {len(batch)} host(s) failed{_limit(playbook.rollout)}",
+                         f"where {failed} of {len(batch)} host(s) failed{_limit(playbook.rollout, number)}",
                          "fix the failed hosts (their errors are above) and run again: the hosts done are converged "
                          "and change nothing")
                 break
@@ -114,7 +114,9 @@ def _not_run(runs: list[HostRun], outcomes: dict[str, HostOutcome], why: str, fi
             outcomes[run.host.name] = run.outcome
 
 
-def _limit(rollout: Rollout) -> str:
+def _limit(rollout: Rollout, number: int) -> str:
+    if number == 1 and rollout.canary:  # Rollout.stops_after: a canary batch stops at its first failure
+        return " (the canary batch: any failure there stops the rollout, whatever max_fail_percentage says)"
     if rollout.max_fail_percentage is None:
         return " (every host of a batch failed)"
     return f" (more than max_fail_percentage {rollout.max_fail_percentage:g}%)"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpunode.connection import Connection
+from gpunode.errors import UsageError
 from gpunode.kube_drain import Api, DrainOptions, drain, uncordon
 
 
@@ -28,8 +29,18 @@ class KubeDrainer:
     def _api(self) -> Api:
         if self.api is None:
             from gpunode.kube_api import http_api, load_kubeconfig
+            from gpunode.schedulers.errors import NotDrained
 
-            self.api = http_api(load_kubeconfig(self.kubeconfig or None, self.context))
+            try:
+                config = load_kubeconfig(self.kubeconfig or None, self.context)
+            except UsageError as exc:  # in a playbook run the kubeconfig comes from the inventory, not an option
+                raise NotDrained(
+                    f"{exc.cause}; this host's inventory says gpunode_scheduler: kubernetes", step="kubernetes drain",
+                    fix="set kubeconfig: PATH (and kube_context: NAME) in this host's or its group's inventory vars, "
+                        "or KUBECONFIG on the controller; else take gpunode_scheduler: kubernetes off this host (or "
+                        "`drain: never` in the playbook). The node was not cordoned and the step that disturbs its "
+                        "GPUs did not run") from None
+            self.api = http_api(config)
         return self.api
 
     def drain(self, conn: Connection, reason: str) -> None:

@@ -195,6 +195,16 @@ def parse_jobs(text: str) -> list[Job]:
 # ---- actions ---------------------------------------------------------------------------------------------------
 def _checked(run: Run, argv: list[str], node: str) -> Completed:
     result = run(argv)
+    if result.code == 127:  # the shell's "command not found": this host has no Slurm client
+        from gpunode.schedulers.errors import NotDrained
+
+        said = (result.stderr or result.stdout).strip()
+        raise NotDrained(
+            f"this host has no {argv[0]} (exit 127: {said}), but its inventory says gpunode_scheduler: slurm",
+            fix="install Slurm's client on it (Debian: slurm-client; slurmd nodes have it) if it is a Slurm node, "
+                "else take gpunode_scheduler: slurm off this host in the inventory (or `drain: never` in the "
+                "playbook); the node was not drained and the step that disturbs its GPUs did not run",
+            step="slurm drain")
     if result.code != 0:
         said = (result.stderr or result.stdout).strip()
         raise GpunodeError(f"`{' '.join(argv)}` failed (exit {result.code}): {said}",

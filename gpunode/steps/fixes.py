@@ -42,11 +42,20 @@ _NOT_FOUND = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|da)?sh: (?:line )?(?:\d+: )
                         re.MULTILINE)
 
 
+# programs the `nvidia_driver` step installs with the driver (the distro packages of the same names:
+# the distro adapters' distro_driver_packages in gpunode/distros/): the `base` playbook never provides them
+_DRIVER_PROGRAMS = ("nvidia-smi", "nvidia-persistenced")
+
+
 def missing_program_fix(output: str) -> str:
     """A fix for a command that failed because the shell found no such program; "" otherwise."""
     names = list(dict.fromkeys(_NOT_FOUND.findall(output)))
     if not names:
         return ""
+    if any(name in _DRIVER_PROGRAMS for name in names):
+        return (f"the host has no {', '.join(names)}: the NVIDIA driver is not installed; install it first (an "
+                "`nvidia_driver` step before this one, or the built-in `gpu-node` playbook: `gpunode provision "
+                "-i INVENTORY --playbook gpu-node`)")
     return (f"the host has no {', '.join(names)}: the shell found no such program; install the package "
             "that provides it first (a `packages` step before this one, or the built-in `base` playbook)")
 

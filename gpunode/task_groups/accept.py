@@ -8,6 +8,8 @@ from gpunode.commands.common import cli_errors
 from gpunode.errors import UsageError
 from gpunode.task_groups.base import CONN_HELP, KEYS_HELP, _positive, _whole, gtask
 
+_MAX_BUDGET_S = 1e7  # about 115 days: anything longer is a typo
+
 
 def _budget(value: object) -> float | None:
     """--budget: seconds, more than 0 (None when not given)."""
@@ -17,8 +19,9 @@ def _budget(value: object) -> float | None:
         number = float(str(value))
     except ValueError:
         number = -1.0
-    if not 0 < number < 1e7:
-        raise UsageError(f"must be a number of seconds above 0, got {value!r}", source="--budget",
+    if not 0 < number < _MAX_BUDGET_S:
+        raise UsageError(f"must be a number of seconds above 0 and below {_MAX_BUDGET_S:.0f}, got {value!r}",
+                         source="--budget",
                          fix="e.g. --budget 60 (the quick tier's default; standard 1200, burn-in 10800)")
     return number
 

@@ -131,7 +131,8 @@ def k8s_manifest(c, what, name=None, image=None, ps_image=None, command=None, cl
             except ValueError as exc:
                 raise UsageError(f"k8s-manifest accept-npd: {exc}",
                                  fix="--interval and --timeout are Go durations (a number and ns, us, ms, s, m or "
-                                     "h: 10m, 120s); --node-selector takes a label KEY=VALUE") from None
+                                     "h: 10m, 120s), --timeout at least the tier's budget (quick: 60 s); "
+                                     "--node-selector takes a label KEY=VALUE") from None
         else:
             raise UsageError(f"k8s-manifest {what!r}: no such manifest", fix="device-plugin, tfjob or accept-npd")
         print(manifests_yaml(objects), end="")

@@ -98,7 +98,7 @@ class DiagnoseResult:
     @property
     def partial(self) -> list[str]:
         """What partial captures lack (GPU sections fewer than attached, a table cut off)."""
-        return [f"{Path(f.path).name}: {item}" for f in self.files for item in f.partial]
+        return [f"{Path(f.path).name} lacks {item}" for f in self.files for item in f.partial]
 
     @property
     def healthy(self) -> bool | None:
@@ -174,7 +174,9 @@ class DiagnoseResult:
         lines = [f"Files ({len(self.files)}):"]
         for result in self.files:
             mark = ("n/a" if result.kind in NOT_APPLICABLE_KINDS else "ok ") if result.ok else "ERR"
-            lines.append(f"  [{mark}] {result.path}: {result.kind}: {result.message}")
+            said = result.message if result.message.startswith(f"{result.kind}: ") else \
+                f"{result.kind}: {result.message}"  # a file of several blocks names each block's kind itself
+            lines.append(f"  [{mark}] {result.path}: {said}")
         lines += ["", f"Saw: {self.saw()}", ""]
         if not self.findings:
             lines.append("Findings: none")
@@ -211,7 +213,7 @@ class DiagnoseResult:
             return (f"Result: NO EVIDENCE {counts}: nothing in the input speaks about a GPU's health (no GPU in "
                     f"nvidia-smi output, no NVIDIA kernel message, no error message, no PCI scan); {_CAPTURE_INSTEAD}")
         benchmark = all("no verdict" in item or "--expect-" in item for item in self.partial)
-        return (f"Result: UNKNOWN {counts}: partial capture, missing {'; '.join(self.partial)}; "
+        return (f"Result: UNKNOWN {counts}: partial capture: {'; '.join(self.partial)}; "
                 f"{_NO_VERDICT if benchmark else _CAPTURE_INSTEAD}")
 
 
@@ -364,6 +366,9 @@ def _file_result(path: str, read: FileRead) -> tuple[FileResult, Evidence | None
     messages = [f"{b.kind}: {b.message}" if len(read.blocks) > 1 else b.message for b in read.blocks if b.ok]
     partial = list(evidence.smi.missing) if evidence.smi else []
     partial += _no_verdict(findings, evidence)
+    if any(f.id == "dcgm-diag-skipped" for f in findings):
+        partial.append("a DCGM diagnostic that tested something (every result of this dcgmi diag run was Skip: "
+                       "`dcgmi diag -r N -v` on the node says why)")
     if any(f.id == "nvbandwidth-test-failed" for f in findings):
         partial.append("the rest of an nvbandwidth run that stopped in a testcase (its copies were not all measured)")
     return FileResult(path, kind, True, "; ".join(messages), evidence.smi, evidence.pci_devices, findings, kinds,

@@ -61,21 +61,24 @@ def unreachable_report(host: str, error: str) -> dict[str, object]:
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 
-def junit_xml(reports: list[dict[str, object]]) -> str:
-    """One <testsuite> per host, one <testcase> per finding id.
+def junit_xml(reports: list[dict[str, object]], command: str = "verify-gpu") -> str:
+    """One <testsuite> per host, one <testcase> per finding id; `command` names the suites (gpunode.COMMAND).
 
     critical -> <failure>; warning and ok pass, with the details in <system-out>. A host without
     findings gets a single passing "healthy" testcase; a host that could not be checked (unreachable) gets one
-    "connect" testcase with an <error> holding the cause, so no host is missing from the report.
+    "connect" testcase with an <error> holding the cause, so no host is missing from the report. A host whose
+    verdict is "incomplete" (an acceptance tier cut short: exit 1) gets a failing "verdict" testcase, so the XML
+    never reads green where the exit code says not.
     """
-    suites = ET.Element("testsuites", name="gpunode verify-gpu")
+    suites = ET.Element("testsuites", name=f"gpunode {command}")
+    classes = "gpunode." + command.split("-")[0]
     total = failed = errors = 0
     for report in reports:
         host = str(report.get("host", ""))
         findings = list(report.get("findings") or [])  # type: ignore[call-overload]
         suite = ET.SubElement(suites, "testsuite", name=host)
         if report.get("error") is not None:
-            case = ET.SubElement(suite, "testcase", classname=f"gpunode.verify.{host}", name="connect")
+            case = ET.SubElement(suite, "testcase", classname=f"{classes}.{host}", name="connect")
             ET.SubElement(case, "error", message=str(report["error"])[:500], type="unreachable").text = str(
                 report["error"])
             suite.set("tests", "1")
@@ -84,12 +87,16 @@ def junit_xml(reports: list[dict[str, object]]) -> str:
             total += 1
             errors += 1
             continue
-        cases = 0
-        failures = 0
+        cases = failures = 0
+        if report.get("verdict") == "incomplete":
+            cases, failures = 1, 1
+            case = ET.SubElement(suite, "testcase", classname=f"{classes}.{host}", name="verdict")
+            ET.SubElement(case, "failure", message="incomplete: the checks did not all run to a verdict",
+                          type="incomplete").text = "; ".join(str(f["summary"]) for f in findings) or "incomplete"
         for finding in findings or [{"id": "healthy", "severity": "ok", "summary": "no findings",
                                      "evidence": "", "remedy": "", "gpu": None}]:
             cases += 1
-            case = ET.SubElement(suite, "testcase", classname=f"gpunode.verify.{host}", name=finding["id"])
+            case = ET.SubElement(suite, "testcase", classname=f"{classes}.{host}", name=finding["id"])
             details = _details(finding)
             if finding["severity"] == "critical":
                 failures += 1

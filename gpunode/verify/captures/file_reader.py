@@ -133,6 +133,7 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     ev.dcgmi = "\n".join(dcgmi) or None
     if ev.nccl_tests:
         ev.nccl_tests = with_program_line(ev.nccl_tests, plain)
+        _name_collective(result.blocks, parse_nccl_tests(ev.nccl_tests).collective)
     if ev.kernel_log:
         messages = kernel_messages(ev.kernel_log)
         result.kernel_lines = len(messages)
@@ -141,6 +142,14 @@ def read_text(text: str, expectations: Expectations) -> FileRead:
     result.units = failed_units(plain)
     result.fabric = fabric_context(ev.smi, len(ev.nvswitches), plain)
     return result
+
+
+def _name_collective(blocks: list[BlockResult], collective: str | None) -> None:
+    """An nccl-tests block whose program line landed in a block of its own (a prompt line): its description names
+    the collective the findings judge, not "collective not named"."""
+    for block in blocks:
+        if collective and block.kind == "nccl-tests" and block.message.startswith("collective not named"):
+            block.message = block.message.replace("collective not named", collective, 1)
 
 
 def foreign_lines(text: str) -> dict[str, tuple[int, list[str]]]:
@@ -212,8 +221,9 @@ def _read_nccl(text: str, read: FileRead) -> tuple[str, bool, str]:
     ev.nccl_tests = f"{ev.nccl_tests}\n{text}" if ev.nccl_tests else text
     run = parse_nccl_tests(text)
     read.findings.extend(nccl_transport_findings(text, run.collective or "nccl-tests"))
+    best = run.max_busbw()
     return ("nccl-tests", True, f"{run.collective or 'collective not named'}: {run.n_ranks} rank(s), "
-                                f"{len(run.rows)} size(s), max busbw {run.max_busbw()} GB/s")
+                                f"{len(run.rows)} size(s)" + (f", max busbw {best:g} GB/s" if best is not None else ""))
 
 
 def _read_nvbandwidth(text: str, read: FileRead) -> tuple[str, bool, str]:
