@@ -51,12 +51,12 @@ class DcgmStep(Step):
     distribution NVIDIA does not list for DCGM, and without a driver unless `cuda_major` is given."""
 
     kind = "dcgm"
-    facts_sections = frozenset({"pkgmgr", "packages"})
+    facts_sections = frozenset({"pkgmgr", "packages", "gpu"})
     version: str | None = arg(None, "DCGM version to pin both packages to (apt `=V`, e.g. 1:4.4.2-1; dnf `-V`, e.g. "
                                     "4.4.2); none: the newest, then kept")
     cuda_major: int | None = arg(None, "the CUDA major the packages target; none: the major of nvidia-smi's "
                                        "`CUDA Version` (the driver must be installed and loaded)")
-    install_recommends: bool = arg(True, "the recommended DCGM packages too (NVIDIA's install_weak_deps=True)")
+    install_recommends: bool = arg(True, "the recommended DCGM packages too (as Azure's HPC images install them: dnf install_weak_deps=True)")
     timeout: int = arg(1800, "seconds")
 
     def __post_init__(self) -> None:
@@ -89,10 +89,9 @@ class DcgmStep(Step):
             raise StepFailed(str(exc), fix=exc.fix) from None
         manager = manager_for(facts.os.package_manager)
         major = self.cuda_major or self._major(ctx)
-        if major is None:  # check mode, the driver an earlier step installs decides the package
+        if major is None:  # check mode: the driver this run installs or loads decides the package
             return [Action(f"install DCGM 4 ({', '.join(packages(0)).replace('cuda0', 'cuda<MAJOR>')}) and enable "
-                           f"{SERVICE}", "would change (unknown until run): the CUDA major comes from the driver an "
-                           f"earlier step installs ({', '.join(ctx.state.installing)})")]
+                           f"{SERVICE}", f"would change (unknown until run): {self._pending(ctx)}")]
         installed = manager.parse(ctx.probe.within("pkgs")).installed
         missing = [Wanted(n, self.version) for n in packages(major) if not pinned_by(installed.get(n), self.version)]
         actions = [self._install(ctx, manager, fetch_tools_first(facts, manager, setup), missing, installed, major)] \
@@ -106,12 +105,24 @@ class DcgmStep(Step):
         printed = ctx.probe["cuda"].strip()
         if printed.isdigit():
             return int(printed)
-        if ctx.check and ctx.state.installing:
+        if ctx.check and self._pending(ctx):
             return None
         raise StepFailed("nvidia-smi printed no CUDA version: no NVIDIA driver is installed and loaded, and DCGM 4's "
                          "package is chosen by the CUDA major the driver supports",
                          fix="install the driver first (the nvidia_driver step, then reboot), or set the dcgm step's "
                          "cuda_major (e.g. 12 or 13)")
+
+    @staticmethod
+    def _pending(ctx: StepContext) -> str:
+        """Why nvidia-smi may answer in the run though it did not now (check mode): "" when nothing says so."""
+        state, driver = ctx.state, ctx.facts.nvidia.driver_version
+        if state.installing:
+            return f"the CUDA major comes from the driver, and earlier steps install {', '.join(state.installing)}"
+        if state.reboot_required:
+            return "the CUDA major comes from the driver, which the reboot this run plans loads"
+        if driver:
+            return f"the CUDA major comes from the driver ({driver}), which nvidia-smi did not answer for yet"
+        return ""
 
     def _install(self, ctx: StepContext, manager: PackageManager, setup: str, missing: list[Wanted],
                  installed: dict[str, str], major: int) -> Action:

@@ -63,6 +63,7 @@ def install_action(ctx: StepContext, manager: PackageManager, pkgs: DriverPackag
     """One command: held packages in the way let go, repositories, the module stream (switched NVIDIA's way
     when the branch or flavour changes), the packages."""
     facts, target = ctx.facts, ctx.target_kernel
+    ctx.will_install(w.name for w in missing)  # check mode: later steps (dcgm, services) plan for the driver
     stale = stale_holds(facts, pkgs, method, branch, flavor, held, switch)
     setup = pkgs.module_switch() if switch else pkgs.repo_setup
     setup = fetch_tools_first(facts, manager, setup)  # cuda-repo on apt: the keyring package is fetched with curl
