@@ -56,7 +56,8 @@ class DcgmStep(Step):
                                     "4.4.2); none: the newest, then kept")
     cuda_major: int | None = arg(None, "the CUDA major the packages target; none: the major of nvidia-smi's "
                                        "`CUDA Version` (the driver must be installed and loaded)")
-    install_recommends: bool = arg(True, "the recommended DCGM packages too (as Azure's HPC images install them: dnf install_weak_deps=True)")
+    install_recommends: bool = arg(True, "the recommended DCGM packages too (as Azure's HPC images install them: "
+                                         "dnf install_weak_deps=True)")
     timeout: int = arg(1800, "seconds")
 
     def __post_init__(self) -> None:
