@@ -101,7 +101,7 @@ class DcgmStep(Step):
         return repair_first(ctx, manager, self.timeout) + actions if actions else []
 
     def _major(self, ctx: StepContext) -> int | None:
-        """The CUDA major nvidia-smi printed; None in check mode when an earlier step installs packages (the driver);
+        """The CUDA major nvidia-smi printed; None in check mode when the driver comes or loads in this run (_pending);
         a failure when there is no driver to ask."""
         printed = ctx.probe["cuda"].strip()
         if printed.isdigit():
@@ -117,8 +117,9 @@ class DcgmStep(Step):
     def _pending(ctx: StepContext) -> str:
         """Why nvidia-smi may answer in the run though it did not now (check mode): "" when nothing says so."""
         state, driver = ctx.state, ctx.facts.nvidia.driver_version
-        if state.installing:
-            return f"the CUDA major comes from the driver, and earlier steps install {', '.join(state.installing)}"
+        coming = [n for n in state.installing if "nvidia" in n or "cuda" in n]  # every driver package's name has one
+        if coming:
+            return f"the CUDA major comes from the driver, and earlier steps install {', '.join(coming)}"
         if state.reboot_required:
             return "the CUDA major comes from the driver, which the reboot this run plans loads"
         if driver:
