@@ -53,9 +53,9 @@ GIB = 1 << 30
 # ubuntu2404/x86_64/Packages); nccl-tests' README (NVIDIA/nccl-tests@01d6761451d6 README.md "Build": `make`,
 # CUDA_HOME / NCCL_HOME); nvbandwidth's -t takes several testcases (NVIDIA/nvbandwidth@66746a3bef61
 # nvbandwidth.cpp:211, multitoken).
-DCGM_INSTALL = ("install DCGM from NVIDIA's CUDA repository as "
-                "https://docs.nvidia.com/datacenter/dcgm/latest/installation.html says (package "
-                "datacenter-gpu-manager), then `systemctl enable --now nvidia-dcgm`")
+DCGM_INSTALL = ("install DCGM 4 with gpunode's dcgm step: "
+                "`gpunode provision -H HOST --playbook gpu-node --var install_dcgm=true --tags dcgm` (or by hand as "
+                "https://docs.nvidia.com/datacenter/dcgm/latest/installation.html says)")
 NCCL_TESTS_INSTALL = ("build NVIDIA/nccl-tests as its README says (`make CUDA_HOME=... NCCL_HOME=...`) and put "
                       "build/all_reduce_perf on PATH, or name its folder in /etc/gpunode/accept.json "
                       "(tool_dirs: {\"all_reduce_perf\": \"/opt/nccl-tests/build\"})")

@@ -62,14 +62,17 @@ class AptDistro(Distro):
             return self.distro_driver_packages(branch, flavor)
         if method != "cuda-repo":
             raise ValueError(f"unknown driver method {method!r}")
-        repo = self.cuda_repo_name()
-        arch = value(CUDA_REPO, "arm_arch") if self.os.arch == "aarch64" else "x86_64"
-        base = value(CUDA_REPO, "base_url").format(repo=repo, arch=arch)
-        setup = (f"[ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || {{ curl -fsSL -o /tmp/cuda-keyring.deb "
-                 f"{base}/{value(CUDA_REPO, 'keyring_package')} && dpkg -i /tmp/cuda-keyring.deb; }}")
+        setup = self.cuda_repo_setup()
         pkgs = (f"nvidia-open-{branch}",) if flavor == "open" else (f"cuda-drivers-{branch}",)
         return DriverPackages(pkgs, pkgs, "nvidia", self.fabricmanager_packages(method, branch), setup,
                               version_from=pkgs[0])
+
+    def cuda_repo_setup(self) -> str:
+        """NVIDIA's cuda-keyring package from the release's repository folder (it writes the list and the key),
+        unless its keyring is there already."""
+        base = self.cuda_repo_base()
+        return (f"[ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || {{ curl -fsSL -o /tmp/cuda-keyring.deb "
+                f"{base}/{value(CUDA_REPO, 'keyring_package')} && dpkg -i /tmp/cuda-keyring.deb; }}")
 
     def other_driver_packages(self, method: str, branch: int, flavor: str, names: set[str]) -> list[str]:
         """On apt each branch has its own package names and conflicts with the others (Canonical's

@@ -7,6 +7,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
+from gpunode.distros.repos import CUDA_REPO, DCGM
+from gpunode.vendor_facts import value
+
 if TYPE_CHECKING:  # protocols only for the type checker: no class made at import
     class OsRelease(Protocol):
         """What an adapter reads of a host's identity (gpunode.facts.OsInfo has these fields)."""
@@ -230,6 +233,26 @@ class Distro:
     def cuda_repo_name(self) -> str:
         """NVIDIA's CUDA repository folder for the release (ubuntu2204, rhel9, amzn2023...)."""
         raise UnsupportedDistro(f"no NVIDIA CUDA repository for {self.os.id} {self.os.version_id}")
+
+    def cuda_repo_base(self) -> str:
+        """The address of NVIDIA's CUDA repository folder for the release and architecture."""
+        arch = value(CUDA_REPO, "arm_arch") if self.os.arch == "aarch64" else "x86_64"
+        return str(value(CUDA_REPO, "base_url")).format(repo=self.cuda_repo_name(), arch=arch)
+
+    def cuda_repo_setup(self) -> str:
+        """Shell adding NVIDIA's CUDA repository (the cuda-repo driver method, DCGM): the same on every use."""
+        raise UnsupportedDistro(f"no NVIDIA CUDA repository for {self.os.id} {self.os.version_id}")
+
+    def check_dcgm_supported(self) -> None:
+        """Raise UnsupportedDistro unless NVIDIA lists the release among DCGM's distributions (distros/repos.py)."""
+        supported: dict[str, tuple[str, ...]] = value(DCGM, "distributions")
+        versions = supported.get(self.os.id, ())
+        if self.os.version_id in versions or str(self.os.version_major) in versions:
+            return
+        listed = "; ".join(f"{k} {'/'.join(v)}" for k, v in supported.items())
+        raise UnsupportedDistro(f"NVIDIA does not list {self.os.pretty_name or self.os.id} among DCGM's "
+                                f"distributions (supported: {listed})",
+                                fix="run DCGM on a supported distribution, or leave install_dcgm off on this host")
 
     def extra_repos(self, pkg: CrbAccess | None = None) -> str:
         """Shell enabling the repositories DKMS builds need (EPEL + CRB/PowerTools on EL); "" when none."""

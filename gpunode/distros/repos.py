@@ -6,7 +6,7 @@ gpunode/vendor_facts.py).
 
 from __future__ import annotations
 
-from gpunode.vendor_facts import DEEPOPS, EKS_AMI, NVIDIA_DRIVER_ROLE, Fact, Source, fact_table
+from gpunode.vendor_facts import DEEPOPS, EKS_AMI, NVIDIA_DRIVER_ROLE, Fact, Pin, Source, fact_table
 
 _DOCS = ("NVIDIA/cloud-native-docs", "container-toolkit/install-guide.md",
          "52dcb7b8d956784344e241df476de17094a4574c")
@@ -60,6 +60,43 @@ CUDA_REPO = fact_table("nvidia-cuda-repo", {
     "amzn2023_folder": Fact("amzn2023", EKS_AMI.at("templates/al2023/provisioners/install-nvidia-driver.sh", "44")),
     "rhel_folder": Fact("rhel{major}", DEEPOPS.at("docs/airgap/mirror-rpm-repos.md", "28"),
                         "repo files for EL8 and EL9 at repos/rhel8/x86_64/cuda-rhel8.repo and rhel9"),
+})
+
+# NVIDIA DCGM 4 (issue 38): the packages as Azure's HPC images install them from the CUDA repository, the distributions
+# NVIDIA's DCGM guide lists. azhpc-images c709a9b (2026-05-05) is the last version that reads the CUDA major from
+# nvidia-smi; 8e9d055 (the newest read) asks libcuda's cuDriverGetVersion instead (same number, no GPU needed).
+_AZHPC = Pin("Azure/azhpc-images", "c709a9b297024e1e22229cf4d402794b903542ae")
+_AZHPC_DCGM = "components/install_dcgm.sh"
+_DCGM_GUIDE = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/getting-started.html"
+_DCGM_INSTALL = "https://docs.nvidia.com/datacenter/dcgm/latest/installation.html"
+
+DCGM = fact_table("nvidia-dcgm", {
+    "cuda_package": Fact("datacenter-gpu-manager-4-cuda{major}", _AZHPC.at(_AZHPC_DCGM, "22"),
+                         "one package per CUDA major the driver supports (apt line 22, dnf line 51)"),
+    "core_package": Fact("datacenter-gpu-manager-4-core", _AZHPC.at(_AZHPC_DCGM, "23"),
+                         "installed beside it at the same version (apt-get install ...-cuda$V=$DCGM_VERSION "
+                         "...-core=$DCGM_VERSION, lines 21-25)"),
+    "cuda_major_probe": Fact("nvidia-smi | sed -E -n 's/.*CUDA Version: ([0-9]+)[.].*/\\1/p'",
+                             _AZHPC.at(_AZHPC_DCGM, "7"),
+                             "the major of the 'CUDA Version: X.Y' nvidia-smi prints: the newest CUDA the installed "
+                             "driver supports"),
+    "weak_deps": Fact(True, _AZHPC.at(_AZHPC_DCGM, "51"),
+                      "dnf install --setopt=install_weak_deps=True: the recommended DCGM packages come along"),
+    "service": Fact("nvidia-dcgm", _AZHPC.at(_AZHPC_DCGM, "63-66"),
+                    "systemctl --now enable nvidia-dcgm, then systemctl is-active nvidia-dcgm must succeed"),
+    "repository": Fact("the CUDA network repository", Source(url=_DCGM_INSTALL),
+                       "'Confirm that the target platform is supported, satisfy the applicable requirements, "
+                       "configure the NVIDIA package repository, and then use the package procedure for the "
+                       "installed Linux distribution.' (the page's first sentence); azhpc-images adds no other: "
+                       "'the repo is already added during nvidia/ cuda installations' (install_dcgm.sh:15)"),
+    "distributions": Fact({"ubuntu": ("22.04", "24.04"), "debian": ("12",), "rhel": ("8", "9", "10"),
+                           "rocky": ("8", "9", "10"), "almalinux": ("8", "9", "10"), "amzn": ("2023",)},
+                          Source(url=_DCGM_GUIDE),
+                          "'Supported Linux Distributions': Amazon Linux 2023, Azure Linux 3.0, Debian 12, RHEL "
+                          "8.y/Rocky Linux 8.y, RHEL 9.y/Rocky Linux 9.y, RHEL 10.y/Rocky Linux 10.y, SLES/OpenSUSE "
+                          "15.y, Ubuntu 22.04 LTS, Ubuntu 24.04 LTS. AlmaLinux as RHEL: azhpc-images installs DCGM "
+                          "on it with dnf from the same repository (install_dcgm.sh@c709a9b:49-51). Azure Linux and "
+                          "SLES have no gpunode adapter"),
 })
 
 _DOCKER_DOCS = ("docker/docs", "5ed1d6539fd5b2d03ad0a3f2f55a8774cd0c4021")

@@ -141,16 +141,18 @@ class RpmDistro(Distro):
         if self.os.family not in ("redhat", "amazon"):
             raise UnsupportedDistro(f"no distro driver packages known for {self.os.id}")
         fm = self.fabricmanager_packages(method, branch)
-        repo = self.cuda_repo_name()
-        arch = value(CUDA_REPO, "arm_arch") if self.os.arch == "aarch64" else "x86_64"
-        base = value(CUDA_REPO, "base_url").format(repo=repo, arch=arch)
         stream = value(EL, "module_stream_open" if flavor == "open" else "module_stream").format(branch=branch)
-        add = f"dnf config-manager --add-repo {value(CUDA_REPO, 'rpm_repo_file').format(base=base, repo=repo)}"
+        add = self.cuda_repo_setup()
         setup = f"{add} && dnf -y module install nvidia-driver:{stream}"
         kmod = "kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"
         pkgs = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced", kmod)
         return DriverPackages(pkgs, pkgs, "nvidia", fm, setup, version_from="nvidia-driver", module_stream=stream,
                               repo_add=add, switch=value(EL, "module_switch").format(stream=stream))
+
+    def cuda_repo_setup(self) -> str:
+        """NVIDIA's .repo file for the release's folder, added with dnf config-manager."""
+        repo_file = value(CUDA_REPO, "rpm_repo_file").format(base=self.cuda_repo_base(), repo=self.cuda_repo_name())
+        return f"dnf config-manager --add-repo {repo_file}"
 
     def driver_version_probe(self, pkgs: DriverPackages, branch: int) -> str:
         """The version of the branch's DKMS kmod that NVIDIA's repository would install (EKS AMI's query), through a

@@ -22,6 +22,14 @@ def curl_first(facts: Facts, manager: PackageManager) -> str:
     return f"{{ {{ command -v curl >/dev/null && [ -s {bundle} ]; }} || {{ {install}; }}; }}"
 
 
+def fetch_tools_first(facts: Facts, manager: PackageManager, setup: str) -> str:
+    """The CUDA repository's setup, preceded on apt by curl (the keyring package is fetched with it) when the
+    keyring is not there yet."""
+    if CUDA_KEYRING not in setup:
+        return setup
+    return f"{{ [ -e {CUDA_KEYRING} ] || {curl_first(facts, manager)}; }} && {{ {setup}; }}"
+
+
 def dkms_repos(facts: Facts) -> str:
     """The repositories dkms comes from (EPEL + CodeReady Builder on EL); none when dkms is already installed."""
     if "dkms" in facts.installed_packages:
@@ -55,10 +63,10 @@ def install_action(ctx: StepContext, manager: PackageManager, pkgs: DriverPackag
     """One command: held packages in the way let go, repositories, the module stream (switched NVIDIA's way
     when the branch or flavour changes), the packages."""
     facts, target = ctx.facts, ctx.target_kernel
+    ctx.will_install(w.name for w in missing)  # check mode: later steps (dcgm, services) plan for the driver
     stale = stale_holds(facts, pkgs, method, branch, flavor, held, switch)
     setup = pkgs.module_switch() if switch else pkgs.repo_setup
-    if setup and CUDA_KEYRING in setup:  # cuda-repo on apt: the keyring package is fetched with curl
-        setup = f"{{ [ -e {CUDA_KEYRING} ] || {curl_first(facts, manager)}; }} && {{ {setup}; }}"
+    setup = fetch_tools_first(facts, manager, setup)  # cuda-repo on apt: the keyring package is fetched with curl
     repos = dkms_repos(facts) if pkgs.dkms_module else ""  # precompiled modules need no dkms
     steps = [manager.unhold(stale) if stale else "", repos, setup]
     setup = " && ".join(x for x in steps if x)
