@@ -66,6 +66,14 @@ def test_persistence_is_not_passed_when_nvidia_smi_gave_no_gpu_list() -> None:
     assert {"name": "persistence", "reason": "nvidia-smi did not answer"} in document["not_run"]
 
 
+def test_no_gpu_list_is_not_a_passed_count() -> None:
+    """Without nvidia-smi (this machine) and no expected count there is nothing to count: skip, not "pass" with 0 GPUs
+    (a trial on lab hosts saw the pass)."""
+    document, _ = doc()
+    count = checks(document)["gpu-count"]
+    assert count["status"] == "skip" and count["reason"] == "no GPU list to count (see nvidia-smi)"
+
+
 def test_the_probe_reports_the_load_error_as_json() -> None:
     result = run("--probe", "kernel")
     probe = json.loads(result.stdout)
