@@ -172,8 +172,11 @@ def _failure(run: NvbRun) -> list[Finding]:
 
 def _no_reference(run: NvbRun, model: str, why: str) -> Finding:
     measured = [m for m in run.matrices if m.unit == "GB/s" and m.cells()]
+    seen = {i for m in measured for row, column, _ in m.cells() for i in (row, column)}  # a log without its device list
+    count = (f"{len(run.devices)} GPU(s)" if run.devices else f"{max(seen) + 1} GPU(s) (counted from its matrices)"
+             if seen else "an unknown number of GPU(s)")
     return Finding("nvbandwidth-no-reference", "warning",
-                   f"nvbandwidth on {len(run.devices) or 'an unknown number of'} GPU(s) of "
+                   f"nvbandwidth on {count} of "
                    f"{model or 'unnamed model'}: {why} - no verdict on its bandwidth",
                    f"testcases: {', '.join(m.testcase or '?' for m in measured)}",
                    "Give --expect-model naming the exact part (e.g. 'H100 SXM', 'A100 80GB PCIe', 'T4': "
