@@ -30,12 +30,14 @@ def test_slurm_scheduler_without_scontrol_fails_before_the_change_with_the_fix(l
     assert "this host has no scontrol (exit 127" in host["error"] and "gpunode_scheduler: slurm" in host["error"]
     assert "slurm-client" in host["fix"] and "resume it by hand" not in host["fix"]
     assert {s["name"]: s["status"] for s in host["steps"]}["marker"] == "changed"
-    # the disturbing step never ran on the host: its `creates` file is still absent, so check mode would run it
+    # the disturbing step never ran on the host (its `creates` file is still absent); --check reads the node's state
+    # as the drain would, so it predicts the same failure instead of a drain that cannot happen
     check = run_cli("provision", "-i", str(inventory), "--playbook", str(book), "--check", "--json-report",
                     str(tmp_path / "c.json"))
-    steps = {s["name"]: s["status"] for s in json.loads((tmp_path / "c.json").read_text())["hosts"][0]["steps"]}
-    assert steps == {"marker": "ok", "reload the module": "would-change"}, check.output
-    assert "would drain slurm node" in check.output  # the console says it, not only the JSON report
+    checked = json.loads((tmp_path / "c.json").read_text())["hosts"][0]
+    steps = {s["name"]: s["status"] for s in checked["steps"]}
+    assert check.code == 1 and steps == {"marker": "ok", "reload the module": "failed"}, check.output
+    assert "this host has no scontrol (exit 127" in checked["error"] and "slurm-client" in checked["fix"]
 
 
 def test_the_health_check_on_a_host_without_slurm_says_it_could_not_drain(lab, fresh_host, tmp_path):

@@ -36,7 +36,7 @@ CLUSTER = {"node": {"name": "gpu-1"}, "daemonsets": ["kube-system/nvidia-device-
                      "owner": "DaemonSet/nvidia-device-plugin-daemonset"}]}
 
 
-def rolled(tmp_path, cluster, options=None):
+def rolled(tmp_path, cluster, options=None, check=False):
     book = tmp_path / "rolling.yml"
     book.write_text(BOOK)
     playbook = load_playbook(book)
@@ -51,7 +51,7 @@ def rolled(tmp_path, cluster, options=None):
     assert isinstance(rollout.drainer, KubeDrainer)
     rollout.drainer.api, rollout.drainer.options = api, options or DrainOptions()
     rollout.sleep, rollout.clock = (lambda _s: None), (lambda: 0.0)
-    run = HostRun(host, conn, playbook, {}, False, NoEvents(), threading.Event())
+    run = HostRun(host, conn, playbook, {}, check, NoEvents(), threading.Event())
     return rollout.run(run), api
 
 
@@ -116,3 +116,16 @@ def test_no_readable_kubeconfig_fails_before_the_change_naming_the_inventory_var
     assert "kubeconfig: PATH" in outcome.fix and "--kubeconfig" not in outcome.fix
     assert "resume it by hand" not in outcome.fix and "was not cordoned" in outcome.fix
     assert "reboot" not in [c["label"] for c in outcome.commands]  # nothing disturbing ran
+
+
+def test_check_mode_reads_the_node_as_the_drain_would_and_changes_nothing(tmp_path):
+    outcome, api = rolled(tmp_path, CLUSTER, check=True)
+    assert outcome.status == "would-change", (outcome.error, outcome.notes)
+    assert lines(api) == ["GET /api/v1/nodes/gpu-1"]  # no cordon, no eviction
+    assert any("would drain kubernetes node gpu-1 (schedulable now) before 'reboot'" in n for n in outcome.notes)
+
+
+def test_check_mode_names_a_node_the_cluster_does_not_have(tmp_path):
+    outcome, api = rolled(tmp_path, {**CLUSTER, "node": {"name": "gpu-9"}}, check=True)
+    assert outcome.status == "failed" and outcome.failed_step == "reboot"
+    assert "GET /api/v1/nodes/gpu-1 answered 404" in outcome.error and "kube_node_name" in outcome.fix

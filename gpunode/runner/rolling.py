@@ -59,7 +59,8 @@ class HostRollout:
         self.first_disturbing = step
         if check:
             if self.drainer and self._drains:
-                notes.append(f"would drain {self.drainer.describe} before '{step}' (waiting up to "
+                state = self.drainer.preflight(conn)  # what the drain would meet: no scontrol, no kubeconfig...
+                notes.append(f"would drain {self.drainer.describe} ({state} now) before '{step}' (waiting up to "
                              f"{self.rollout.drain_timeout:g}s for its running jobs), and resume it after the gate")
             return
         if self.rollout.rollback:

@@ -25,6 +25,11 @@ class Drainer(Protocol):
         """How reports name the node: "slurm node gpu1"."""
         ...
 
+    def preflight(self, conn: Connection) -> str:
+        """--check: read the node's state as the drain would (nothing changes); its state, or the error the drain
+        would meet."""
+        ...
+
     def drain(self, conn: Connection, reason: str) -> None:
         """Take the node out: no new work lands; running work goes on. `reason` says why (the step); the scheduler's
         form marks it as a change's drain, which only the change lifts."""

@@ -43,6 +43,18 @@ class KubeDrainer:
             self.api = http_api(config)
         return self.api
 
+    def preflight(self, conn: Connection) -> str:
+        from gpunode.kube_drain import Call, node_path
+
+        reply = self._api()(Call("GET", node_path(self.node)))
+        if reply.status != 200:
+            from gpunode.schedulers.errors import NotDrained
+
+            raise NotDrained(f"kubernetes node {self.node}: GET {node_path(self.node)} answered {reply.status}",
+                             step="kubernetes drain", fix="set kube_node_name to the node's name in the cluster "
+                             "(kubectl get nodes), and check the kubeconfig's user may read and patch nodes")
+        return "unschedulable" if (reply.body or {}).get("spec", {}).get("unschedulable") else "schedulable"
+
     def drain(self, conn: Connection, reason: str) -> None:
         """Cordon, evict (PodDisruptionBudgets respected, refusals retried within the bound), wait until gone."""
         self.evicted = drain(self._api(), self.node, self.options).evicted

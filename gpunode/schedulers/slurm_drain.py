@@ -29,6 +29,9 @@ class SlurmDrainer:
             self.node = result.stdout.strip()
         return slurm.check_node_name(self.node)
 
+    def preflight(self, conn: Connection) -> str:
+        return slurm.node_state(slurm.over_connection(conn), self._name(conn)).state
+
     def drain(self, conn: Connection, reason: str) -> None:
         slurm.drain(slurm.over_connection(conn), self._name(conn), reason)
 
