@@ -177,12 +177,14 @@ def npd_check(tmp_path_factory):
     return check
 
 
+@pytest.mark.extended  # opt-in: Go and an NPD clone are not on CI's machine (no internet but PyPI and Debian)
 def test_npds_own_loader_accepts_gpunodes_config(npd_check, tmp_path):
     result = npd_check(accept_config(), tmp_path)
     assert result.returncode == 0, result.stdout  # Validate also stats the rule's path: /usr/bin/nsenter
     assert result.stdout.startswith("ok interval=10m0s timeout=2m0s rules=1 concurrency=1")
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("change, npd_refuses", [
     (lambda c: c.update(plugin="kmsg"), True),
     (lambda c: c["pluginConfig"].update(invoke_interval="0s"), True),
