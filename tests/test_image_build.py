@@ -93,8 +93,10 @@ def test_build_ami_provisions_cleans_validates_and_tags(lab, fresh_host, moto, t
     assert report["ok"] and report["phase"] == "done"
     assert (build_dir / "packer_key").read_text().strip() == ""  # gpunode had its key: Packer's copy not kept
     finalize = [(s["kind"], s["status"]) for s in report["runs"]["finalize"]["hosts"][0]["steps"]]
-    assert finalize == [("ecs_gpu_support", "ok"), ("image_cleanup", "changed"), ("image_validate", "ok"),
-                        ("command", "skipped")]  # no driver: GPU support not needed; no power-off
+    # no driver: GPU support not needed; no acceptance program on the host: no boot unit (accept_at_boot auto); no
+    # power-off
+    assert finalize == [("ecs_gpu_support", "ok"), ("accept_at_boot", "ok"), ("image_cleanup", "changed"),
+                        ("image_validate", "ok"), ("command", "skipped")]
     assert fresh_host.run_inside("ls -A /var/lib/ecs/data").stdout.strip() == ""  # agent state not baked in
 
     # the optional outputs are valid requests: moto accepts the launch template, botocore's model the Batch one

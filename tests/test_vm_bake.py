@@ -86,10 +86,11 @@ def test_build_image_qemu_bakes_a_cleaned_validated_qcow2(baked):
     assert statuses["NVIDIA container toolkit"] == "skipped", statuses
     finalize = report["runs"]["finalize"]["hosts"][0]
     assert [(s["kind"], s["status"]) for s in finalize["steps"]] == [
-        ("ecs_gpu_support", "skipped"), ("image_cleanup", "changed"), ("image_validate", "ok"),
-        ("command", "changed")]  # not a Batch image; the last one powers off
+        ("ecs_gpu_support", "skipped"), ("accept_at_boot", "changed"), ("image_cleanup", "changed"),
+        ("image_validate", "ok"), ("command", "changed")]  # not a Batch image; gpu-node installed the acceptance
+    # program, so its boot unit is written; the last one powers off
     assert "gpunode: the build VM powered off" in result.output
-    notes = finalize["steps"][1]["message"]
+    notes = finalize["steps"][2]["message"]
     assert f"nvidia modules built for the boot kernel {tags['gpunode:kernel']}" in notes, notes
     assert "NVIDIA driver packages all on 535." in notes, notes
 
