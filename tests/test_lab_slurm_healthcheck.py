@@ -17,6 +17,7 @@ import pytest
 
 from gpunode.schedulers import slurm
 from gpunode.schedulers.slurm_conf import HEALTHCHECK_PATH, healthcheck_lines
+from tests.test_lab_slurm import wait_for
 
 pytestmark = pytest.mark.lab
 
@@ -51,16 +52,6 @@ def verdict(host, code: int, line: str) -> None:
 def calls(host) -> list[str]:
     path = host.root / CALLS
     return path.read_text().splitlines() if path.exists() else []
-
-
-def wait_for(predicate, timeout: float, what: str, poll: float = 0.25):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def next_calls(host, count: int = 2, timeout: float = 20) -> None:

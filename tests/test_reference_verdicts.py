@@ -13,24 +13,7 @@ from gpunode.parsers.nvbandwidth_findings import nvbandwidth_findings
 from gpunode.verify.diagnose import diagnose_files
 from gpunode.verify.evidence import Expectations
 from tests.conftest import run_cli
-
-
-def _nvbandwidth(model: str, h2d: list[float], d2d: list[list[float | None]] | None = None) -> str:
-    """Shaped as nvbandwidth v0.8 prints it (output.cpp, inline_common.h), as tests/test_nvbandwidth.py does."""
-    devices = "".join(f"Device {i}: {model} (00000000:{0x18 + i:02x}:00)\n" for i in range(len(h2d)))
-    header = "  " + "".join(f"{i:>10}" for i in range(len(h2d)))
-    text = ("nvbandwidth Version: v0.8\nBuilt from Git version: v0.8\n\nCUDA Runtime Version: 12040\n"
-            "CUDA Driver Version: 12040\nDriver Version: 550.54.15\n\nnode1\n" + devices + "\n"
-            "Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"
-            f"{header}\n 0" + "".join(f"{v:>10.2f}" for v in h2d)
-            + f"\n\nSUM host_to_device_memcpy_ce {sum(h2d):.2f}\n\n")
-    if d2d:
-        rows = "".join(f"{r:>2}" + "".join(f"{'N/A' if v is None else f'{v:.2f}':>10}" for v in row) + "\n"
-                       for r, row in enumerate(d2d))
-        total = sum(v for row in d2d for v in row if v is not None)
-        text += ("Running device_to_device_memcpy_read_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n"
-                 f"{header}\n{rows}\nSUM device_to_device_memcpy_read_ce {total:.2f}\n\n")
-    return text
+from tests.test_nvbandwidth import _synthetic as _nvbandwidth  # nvbandwidth v0.8's own layout
 
 
 def _all_reduce(busbw: str, model: str | None, gpus: int = 8, size: int = 17179869184) -> str:
