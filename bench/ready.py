@@ -41,6 +41,16 @@ SETUP = (f"{RETRIED_UPDATE} && DEBIAN_FRONTEND=noninteractive apt-get "
 COUNT = {"hello": "cat /var/log/gpunode-hello-builds 2>/dev/null | wc -l",
          "nvidia": "n=0; for f in /var/lib/dkms/nvidia-current/*/*/*/log/make.log; do [ -e \"$f\" ] && "
                    "! dpkg -S \"$f\" >/dev/null 2>&1 && n=$((n+1)); done; echo $n"}
+# nvidia: the lab host made like a Debian cloud image before the timed run (not timed): initramfs-tools installed,
+# as on any image with a kernel (linux-image-6.1.0-*-cloud-amd64 Depends: initramfs-tools (>= 0.120+deb8u2) |
+# linux-initramfs-tool, `apt-cache show` on a lab host, Debian 12), and no package lists or archives, as the image
+# build leaves it (debian-cloud-images config_space/bookworm/scripts/LAST/10-cleanup, cleanup_dirs var/cache/apt and
+# var/lib/apt/lists; salsa cloud-team/debian-cloud-images, its GitHub mirror GoCarrot/debian-cloud-images at
+# 1bf428c7a8acc0fcf6e02acea1802154208f6875). Without recommends: whether the images add zstd (initramfs-tools-core
+# Recommends it) was not established, so the image is compressed with gzip, the slower.
+IMAGE_STATE = (f"{RETRIED_UPDATE} && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y "
+               "-qq --no-install-recommends initramfs-tools >/tmp/setup.log 2>&1 || { tail -20 /tmp/setup.log; "
+               "exit 1; }; find /var/lib/apt/lists /var/cache/apt -mindepth 1 -depth -delete")
 # nvidia: dkms 3 removes build/ after a good build and keeps the log as <version>/<kernel>/<arch>/log/make.log; a
 # module cache install unpacks that log too, from its package (dpkg -S owns it): a build is a make.log no package owns.
 MODULE = {"hello": "gpunode-hello", "nvidia": "nvidia-current"}  # the DKMS module and its main .ko's name
@@ -115,6 +125,11 @@ def one_case(lab: Lab, module: str, count: int, cache: Path, index: int, work: P
                 kernel = next(iter(set(pool.map(prepare_hello, hosts))))
             (work / "hello.yml").write_text(HELLO_PLAYBOOK)
             playbook, args = str(work / "hello.yml"), ["--var", f"hello_kernel={kernel}"]
+        else:
+            for host in hosts:
+                made = host.run_inside(IMAGE_STATE, timeout=1200)
+                if made.returncode != 0:
+                    raise RuntimeError(f"{host.name}: setup failed: {made.stdout}{made.stderr}")
         inventory = _inventory(lab, hosts, work / f"inv-{index}.yml")
         report = work / f"report-{index}.json"
         share = ["--var", f"package_cache={packages or 'off'}", "--json-report", str(report)]

@@ -18,8 +18,11 @@ available() {
     dnf -q list --available $headers >/dev/null 2>&1 || dnf -q list --installed $headers >/dev/null 2>&1
   fi
 }
-if [ "$family" = apt ]; then
-  apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null || { echo "apt-get update failed" >&2; exit 1; }
+# GPUNODE_APT_LISTS_FRESH=1: this run refreshed the lists already (gpunode/steps/pkgmgr.py LISTS_FRESH_ENV); the
+# update line is the one gpunode's other installs run (AptManager.update), so the run knows the lists are fresh.
+if [ "$family" = apt ] && [ "${GPUNODE_APT_LISTS_FRESH:-}" != 1 ]; then
+  apt-get -y -q -o DPkg::Lock::Timeout=600 -o Acquire::Languages=none update >/dev/null ||
+    { echo "apt-get update failed" >&2; exit 1; }
 fi
 if available; then
   if [ "$family" = apt ]; then

@@ -75,6 +75,7 @@ def test_the_lists_are_refreshed_once_not_twice(tmp_path):
 
     ran: list[str] = []
     ctx = SimpleNamespace(facts=SimpleNamespace(os=SimpleNamespace(package_manager="apt")), notes=[],
+                          lists_stale=True,
                           run=lambda cmd, **_: ran.append(cmd) or SimpleNamespace(ok=True, stdout="", exit_code=0))
     update = AptManager.update()
     install = f"{APT_ENV} {update} && apt-get install -- jq"
@@ -83,6 +84,9 @@ def test_the_lists_are_refreshed_once_not_twice(tmp_path):
     assert update in ran[0]
     later = f"{APT_ENV} echo repo > /etc/apt/sources.list.d/x.list && {update} && apt-get install -- jq"
     assert prefetch(ctx, Action("x", "", later, installs=("jq",)), PackageStore(tmp_path)) == later
+    ran.clear()
+    ctx.lists_stale = False  # refreshed earlier in this run: the plan command does not refresh again
+    assert prefetch(ctx, action, PackageStore(tmp_path)) == install and update not in ran[0]
 
 
 def test_a_template_that_reads_an_undefined_variable_is_refused(tmp_path):

@@ -146,6 +146,11 @@ def test_host_run_reports_phases_and_generations(tmp_path: Path, monkeypatch: py
 # -c ignores it) and logs each generation; the install stand-in does what the kernel's postinst hook and the
 # trigger do (/etc/kernel/postinst.d/initramfs-tools: nothing with INITRD=No). The real ones ran on a lab host:
 # tests/test_lab_phases.py.
+# The GRUB hook stand-in logs its arguments: the real one (grub2's zz-update-grub) does nothing in a container; a
+# real reboot onto the image it lists is the VM suite's (tests/test_vm_*.py).
+FAKE_GRUB_HOOK = """#!/bin/sh
+echo "grub $*" >> "$LOG"
+"""
 FAKE_UPDATE_INITRAMFS = """#!/bin/sh
 update_initramfs=yes
 . "$CONF"
@@ -158,11 +163,14 @@ esac
 HOOK = '[ "$INITRD" = No ] || update-initramfs -c -k {k}'
 
 
-def pause_sandbox(tmp_path: Path, install: str, conf_text: str = "update_initramfs=yes\n") -> tuple[int, str, str]:
+def pause_sandbox(tmp_path: Path, install: str, conf_text: str = "update_initramfs=yes\n",
+                  ends: bool = True) -> tuple[int, str, str]:
+    """`install` run as a paused install (`install` may be several, joined by " ;; ": each paused, as the run's
+    installs are), then (ends) the run's end of the hold."""
     import os
     import subprocess
 
-    from gpunode.steps.initramfs_pause import CONF, paused
+    from gpunode.steps.initramfs_pause import CONF, FLUSH, HOOK, paused
     bin_dir, boot, modules = tmp_path / "bin", tmp_path / "boot", tmp_path / "lib" / "modules"
     for folder in (bin_dir, boot, modules / "6.1.0-old"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -172,8 +180,12 @@ def pause_sandbox(tmp_path: Path, install: str, conf_text: str = "update_initram
     tool = bin_dir / "update-initramfs"
     tool.write_text(FAKE_UPDATE_INITRAMFS)
     tool.chmod(0o755)
-    script = paused(install).replace(CONF, str(tmp_path / "conf")).replace("/lib/modules", str(modules)) \
-        .replace("/boot/", f"{boot}/")
+    hook = tmp_path / "zz-update-grub"
+    hook.write_text(FAKE_GRUB_HOOK)
+    hook.chmod(0o755)
+    script = " && ".join([*(paused(part) for part in install.split(" ;; ") if part), *([FLUSH] if ends else [])])
+    script = script.replace(CONF, str(tmp_path / "conf")).replace("/lib/modules", str(modules)) \
+        .replace("/boot/", f"{boot}/").replace(HOOK, str(hook))
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CONF": str(tmp_path / "conf"), "LOG": str(tmp_path / "log"),
            "BOOT": str(boot), "M": str(modules)}
     result = subprocess.run(["sh", "-c", script], env={**os.environ, **env}, capture_output=True, text=True)
@@ -181,11 +193,36 @@ def pause_sandbox(tmp_path: Path, install: str, conf_text: str = "update_initram
     return result.returncode, log, (tmp_path / "conf").read_text()
 
 
-def test_kernel_install_paused_makes_one_image(tmp_path: Path) -> None:
-    new = 'mkdir -p "$M/6.1.0-new" && : > "$BOOT/vmlinuz-6.1.0-new" && '
-    code, log, conf = pause_sandbox(tmp_path, new + HOOK.format(k="6.1.0-new") + " && update-initramfs -u && "
-                                    "update-initramfs -u")
-    assert (code, log, conf) == (0, "generate -c 6.1.0-new\n", "update_initramfs=yes\n")
+NEW_KERNEL = 'mkdir -p "$M/6.1.0-new" && : > "$BOOT/vmlinuz-6.1.0-new" && ' + HOOK.format(k="6.1.0-new")
+
+
+def test_kernel_install_paused_makes_one_image_and_its_grub_entry(tmp_path: Path) -> None:
+    code, log, conf = pause_sandbox(tmp_path, NEW_KERNEL + " && update-initramfs -u && update-initramfs -u")
+    assert (code, conf) == (0, "update_initramfs=yes\n")
+    assert log == "generate -c 6.1.0-new\ngrub 6.1.0-new BOOT/vmlinuz-6.1.0-new\n".replace("BOOT", str(tmp_path / "boot"))
+
+
+def test_the_kernel_and_driver_installs_of_one_run_make_one_image(tmp_path: Path) -> None:
+    """The kernel's install, then the driver's (its trigger three times), each paused: the hold spans both, and
+    the run's end makes the new kernel's image once, with the driver's files in it."""
+    driver = "update-initramfs -u; update-initramfs -u; update-initramfs -u"
+    code, log, _ = pause_sandbox(tmp_path, f"{NEW_KERNEL} ;; {driver}", ends=False)
+    assert (code, log) == (0, "")  # held: nothing generated yet
+    code, log, conf = pause_sandbox(tmp_path, f"{NEW_KERNEL} ;; {driver}")
+    assert (code, log.splitlines()[0], conf) == (0, "generate -c 6.1.0-new", "update_initramfs=yes\n")
+    assert len(log.splitlines()) == 2  # the image, then its GRUB entry
+
+
+def test_the_end_of_a_hold_does_nothing_when_nothing_is_held(tmp_path: Path) -> None:
+    assert pause_sandbox(tmp_path, "", conf_text="x=1\n") == (0, "", "x=1\n")
+
+
+def test_a_bare_host_kernel_install_without_a_pause_still_gets_its_image(tmp_path: Path) -> None:
+    """No initramfs-tools before the install (a bare container): no pause can be held, INITRD=No still holds the
+    kernel hook back, and the install's end makes the image (the trigger may have made it already: then nothing)."""
+    (tmp_path / "conf").write_text("")
+    code, log, _ = pause_sandbox(tmp_path, f"rm -f $CONF && {NEW_KERNEL} && : > $CONF", ends=False)
+    assert (code, log.splitlines()[0]) == (0, "generate -c 6.1.0-new")
 
 
 def test_driver_install_paused_makes_one_update_and_keeps_its_exit(tmp_path: Path) -> None:
@@ -194,18 +231,21 @@ def test_driver_install_paused_makes_one_update_and_keeps_its_exit(tmp_path: Pat
     assert (code, log, conf) == (7, "generate -u\n", "# mine\nupdate_initramfs=all\n")
 
 
-def test_a_pause_already_there_is_not_taken_over(tmp_path: Path) -> None:
+def test_a_pause_already_held_is_kept_until_the_hold_ends(tmp_path: Path) -> None:
     from gpunode.steps.initramfs_pause import PAUSE_LINE
+    code, log, conf = pause_sandbox(tmp_path, "update-initramfs -u", conf_text=f"x=1\n{PAUSE_LINE}\n", ends=False)
+    assert (code, log, conf) == (0, "", f"x=1\n{PAUSE_LINE}\n")
     code, log, conf = pause_sandbox(tmp_path, "update-initramfs -u", conf_text=f"x=1\n{PAUSE_LINE}\n")
-    assert (code, log, conf) == (0, "", f"x=1\n{PAUSE_LINE}\n")  # the next run's probe removes it (below)
+    assert (code, log, conf) == (0, "generate -u\n", "x=1\n")
 
 
 def test_left_pause_is_removed_and_the_image_updated() -> None:
     from gpunode.steps.initramfs_left import left_initramfs_pause
     from gpunode.steps.initramfs_pause import PAUSE_LINE
     assert left_initramfs_pause("") == []
+    from gpunode.steps.initramfs_pause import FLUSH
     (action,) = left_initramfs_pause(PAUSE_LINE + "\n")
-    assert action.command is not None and action.command.endswith("&& update-initramfs -u")
+    assert action.command == FLUSH  # as a run ends its own hold: images for kernels left without one, else -u
 
 
 @pytest.mark.parametrize(("kind", "name", "once"), [
@@ -247,3 +287,49 @@ def test_a_pause_left_by_a_cut_run_goes_first(kind: str) -> None:
     actions = step.plan(context(case, step=step))
     first = [a.summary for a in actions if "pause of initramfs" in a.summary]
     assert first and actions.index(next(a for a in actions if a.summary == first[0])) <= 1  # after a repair at most
+
+
+# ---- one hold and one list refresh per run: what StepContext.command_for runs ------------------------------------
+def _bare_context(check: bool = False):  # noqa: ANN202
+    from gpunode.inventory import Host
+    from gpunode.steps import StepContext
+    from tests.plan_cases import DEFAULT_OS, build_facts
+    return StepContext(Host(name="h", address="h"), build_facts(DEFAULT_OS, {}), conn=None,  # type: ignore[arg-type]
+                       check=check)
+
+
+def test_the_first_command_after_held_installs_ends_the_hold_once() -> None:
+    from gpunode.steps import Action
+    from gpunode.steps.initramfs_pause import FLUSH, MARK
+    ctx = _bare_context()
+    kernel = ctx.command_for(Action("kernel", command="apt-get install linux-image-cloud-amd64", initramfs_once=True))
+    driver = ctx.command_for(Action("driver", command="apt-get install nvidia-driver", initramfs_once=True))
+    assert MARK in kernel and MARK in driver and not kernel.startswith(FLUSH) and not driver.startswith(FLUSH)
+    assert ctx.state.initramfs_held
+    write = ctx.command_for(Action("blacklist", command="cat > /etc/modprobe.d/x.conf", writes="/etc/modprobe.d/x.conf"))
+    assert not write.startswith(FLUSH) and ctx.state.initramfs_held  # a file write runs no update-initramfs
+    hold = ctx.command_for(Action("hold", command="apt-mark hold nvidia-driver # a comment"))
+    assert hold == f"{FLUSH} && (\napt-mark hold nvidia-driver # a comment\n)" and not ctx.state.initramfs_held
+    assert ctx.command_for(Action("next", command="true")) == "true"
+
+
+def test_check_mode_holds_nothing() -> None:
+    from gpunode.steps import Action
+    ctx = _bare_context(check=True)
+    ctx.command_for(Action("kernel", command="apt-get install x", initramfs_once=True))
+    assert not ctx.state.initramfs_held
+
+
+def test_the_lists_are_refreshed_once_per_run_until_a_source_changes() -> None:
+    from gpunode.steps import Action
+    from gpunode.steps.pkgmgr import LISTS_FRESH_ENV, AptManager, Wanted
+    ctx = _bare_context()
+    install = AptManager().install([Wanted("nvidia-smi")], refresh=True, recommends=False)
+    assert ctx.command_for(Action("install", command=install)) == install  # the run has not refreshed them yet
+    ctx.state.apt_lists_refreshed = True  # StepContext.run saw `apt-get ... update` succeed
+    after = ctx.command_for(Action("install", command=install))
+    assert AptManager.update() not in after and after.endswith("install -- nvidia-smi")
+    script = "sh -c '...apt-get update...' kernel-headers upgrade apt"
+    assert ctx.command_for(Action("kernel", command=script, refreshes=True)) == f"{LISTS_FRESH_ENV} {script}"
+    ctx.wrote("/etc/apt/sources.list.d/nvidia.list")  # a new source: the next install refreshes again
+    assert ctx.command_for(Action("install", command=install)) == install

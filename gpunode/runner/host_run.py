@@ -24,6 +24,7 @@ from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
 from gpunode.runner.host_rules import account_commands, predicted, require_root
 from gpunode.runner.host_state import BeforeDisturbing, Carried, Handlers, PackageShare, Session, Share
+from gpunode.runner.initramfs_hold import end_hold
 from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 from gpunode.steps.diffs import render as render_diff
@@ -107,6 +108,7 @@ class HostRun:
             self._fail(GpunodeError(f"internal error: {type(exc).__name__}: {exc}",
                                     fix="please report this with the host log"), "failed")
         finally:
+            self._end_initramfs_hold()
             pending = self.handlers.pending()
             if pending and not self.check:
                 self.outcome.notes.append(f"handlers notified but not run: {', '.join(pending)}")
@@ -127,6 +129,19 @@ class HostRun:
             self.outcome.status = "would-change" if self.check else "changed"
         self.events.host_finished(self.outcome)
         return self.outcome
+
+    def _end_initramfs_hold(self) -> None:
+        """The initramfs pause the run's installs hold, ended (runner/initramfs_hold.py); a failure here fails the
+        host unless it failed already."""
+        try:
+            end_hold(self.conn, self.carried.host)
+        except ConnectError:  # the host is gone: its next run ends the pause (steps/initramfs_left.py)
+            pass
+        except GpunodeError as exc:
+            if self.outcome.status == "ok":
+                self._fail(exc, "failed")
+            else:
+                self.outcome.notes.append(f"{exc} (fix: {exc.fix})")
 
     def _phase_times(self) -> None:
         """Time to ready by phase, and each initramfs generation and DKMS build, in the report and the log."""
@@ -431,6 +446,7 @@ class HostRun:
             step.apply(ctx, plain)
         for action in actions:
             if action.reboot:
+                end_hold(self.conn, self.carried.host, before="reboot")
                 facts = self._reboot(action, facts)
         return facts
 

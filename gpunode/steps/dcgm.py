@@ -131,7 +131,7 @@ class DcgmStep(Step):
         """One command: NVIDIA's CUDA repository (when not there yet), then the missing packages."""
         ctx.will_install(w.name for w in missing)
         # a pin is the version wanted, older or newer than the installed one (apt: --allow-downgrades)
-        install = manager.install(missing, refresh=True, recommends=self.install_recommends,
+        install = manager.install(missing, refresh=ctx.lists_stale or bool(setup), recommends=self.install_recommends,
                                   downgrades=bool(self.version))
         reasons = [f"{w.name} is {installed[w.name]}, wanted {w.version}" if w.name in installed
                    else f"{w.name} is not installed" for w in missing]

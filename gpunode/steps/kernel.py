@@ -70,7 +70,8 @@ class KernelHeadersStep(Step):
     def plan(self, ctx: StepContext) -> list[Action]:
         """gpunode's initramfs pause left by a run cut short removed first (steps/initramfs_pause.py), then the
         headers (or the newest kernel) and the hold."""
-        left = left_initramfs_pause(ctx.probe["initramfs_pause"]) if ctx.probe.asked("initramfs_pause") else []
+        left = left_initramfs_pause(ctx.probe["initramfs_pause"], ctx.state.initramfs_held) \
+            if ctx.probe.asked("initramfs_pause") else []
         return left + self._plan(ctx)
 
     def _plan(self, ctx: StepContext) -> list[Action]:

@@ -12,7 +12,8 @@ from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.diffs import FileDiff
 from gpunode.steps.fixes import action_fix
-from gpunode.steps.initramfs_pause import paused
+from gpunode.steps.initramfs_pause import FLUSH, paused
+from gpunode.steps.pkgmgr import LISTS_FRESH_ENV, AptManager, without_refresh
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
 
@@ -67,6 +68,7 @@ class StepContext:
             self.state.daemon_reload_pending = True
         if path.startswith(PACKAGE_SOURCE_PATHS):
             self.state.package_sources_changed = True
+            self.state.apt_lists_refreshed = False
 
     def will_install(self, names: Iterable[str]) -> None:
         """Check mode: these packages would be installed by this step, so later steps can plan for them."""
@@ -96,17 +98,38 @@ class StepContext:
             return kernel.running
         return kernel.pending or kernel.running
 
+    @property
+    def lists_stale(self) -> bool:
+        """An apt install must refresh the lists first: this run has not refreshed them, or a source changed since
+        (a step that adds a repository in its own command refreshes after it whatever this says)."""
+        return not self.state.apt_lists_refreshed or self.state.package_sources_changed
+
     def command_for(self, action: Action) -> str:
         """The action's command to run now; an install's package files put in place first by the package share;
-        a deb install with its initramfs generations held back to one (steps/initramfs_pause.py)."""
+        no second refresh of the apt lists in one run (one `apt-get update` per host, unless a package source
+        changed since); a deb install with its initramfs generations held back, the hold ended by the first other
+        command that is not a file gpunode writes (steps/initramfs_pause.py)."""
         command = self.package_share(self, action) if action.installs and self.package_share else \
             action.command or ""
-        return paused(command) if action.initramfs_once and command else command
+        if not self.lists_stale:
+            command = without_refresh(command)
+            command = f"{LISTS_FRESH_ENV} {command}" if action.refreshes and command else command
+        if not command:
+            return command
+        if action.initramfs_once:
+            self.state.initramfs_held = not self.check
+            return paused(command)
+        if self.state.initramfs_held and not action.writes:  # gpunode's own file writes run no update-initramfs
+            self.state.initramfs_held = False
+            return f"{FLUSH} && (\n{command}\n)"
+        return command
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:
         kwargs.setdefault("on_output", self.on_output)
         result = self.conn.run(command, **kwargs)
         self.results.append(result)
+        if result.ok and AptManager.update() in command:
+            self.state.apt_lists_refreshed = True
         return result
 
 

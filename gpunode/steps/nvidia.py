@@ -186,8 +186,9 @@ class NvidiaDriverStep(Step):
         # it again
         leftover, removed = leftover_flavour_action(facts, distro, self.method, self.branch, flavor, held)
         paused = sections["no_autoinstall"] if sections.asked("no_autoinstall") else ""  # DKMS installs, not EL's
+        left = left_initramfs_pause(sections["initramfs_pause"], ctx.state.initramfs_held)  # not this run's own
         actions: list[Action] = left_pause_actions(paused) + leftover + \
-            repair_first(ctx, manager, self.timeout, removed) + left_initramfs_pause(sections["initramfs_pause"])
+            repair_first(ctx, manager, self.timeout, removed) + left
         needed = distro.driver_components(self.method)  # `apt_sources` is asked only where components are needed
         actions += sources_actions(sections["apt_sources"] if needed else "", needed, distro.is_archive_entry,
                                    distro.driver_components_reason)

@@ -70,7 +70,7 @@ def install_action(ctx: StepContext, manager: PackageManager, pkgs: DriverPackag
     repos = dkms_repos(facts) if pkgs.dkms_module else ""  # precompiled modules need no dkms
     steps = [manager.unhold(stale) if stale else "", repos, setup]
     setup = " && ".join(x for x in steps if x)
-    install = manager.install(missing, refresh=True, recommends=False, downgrades=downgrades)
+    install = manager.install(missing, refresh=ctx.lists_stale or bool(setup), recommends=False, downgrades=downgrades)
     reason = f"{why}; building for kernel {kernel_to_run(ctx)}" if pkgs.dkms_module else \
         f"{why}; for kernel {kernel_to_run(ctx)}"
     if switch or stale:

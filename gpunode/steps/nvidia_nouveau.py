@@ -9,11 +9,15 @@ NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
 NOUVEAU_CONTENT = "# Written by gpunode: the NVIDIA driver cannot load while nouveau holds the GPU.\n" \
                   "blacklist nouveau\noptions nouveau modeset=0\n"
 # The kernels whose initramfs image is not newer than the nouveau blacklist (it was made before the blacklist, so it
-# lacks it): those of /lib/modules with an image (initramfs-tools: /boot/initrd.img-K; dracut: /boot/initramfs-K.img,
-# which also leaves out the EL rescue and kdump images). The probe lists them; the rebuild, run after the packages,
-# rebuilds only those still stale then: the driver's own install regenerates the newest kernel's image on Debian
-# (initramfs-tools' trigger), so the blacklist costs no generation of its own there.
+# lacks it) among those the NVIDIA module is installed for (an nvidia*.ko* under /lib/modules/K: Debian's
+# nvidia-current.ko, NVIDIA's nvidia.ko; on a kernel without it nouveau is the only driver the GPU has, so an image
+# without the blacklist costs nothing there, and remaking it would be one more generation per old kernel):
+# initramfs-tools: /boot/initrd.img-K; dracut: /boot/initramfs-K.img, which also leaves out the EL rescue and kdump
+# images. The probe lists them; the rebuild, run after the packages, rebuilds only those still stale then: the
+# driver's own install regenerates the newest kernel's image on Debian (initramfs-tools' trigger, held to one
+# generation: steps/initramfs_pause.py), so the blacklist costs no generation of its own there.
 STALE_INITRAMFS = (f"c={NOUVEAU_CONF}; if [ -e \"$c\" ]; then for m in /lib/modules/*; do k=${{m##*/}}; "
+                   "[ -n \"$(find \"$m\" -name 'nvidia*.ko*' -print -quit 2>/dev/null)\" ] || continue; "
                    "for f in \"/boot/initrd.img-$k\" \"/boot/initramfs-$k.img\"; do "
                    "if [ -e \"$f\" ] && [ ! \"$f\" -nt \"$c\" ]; then echo \"$k\"; fi; done; done; fi")
 # update-initramfs {-c|-d|-u} [-k version] (update-initramfs(8) of initramfs-tools 0.142, its usage() read on a lab

@@ -22,7 +22,7 @@ from gpunode.pkgshare import coord
 from gpunode.pkgshare.remote import BEGIN, download_command, plan_command, read_command, seed_command
 from gpunode.pkgshare.store import PackageStore
 from gpunode.steps.base import Action, StepContext
-from gpunode.steps.pkgmgr import APT_ENV, AptManager
+from gpunode.steps.pkgmgr import APT_ENV, AptManager, without_refresh
 from gpunode.values import cache_folder
 
 BATCH_BYTES = 64 << 20  # at most this much package data in one transfer (memory on the controller, per host)
@@ -50,7 +50,7 @@ def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
         ctx.notes.append(f"package share off for this host: {problem}; apt downloads every file itself (fix: set "
                          "package_cache to a folder on the controller that this user can write, or to off)")
         return command
-    refreshes = action.refreshes or f"{AptManager.update()} && " in command
+    refreshes = ctx.lists_stale and (action.refreshes or f"{AptManager.update()} && " in command)
     update = f"{APT_ENV} {AptManager.update()}" if refreshes else ""
     plan = ctx.run(plan_command(update, AptManager().print_uris(list(action.installs), action.recommends)),
                    timeout=action.timeout, label="package share: the files this install fetches")
@@ -60,10 +60,7 @@ def prefetch(ctx: StepContext, action: Action, store: PackageStore) -> str:
     files = [f for f in parse_apt_downloads(plan.stdout) if f.shareable]
     if files:
         ctx.notes.append(_share(ctx, files, store, action.timeout or 3600))
-    leading = f"{APT_ENV} {AptManager.update()} && "
-    if update and command.startswith(leading):  # the lists were just refreshed, and nothing comes before the refresh
-        return f"{APT_ENV} {command.removeprefix(leading)}"
-    return command
+    return without_refresh(command) if update else command  # the lists were just refreshed
 
 
 def _share(ctx: StepContext, files: list[Download], store: PackageStore, timeout: float) -> str:

@@ -15,6 +15,9 @@ from gpunode.steps.probe import ProbeOutput, Snippets
 APT_ENV = "export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a;"
 APT_OPTS = ["-y", "-q", "-o", "DPkg::Lock::Timeout=600", "-o", "Dpkg::Options::=--force-confdef",
             "-o", "Dpkg::Options::=--force-confold"]
+# Set for a command that refreshes the apt lists itself (Action.refreshes: scripts/kernel_headers.sh) when this run
+# has refreshed them already: the command skips its own `apt-get update`.
+LISTS_FRESH_ENV = "export GPUNODE_APT_LISTS_FRESH=1;"
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,11 @@ class AptManager(PackageManager):
         update = f"{self.update()} && " if refresh else ""
         extra = ([] if recommends else ["--no-install-recommends"]) + (["--allow-downgrades"] if downgrades else [])
         return f"{APT_ENV} {update}apt-get {join(APT_OPTS + extra)} install -- {join(self.specs(wanted))}"
+
+    @staticmethod
+    def leading_update() -> str:
+        """The refresh an install command starts with (`install(..., refresh=True)`)."""
+        return f"{APT_ENV} {AptManager.update()} && "
 
     def print_uris(self, specs: list[str], recommends: bool) -> str:
         """What `install` of `specs` would download, one `'URI' FILE SIZE HASH` line per file, changing nothing."""
@@ -263,3 +271,9 @@ def manager_for(package_manager: str | None) -> PackageManager:
     if package_manager in ("dnf", "yum"):
         return DnfManager(package_manager)
     raise ValueError(f"unsupported package manager: {package_manager or 'none found'}")
+
+
+def without_refresh(command: str) -> str:
+    """`command` less the list refresh it starts with (the lists were refreshed earlier in this run)."""
+    leading = AptManager.leading_update()
+    return f"{APT_ENV} {command.removeprefix(leading)}" if command.startswith(leading) else command

@@ -17,6 +17,8 @@ class HostState:
     installing: list[str] = field(default_factory=list)  # check mode: packages earlier steps would install
     daemon_reload_pending: bool = False    # a systemd unit or drop-in was written: reload before acting on units
     package_sources_changed: bool = False  # a package source or keyring was written: refresh the lists
+    apt_lists_refreshed: bool = False      # the apt lists were refreshed in this run since the last source change
+    initramfs_held: bool = False           # an install left initramfs updates paused: one generation ends it
     package_manager_repaired: bool = False  # an interrupted dpkg/rpm transaction was already finished
     docker_left_out: bool = False          # the docker step installed no engine (install: no, or a Kubernetes node)
 
