@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from gpunode.modcache.guard_el import CACHE_PLUGIN, INSTALL_DIR, KEEP_PLUGIN, el_guard_script, plugin_text
-from gpunode.modcache.guard_hooks import CONF_FILE, LOG_FILE, SCRIPT, STATE_FILE, config_text, parse_state
+from gpunode.modcache.guard_hooks import (
+    CONF_FILE,
+    LOG_FILE,
+    SCRIPT,
+    STATE_FILE,
+    config_text,
+    guard_script,
+    parse_state,
+)
 from gpunode.verify import analyze
 from gpunode.verify.evidence import Evidence
 
@@ -42,9 +50,53 @@ u=$( . /etc/sysconfig/kernel; echo "$UPDATEDEFAULT")
 exit 0
 """
 
-pytestmark = pytest.mark.skipif(
+needs_sandbox = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("kernel-install"),
     reason="needs root, unshare and systemd's kernel-install")
+
+
+@pytest.mark.parametrize("form", ["tar", "deb"])
+def test_the_el_script_and_plugins_are_posix_sh(form, tmp_path):
+    """dash parses the script and both plugins, and shellcheck finds no warning in them (as sh)."""
+    paths = [tmp_path / "kernel-guard"]
+    paths[0].write_text(el_guard_script(form))
+    for name in (CACHE_PLUGIN, KEEP_PLUGIN):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(plugin_text(name))
+    for path in paths:
+        subprocess.run(["dash", "-n", str(path)], check=True)
+    if shutil.which("shellcheck"):
+        checked = subprocess.run(["shellcheck", "-s", "sh", "-S", "warning", *map(str, paths)], capture_output=True,
+                                 text=True)
+        assert checked.returncode == 0, checked.stdout
+
+
+def test_the_el_side_shares_the_debian_sides_script_but_its_boot_default():
+    """One script: the same config reading, module list and module cache install; only guard_boot differs."""
+    deb, el = guard_script("tar"), el_guard_script("tar")
+    def common(script: str) -> str:
+        return script.split("\nmode=", 1)[1].split("\n# guard_boot", 1)[0]
+
+    assert common(el) == common(deb) and "installed() {" in common(el)
+    assert el.split("INSTALL=", 1)[1] == deb.split("INSTALL=", 1)[1]
+    assert "grubby --set-default" in el and "grub-set-default" not in el and "grubby" not in deb
+
+
+def test_converged_on_el_when_every_file_is_in_place():
+    import base64
+
+    from gpunode.steps import build_step
+    from gpunode.steps.remote_file import CONTENT_PREFIX
+    from tests.plan_cases import build_facts, context
+
+    step = build_step("kernel_guard", {"cache": "/mnt/gpunode/modules"})
+    files = step._files(build_facts("rhel-9", {}))
+    assert list(files) == [SCRIPT, f"{INSTALL_DIR}/{CACHE_PLUGIN}", f"{INSTALL_DIR}/{KEEP_PLUGIN}", CONF_FILE]
+    probe = {f"file{i}": f"present\n{mode.lstrip('0')} root root\n{CONTENT_PREFIX}"
+                         f"{base64.b64encode(content.encode()).decode()}\n"
+             for i, (content, mode) in enumerate(files.values())}
+    case = {"kind": "kernel_guard", "os": "rhel-9", "args": {"cache": "/mnt/gpunode/modules"}, "probe": probe}
+    assert step.plan(context(case, step=step)) == []
 
 
 def _sandbox(tmp_path: Path, files: dict[str, tuple[str, int]], run: str) -> subprocess.CompletedProcess:
@@ -73,6 +125,7 @@ def _guard_files(cache: str = "") -> dict[str, tuple[str, int]]:
     return files
 
 
+@needs_sandbox
 def test_kernel_install_runs_the_cache_plugin_before_dkms_and_the_keep_plugin_after_grubby_and_dkms(tmp_path):
     """This machine's kernel-install (systemd 252) sorts ours among the vendors' names, /etc over /usr/lib, and calls
     each with `add RELEASE ENTRY-DIR IMAGE`; without dkms on the host the guard does nothing and exits 0."""
@@ -98,6 +151,7 @@ def _dkms_tree(kernel: str) -> str:
             f"ln -sfn {VER}/{kernel}/x86_64 /var/lib/dkms/{MOD}/kernel-{kernel}-x86_64\n")
 
 
+@needs_sandbox
 @pytest.mark.extended
 def test_a_kernel_without_its_module_stays_out_of_the_default_until_dkms_has_it(tmp_path):
     """dkms's real program and 40-dkms.install (GPUNODE_DKMS_SOURCE: a dkms checkout, v3.2.0 or later, `make` run):
