@@ -198,7 +198,25 @@ def test_a_kernel_without_its_module_stays_out_of_the_default_until_dkms_has_it(
                                                running_kernel=OLD, next_boot_kernel=NEW, kernel_guard=state))}
     assert found["kernel-guard-kept-default"].summary == (
         f"kernel {NEW} installed without its NVIDIA module ({MOD}/{VER}); boot default kept at {OLD}")
+    assert state["loader"] == "grubby" and f"grubby --set-default /boot/vmlinuz-{NEW}" in found[
+        "kernel-guard-kept-default"].remedy and "dpkg" not in found["kernel-guard-kept-default"].remedy
     assert out.count("rc=0") == (1 if passes_failure else 2)
     assert f"default=/boot/vmlinuz-{NEW}" in out.rsplit("rc=0", 1)[1], out
     assert "No such file" in out.rsplit("rc=0", 1)[1]  # the record is gone
     assert out.rstrip().endswith(f"the module is installed for {NEW}: it is the boot default again (UPDATEDEFAULT=yes)")
+
+
+def test_verify_names_grubby_for_the_dnf_sides_record():
+    """The dnf side's record (as the extended test's run wrote it) reads as the Debian side's, its remedy grubby's."""
+    record = parse_state(f"kernel={NEW}\nmissing={MOD}/{VER}\nkept={OLD}\nentry=/boot/vmlinuz-{OLD}\n"
+                         f"boot_default=kept: /boot/vmlinuz-{OLD}\nloader=grubby\ntime=2026-11-29T08:33:29Z\n")
+    base = {"dkms_status": [f"{MOD}/{VER}, {OLD}, x86_64: installed"], "running_kernel": OLD,
+            "next_boot_kernel": NEW}
+    kept = {f.id: f for f in analyze(Evidence(**base, kernel_guard=record))}["kernel-guard-kept-default"]
+    assert kept.severity == "warning" and f"grubby --set-default /boot/vmlinuz-{NEW}" in kept.remedy
+    assert f"kernel-devel-{NEW}" in kept.remedy and "dpkg" not in kept.remedy and "grub-editenv" not in kept.remedy
+    lost = {**record, "boot_default": "unchanged: no grubby (grubby --default-kernel) on this node", "kept": ""}
+    failed = {f.id: f for f in analyze(Evidence(**base, kernel_guard=lost))}["kernel-guard-default-not-kept"]
+    assert failed.severity == "critical" and failed.remedy.endswith(
+        "Until then, choose the boot entry of a kernel with the module (grubby --set-default).")
+    assert "dkms-next-boot-kernel" in {f.id for f in analyze(Evidence(**base, kernel_guard=lost))}

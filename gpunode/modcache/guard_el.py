@@ -38,7 +38,8 @@ How a kernel install reaches them (each fact with the file it was read from):
 `guard_boot` (grubby): when `grubby --default-kernel` is the new kernel's /boot/vmlinuz and a guarded module is not
 installed for it, the default goes back to a kernel that has it (the running one when it does, else the newest
 other, rescue images never) with `grubby --set-default`, and the why goes to the Debian side's `STATE_FILE` and
-`LOG_FILE`, so verify-gpu's kernel-guard-* checks read it unchanged. When the module is there later and the record
+`LOG_FILE`, so verify-gpu's kernel-guard-* checks read it as they read Debian's (`loader=grubby` in it: the
+remedy names grubby). When the module is there later and the record
 names this kernel, the default is the new kernel again if UPDATEDEFAULT=yes (what grubby's plugin would have done).
 Both plugins always exit 0 (never 77: that would skip the plugins after them)."""
 
@@ -78,7 +79,7 @@ fi
 write_state() {{  # boot_default=... then the rest
   mkdir -p "${{state%/*}}"; t=$(mktemp "$state.XXXXXX") && chmod 644 "$t" || return
   {{ echo "kernel=$k"; echo "missing=$missing"; echo "kept=$keep"; echo "entry=${{id:-}}"; echo "boot_default=$1"
-     echo "time=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; }} > "$t" && mv -f "$t" "$state"
+     echo "loader=grubby"; echo "time=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; }} > "$t" && mv -f "$t" "$state"
 }}
 keep='' id=''
 if [ -z "$default" ]; then
