@@ -68,14 +68,15 @@ def squote(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
 
-def config_text(module: str, version: str, flavour: str, arch: str, cache: str) -> str:
+def config_text(module: str, version: str, flavour: str, arch: str, cache: str,
+                read_by: str = "the hooks in /etc/kernel/*postinst.d/*gpunode*") -> str:
     """/etc/gpunode/kernel-guard.conf: sourced by the hooks; every value quoted."""
     rows = (("GUARD_MODULE", module, "DKMS module to guard; auto: the NVIDIA driver's (nvidia, nvidia-current, ...)"),
             ("GUARD_VERSION", version, "its version; empty: every version added to DKMS"),
             ("GUARD_FLAVOUR", flavour, "module cache key flavour; auto: open/proprietary for NVIDIA, else none"),
             ("GUARD_ARCH", arch, "module cache key architecture; empty: uname -m"),
             ("GUARD_CACHE", cache, "module cache on this node: a folder or an https URL; empty: none"))
-    lines = ["# Written by gpunode (kernel_guard step); read by the hooks in /etc/kernel/*postinst.d/*gpunode*."]
+    lines = [f"# Written by gpunode (kernel_guard step); read by {read_by}."]
     lines += [f"{name}={squote(value)}  # {doc}" for name, value, doc in rows]
     return "\n".join(lines) + "\n"
 
@@ -85,10 +86,17 @@ def _shell_pattern(regex: str) -> str:
     return regex.replace("(?:", "(").replace(r"\d", "[0-9]")
 
 
-_COMMON = f"""#!/bin/sh
-# Written by gpunode (kernel_guard step): see {CONF_FILE}. Run by the hooks in /etc/kernel/*postinst.d as
-# {SCRIPT} cache|keep RELEASE [IMAGE] (the kernel packages give the hooks the kernel release, then the image).
-mode=${{1:-}} k=${{2:-}}
+DEB_RUN_BY = ("the hooks in /etc/kernel/*postinst.d",
+              "the kernel packages give the hooks the kernel release, then the image")
+
+
+def _head(run_by: tuple[str, str]) -> str:
+    """The script's first lines: who runs it (`run_by`: the hooks, and what they are given)."""
+    return (f"#!/bin/sh\n# Written by gpunode (kernel_guard step): see {CONF_FILE}. Run by {run_by[0]} as\n"
+            f"# {SCRIPT} cache|keep RELEASE [IMAGE] ({run_by[1]}).\n")
+
+
+_COMMON = f"""mode=${{1:-}} k=${{2:-}}
 [ -n "$k" ] && [ -r {CONF_FILE} ] && command -v dkms >/dev/null 2>&1 || exit 0
 exec </dev/null >&2
 GUARD_MODULE=auto GUARD_VERSION='' GUARD_FLAVOUR=auto GUARD_ARCH='' GUARD_CACHE=''
@@ -230,11 +238,12 @@ fi
 """
 
 
-def guard_script(form: str = "deb") -> str:
+def guard_script(form: str = "deb", guard_boot: str = _GUARD_BOOT, run_by: tuple[str, str] = DEB_RUN_BY) -> str:
     """SCRIPT: `cache` installs the module for the new kernel from the module cache, then keeps the boot default
-    while it is missing; `keep` keeps or releases the boot default (`guard_boot`)."""
+    while it is missing; `keep` keeps or releases the boot default (`guard_boot`: shell that defines it, GRUB's
+    grub-set-default by default; the dnf side gives grubby's, gpunode/modcache/guard_el.py)."""
     install = hook_install_command(form)
-    return (_COMMON + _GUARD_BOOT + f"INSTALL={squote(install)}\n" + _CACHE_BODY +
+    return (_head(run_by) + _COMMON + guard_boot + f"INSTALL={squote(install)}\n" + _CACHE_BODY +
             'case "$mode" in\n  cache) cache_main; guard_boot;;\n  keep) guard_boot;;\nesac\nexit 0\n')
 
 

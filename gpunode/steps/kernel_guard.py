@@ -2,8 +2,9 @@
 its DKMS module: kernel hooks on the node install the module from the module cache before dkms would compile it,
 and keep the running kernel the boot default when the module is still missing (gpunode/modcache/guard_hooks.py).
 
-Debian and Ubuntu only (their kernel packages run /etc/kernel/*postinst.d hooks). EL and Amazon Linux run
-kernel-install plugins (/etc/kernel/install.d) and set the default with grubby: not done yet, the step says so."""
+Debian and Ubuntu: hooks in /etc/kernel/*postinst.d (run-parts) and GRUB's saved_entry. dnf hosts (EL 8/9, Amazon
+Linux 2023, Alibaba Cloud Linux 3, TencentOS): kernel-install plugins in /etc/kernel/install.d around dkms's
+40-dkms.install, and grubby's default (gpunode/modcache/guard_el.py); the same script, config, log and record."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from dataclasses import dataclass
 
 from gpunode.distros import for_os
 from gpunode.facts import Facts
+from gpunode.modcache.guard_el import (
+    CACHE_PLUGIN,
+    EL_READ_BY,
+    el_guard_script,
+    plugin_paths,
+    plugin_text,
+)
 from gpunode.modcache.guard_hooks import CONF_FILE, SCRIPT, config_text, guard_script, hook_paths, hook_text
 from gpunode.modcache.key import PLAIN_NAME
 from gpunode.modcache.url_source import url_problem
@@ -22,6 +30,9 @@ from gpunode.steps.remote_file import parse_file_probe, probe_file, write_action
 _ORDER = {path: "before dkms" if name.startswith("50-") else
           "after dkms and zz-update-grub" if path.startswith("/etc/kernel/postinst.d/") else "after dkms"
           for path, name in hook_paths().items()}
+# where each kernel-install plugin runs (kernel-install sorts every *.install by name: guard_el.py)
+_ORDER.update({path: "before dkms's 40-dkms.install" if name == CACHE_PLUGIN else
+               "after grubby's 20-grubby.install and dkms's 40-dkms.install" for path, name in plugin_paths().items()})
 
 
 @register
@@ -59,24 +70,23 @@ class KernelGuardStep(Step):
 
     def _files(self, facts: Facts) -> dict[str, tuple[str, str]]:
         """Every file the guard writes: path -> (content, mode)."""
-        form = for_os(facts.os).module_cache_form
+        distro = for_os(facts.os)
+        form = distro.module_cache_form
+        values = (self.module, self.version, self.flavour, "", self.cache)
+        if distro.package_format != "deb":  # dnf: kernel-install plugins, grubby
+            files = {SCRIPT: (el_guard_script(form), "0755")}
+            files.update({path: (plugin_text(name), "0755") for path, name in plugin_paths().items()})
+            files[CONF_FILE] = (config_text(*values, read_by=EL_READ_BY), "0644")
+            return files
         files = {SCRIPT: (guard_script(form), "0755")}
         files.update({path: (hook_text(name), "0755") for path, name in hook_paths().items()})
-        files[CONF_FILE] = (config_text(self.module, self.version, self.flavour, "", self.cache), "0644")
+        files[CONF_FILE] = (config_text(*values), "0644")
         return files
 
     def probe(self, facts: Facts) -> Snippets:
-        if for_os(facts.os).package_format != "deb":
-            return {}
         return {f"file{i}": probe_file(path) for i, path in enumerate(self._files(facts))}
 
     def plan(self, ctx: StepContext) -> list[Action]:
-        distro = for_os(ctx.facts.os)
-        if distro.package_format != "deb":
-            ctx.notes.append("kernel guard: not done on this distribution yet (EL and Amazon Linux need a "
-                             "kernel-install plugin in /etc/kernel/install.d and grubby --set-default); hold the "
-                             "kernel packages there (hold_kernel: true)")
-            return []
         actions = []
         for i, (path, (content, mode)) in enumerate(self._files(ctx.facts).items()):
             state = parse_file_probe(ctx.probe[f"file{i}"])
@@ -84,7 +94,8 @@ class KernelGuardStep(Step):
                 continue
             why = ("what the kernel hooks guard, and where the module cache is" if path == CONF_FILE else
                    "the kernel guard: a later kernel gets its module from the module cache, or stays out of the boot "
-                   "default" if path == SCRIPT else f"hook of the kernel packages (run-parts order: {_ORDER[path]})")
+                   "default" if path == SCRIPT else f"kernel-install plugin (runs {_ORDER[path]})" if path.endswith(
+                       ".install") else f"hook of the kernel packages (run-parts order: {_ORDER[path]})")
             actions.append(write_action(path, state, content, mode=mode, owner="root", group="root", backup=False,
                                         reason=why if not state.exists else "content or mode differs"))
         return actions

@@ -107,6 +107,13 @@ def _kernel_guard(evidence: Evidence) -> list[Finding]:
            f"compiler; then `dpkg --configure -a` (a failed DKMS build leaves the kernel package half-configured) or "
            f"`dkms autoinstall -k {kernel}`. The guard then makes the newest kernel the default again at the next "
            "kernel hook run; by hand: `grub-editenv /boot/grub/grubenv unset saved_entry`.")
+    until = "grub-set-default"
+    if record.get("loader") == "grubby":  # the dnf side's record (gpunode/modcache/guard_el.py)
+        fix = (f"Give kernel {kernel} its module: the module cache entry of its group, or its headers "
+               f"(kernel-devel-{kernel}) and a compiler; then `dkms autoinstall -k {kernel}`, and make it the boot "
+               f"default: `grubby --set-default /boot/vmlinuz-{kernel}` (the guard does so itself when the kernel's "
+               "plugins run again with the module there and UPDATEDEFAULT=yes).")
+        until = "grubby --set-default"
     if how.startswith("kept"):
         return [Finding("kernel-guard-kept-default", "warning",
                         f"kernel {kernel} installed without its NVIDIA module ({missing}); boot default kept at {kept}",
@@ -114,7 +121,7 @@ def _kernel_guard(evidence: Evidence) -> list[Finding]:
     return [Finding("kernel-guard-default-not-kept", "critical",
                     f"kernel {kernel} installed without its NVIDIA module ({missing}); the boot default could not be "
                     f"kept ({how.removeprefix('unchanged: ') or 'unknown'}): the GPUs are gone after the next reboot",
-                    shown, fix + " Until then, choose the boot entry of a kernel with the module (grub-set-default).")]
+                    shown, fix + f" Until then, choose the boot entry of a kernel with the module ({until}).")]
 
 
 def _dkms_severity(works: bool) -> tuple[Severity, str]:
