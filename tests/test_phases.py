@@ -199,7 +199,8 @@ NEW_KERNEL = 'mkdir -p "$M/6.1.0-new" && : > "$BOOT/vmlinuz-6.1.0-new" && ' + HO
 def test_kernel_install_paused_makes_one_image_and_its_grub_entry(tmp_path: Path) -> None:
     code, log, conf = pause_sandbox(tmp_path, NEW_KERNEL + " && update-initramfs -u && update-initramfs -u")
     assert (code, conf) == (0, "update_initramfs=yes\n")
-    assert log == "generate -c 6.1.0-new\ngrub 6.1.0-new BOOT/vmlinuz-6.1.0-new\n".replace("BOOT", str(tmp_path / "boot"))
+    boot = tmp_path / "boot"
+    assert log == f"generate -c 6.1.0-new\ngrub 6.1.0-new {boot}/vmlinuz-6.1.0-new\n"
 
 
 def test_the_kernel_and_driver_installs_of_one_run_make_one_image(tmp_path: Path) -> None:
@@ -306,7 +307,8 @@ def test_the_first_command_after_held_installs_ends_the_hold_once() -> None:
     driver = ctx.command_for(Action("driver", command="apt-get install nvidia-driver", initramfs_once=True))
     assert MARK in kernel and MARK in driver and not kernel.startswith(FLUSH) and not driver.startswith(FLUSH)
     assert ctx.state.initramfs_held
-    write = ctx.command_for(Action("blacklist", command="cat > /etc/modprobe.d/x.conf", writes="/etc/modprobe.d/x.conf"))
+    conf = "/etc/modprobe.d/x.conf"
+    write = ctx.command_for(Action("blacklist", command=f"cat > {conf}", writes=conf))
     assert not write.startswith(FLUSH) and ctx.state.initramfs_held  # a file write runs no update-initramfs
     hold = ctx.command_for(Action("hold", command="apt-mark hold nvidia-driver # a comment"))
     assert hold == f"{FLUSH} && (\napt-mark hold nvidia-driver # a comment\n)" and not ctx.state.initramfs_held
