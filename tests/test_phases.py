@@ -291,11 +291,24 @@ def test_a_pause_left_by_a_cut_run_goes_first(kind: str) -> None:
 
 
 # ---- one hold and one list refresh per run: what StepContext.command_for runs ------------------------------------
+class _Commands:
+    """What StepContext sends the host, in order (the decisions under test here; tests/test_vm_initramfs_hold.py
+    runs the commands on a real VM)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def run(self, command: str, **_: object):  # noqa: ANN201
+        from types import SimpleNamespace
+        self.sent.append(command)
+        return SimpleNamespace(ok=True, exit_code=0)
+
+
 def _bare_context(check: bool = False):  # noqa: ANN202
     from gpunode.inventory import Host
     from gpunode.steps import StepContext
     from tests.plan_cases import DEFAULT_OS, build_facts
-    return StepContext(Host(name="h", address="h"), build_facts(DEFAULT_OS, {}), conn=None,  # type: ignore[arg-type]
+    return StepContext(Host(name="h", address="h"), build_facts(DEFAULT_OS, {}), conn=_Commands(),  # type: ignore[arg-type]
                        check=check)
 
 
@@ -309,10 +322,10 @@ def test_the_first_command_after_held_installs_ends_the_hold_once() -> None:
     assert ctx.state.initramfs_held
     conf = "/etc/modprobe.d/x.conf"
     write = ctx.command_for(Action("blacklist", command=f"cat > {conf}", writes=conf))
-    assert not write.startswith(FLUSH) and ctx.state.initramfs_held  # a file write runs no update-initramfs
-    hold = ctx.command_for(Action("hold", command="apt-mark hold nvidia-driver # a comment"))
-    assert hold == f"{FLUSH} && (\napt-mark hold nvidia-driver # a comment\n)" and not ctx.state.initramfs_held
-    assert ctx.command_for(Action("next", command="true")) == "true"
+    assert write == f"cat > {conf}" and ctx.state.initramfs_held and not ctx.conn.sent  # a file write: no generation
+    assert ctx.command_for(Action("hold", command="apt-mark hold nvidia-driver")) == "apt-mark hold nvidia-driver"
+    assert ctx.conn.sent == [FLUSH] and not ctx.state.initramfs_held  # the hold ended first, as its own command
+    assert ctx.command_for(Action("next", command="true")) == "true" and ctx.conn.sent == [FLUSH]
 
 
 def test_check_mode_holds_nothing() -> None:

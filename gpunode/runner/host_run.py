@@ -24,10 +24,10 @@ from gpunode.runner import facts_cache, remote_lock, task_keys
 from gpunode.runner.events import Events
 from gpunode.runner.host_rules import account_commands, predicted, require_root
 from gpunode.runner.host_state import BeforeDisturbing, Carried, Handlers, PackageShare, Session, Share
-from gpunode.runner.initramfs_hold import end_hold
 from gpunode.steps import Action, Step, StepContext, build_step, step_facts_sections
 from gpunode.steps.diffs import DEFAULT_MAX_DIFF_SIZE
 from gpunode.steps.diffs import render as render_diff
+from gpunode.steps.initramfs_hold import end_hold
 from gpunode.steps.package_share import share_for
 from gpunode.steps.probe import ProbeBatch, ProbeOutput, Snippets
 from gpunode.templates_read import names_in_order, names_read
@@ -131,7 +131,7 @@ class HostRun:
         return self.outcome
 
     def _end_initramfs_hold(self) -> None:
-        """The initramfs pause the run's installs hold, ended (runner/initramfs_hold.py); a failure here fails the
+        """The initramfs pause the run's installs hold, ended (steps/initramfs_hold.py); a failure here fails the
         host unless it failed already."""
         try:
             end_hold(self.conn, self.carried.host)

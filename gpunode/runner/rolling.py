@@ -115,12 +115,14 @@ class HostRollout:
         host_run.before_disturbing = self.before_disturbing
         outcome = host_run.run()
         if host_run.check:
-            if self.gate and outcome.changed:
-                outcome.notes.append(f"would run the gate ({len(self.gate.steps)} step(s)) after the change")
+            if self.gate:
+                outcome.notes.append(f"would run the gate ({len(self.gate.steps)} step(s)) after the run")
             return self._finish(outcome)
         conn = host_run.conn
         conn.transcript.reopen()
-        if not outcome.failed and self.gate and outcome.changed:
+        # every host that did not fail, changed or not: a canary whose gate failed changes nothing when run again,
+        # and must not pass its batch by that
+        if not outcome.failed and self.gate:
             self._run_gate(host_run, outcome)
             conn.transcript.reopen()
         if self.drained or (outcome.failed and self.changing and self.snapshot):

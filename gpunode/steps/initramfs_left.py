@@ -13,7 +13,7 @@ def left_initramfs_pause(probed: str, held: bool = False) -> list[Action]:
     """gpunode's pause left by a run cut short (its marked line, `probed`) ended as a run ends it (removed, then
     an image for each kernel left without one, else the newest image updated): while the line is there, no
     package update regenerates the initramfs. `held`: the pause is this run's own (an earlier step's install holds
-    it for the run to end: runner/initramfs_hold.py), not one left behind."""
+    it for the run to end: steps/initramfs_hold.py), not one left behind."""
     if held or PAUSE_MARK not in probed:
         return []
     return [Action(f"remove gpunode's pause of initramfs updates from {PAUSE_CONF} and update the initramfs",

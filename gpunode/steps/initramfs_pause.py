@@ -14,7 +14,7 @@ What does: initramfs-tools' own switches. During the install:
   `update-initramfs -c` (same package, the hook's "exit if kernel does not need an initramfs").
 Held, not ended, after a good install: the installs of one run (the kernel's, then the driver's) share one pause,
 and one generation ends it (FLUSH), run before the first command of the run that is not such an install, before a
-reboot, and at the end of the host's run, whatever happened (runner/initramfs_hold.py). An install that fails ends
+reboot, and at the end of the host's run, whatever happened (steps/initramfs_hold.py). An install that fails ends
 the pause at once. The generation: `update-initramfs -c -k K` for each kernel left without an image (what the
 kernel's hook would have made), else `update-initramfs -u` (what the trigger would have run: the newest kernel's
 image, or all of them with the user's `update_initramfs=all`). The packages' files are all in place then, so that

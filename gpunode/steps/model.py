@@ -12,7 +12,8 @@ from gpunode.facts.sections import OPTIONAL as OPTIONAL_SECTIONS
 from gpunode.inventory import Host
 from gpunode.steps.diffs import FileDiff
 from gpunode.steps.fixes import action_fix
-from gpunode.steps.initramfs_pause import FLUSH, paused
+from gpunode.steps.initramfs_hold import end_hold
+from gpunode.steps.initramfs_pause import paused
 from gpunode.steps.pkgmgr import LISTS_FRESH_ENV, AptManager, without_refresh
 from gpunode.steps.probe import ProbeOutput, Snippets
 from gpunode.steps.state import HostState
@@ -120,8 +121,7 @@ class StepContext:
             self.state.initramfs_held = not self.check
             return paused(command)
         if self.state.initramfs_held and not action.writes:  # gpunode's own file writes run no update-initramfs
-            self.state.initramfs_held = False
-            return f"{FLUSH} && (\n{command}\n)"
+            end_hold(self.conn, self.state)
         return command
 
     def run(self, command: str, **kwargs: Any) -> ExecResult:

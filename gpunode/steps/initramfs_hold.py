@@ -1,5 +1,7 @@
-"""The end of the initramfs pause the run's package installs hold (steps/initramfs_pause.py): before a reboot and
-at the end of the host's run, whatever happened, so that no host is left with its initramfs updates paused."""
+"""The end of the initramfs pause the run's package installs hold (steps/initramfs_pause.py), as a command of its
+own (the host log and the report's `timed` name it): before the first later command that is not an install or a
+file write (StepContext.command_for), before a reboot and at the end of the host's run, whatever happened
+(runner/host_run.py), so that no host is left with its initramfs updates paused."""
 
 from __future__ import annotations
 
