@@ -43,9 +43,10 @@ _IMAGELESS = ("for m in /lib/modules/*; do k=${m##*/}; [ -e \"/boot/vmlinuz-$k\"
               "[ ! -e \"/boot/initrd.img-$k\" ] && echo \"$k\"; done")
 RESUME = f"sed -i {q('/' + MARK.replace('/', chr(92) + '/') + '/d')} {CONF}"
 HOOK = "/etc/kernel/postinst.d/zz-update-grub"
+HELD = f"grep -qF {q(MARK)} {CONF} 2>/dev/null"  # the pause's line is there (this run's, or one left behind)
 # End a held pause: its line removed, an image for each kernel left without one (and its GRUB entry), else (a pause
 # was held) the newest image updated. Where nothing is held and every kernel has its image, it does nothing.
-FLUSH = ("( h=; if grep -qF " + q(MARK) + " " + CONF + " 2>/dev/null; then " + RESUME + " || exit; h=1; fi; rc=0; "
+FLUSH = ("( h=; if " + HELD + "; then " + RESUME + " || exit; h=1; fi; rc=0; "
          "made=; for k in $(" + _IMAGELESS + "); do update-initramfs -c -k \"$k\" || rc=$?; made=\"$made $k\"; done; "
          "if [ -z \"$made\" ] && [ -n \"$h\" ]; then update-initramfs -u || rc=$?; fi; set -- $made; "
          "if [ -n \"$made\" ] && [ -x " + HOOK + " ]; then " + HOOK + " \"$1\" \"/boot/vmlinuz-$1\" || rc=$?; fi; "
@@ -59,8 +60,7 @@ def paused(command: str) -> str:
     trigger: that one generation stays). A pause this run already holds is kept. The install failing, or no pause
     held (a kernel left without an image gets it now), ends it here (FLUSH); else it stays held for the run."""
     has = "command -v update-initramfs >/dev/null"
-    held = "grep -qF " + q(MARK) + " " + CONF + " 2>/dev/null"
     return ("( command -v dracut >/dev/null || export INITRD=No; if [ -f " + CONF + " ] && " + has + "; then "
-            + held + " || printf '%s\\n' " + q(PAUSE_LINE) + " >> " + CONF + "; fi; "
-            "( " + command + " ); rc=$?; if [ $rc != 0 ]; then " + FLUSH + "; elif ! " + held + "; then "
+            + HELD + " || printf '%s\\n' " + q(PAUSE_LINE) + " >> " + CONF + "; fi; "
+            "( " + command + " ); rc=$?; if [ $rc != 0 ]; then " + FLUSH + "; elif ! " + HELD + "; then "
             + FLUSH + " || rc=$?; fi; exit $rc )")
